@@ -1,0 +1,28 @@
+# Two entry points (README "Quick start"): `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# torch is pinned: on these machines 2.13.0 is the CPU build; an unpinned torch pulls CUDA.
+PIP_EXTRA ?= torch==2.13.0
+
+.PHONY: demo test test-slow venv clean
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[all,test]' $(PIP_EXTRA)
+	touch $@
+
+venv: $(VENV)/.stamp
+
+demo: venv
+	$(PY) examples/demo.py
+
+test: venv
+	$(PY) -m pytest -q -n 2 -m "not slow"
+
+test-slow: venv
+	$(PY) -m pytest -q -n 2 -m slow
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

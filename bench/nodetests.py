@@ -1,0 +1,161 @@
+"""Run the ONNX backend node tests (a peer's test suite) through opbridge.
+
+Every case of the installed ``onnx`` package (``onnx.backend.test.loader.load_model_tests``,
+1,884 on onnx 1.23.2) goes ONNX frontend → IR → backend B, and is compared with the
+case's expected outputs (rtol 1e-3, atol 1e-5 for floats; exact otherwise). Peers run
+side by side in the same process on the same cases: ``onnxruntime`` runs the original
+model natively.
+
+    python bench/nodetests.py --backend onnx [--json out.json] [--cases REGEX] [--limit N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from translator.harness import BACKENDS, classify, compare  # noqa: E402
+
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def load_cases(pattern: str | None, limit: int | None) -> list[Any]:
+    from onnx.backend.test.loader import load_model_tests
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = load_model_tests(kind="node")
+    if pattern:
+        rx = re.compile(pattern)
+        cases = [c for c in cases if rx.search(c.name)]
+    cases.sort(key=lambda c: c.name)
+    return cases[:limit] if limit else cases
+
+
+def feeds_for(model: Any, inputs: list[Any]) -> dict[str, Any]:
+    inits = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    return dict(zip(names, inputs))
+
+
+def check_outputs(expected: list[Any], got: list[Any]) -> tuple[bool, str]:
+    if len(got) < len(expected):
+        return False, "missing_outputs"
+    for e, g in zip(expected, got):
+        d = compare(e, g, RTOL, ATOL)
+        if not d.ok:
+            return False, "mismatch"
+    return True, ""
+
+
+def run_opbridge(case: Any, backend: str) -> tuple[str, str]:
+    from translator.frontends.onnx import from_proto
+    from translator.harness import backend_module
+
+    mod = backend_module(backend)
+    try:
+        for inputs, expected in case.data_sets:
+            ir = from_proto(case.model, ".", case.name)
+            artifact = mod.emit(ir)
+            got = mod.run(artifact, feeds_for(case.model, inputs))
+            ok, why = check_outputs(expected, list(got))
+            if not ok:
+                return "fail", why
+        return "pass", ""
+    except Exception as exc:  # noqa: BLE001 - every failure is counted with its reason
+        return classify(exc)
+
+
+def run_onnxruntime(case: Any) -> tuple[str, str]:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    try:
+        sess = ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001
+        msg = str(exc)
+        code = "unsupported_ir_version" if "IR version" in msg or "ir_version" in msg else \
+            "unsupported_opset" if "opset" in msg.lower() else "load_error"
+        return "unsupported", code
+    try:
+        for inputs, expected in case.data_sets:
+            got = sess.run(None, feeds_for(case.model, inputs))
+            ok, why = check_outputs(expected, got)
+            if not ok:
+                return "fail", why
+        return "pass", ""
+    except Exception as exc:  # noqa: BLE001
+        return "error", f"runtime_error:{type(exc).__name__}"
+
+
+PEERS = {"onnxruntime": run_onnxruntime}
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = Counter(r["status"] for r in results)
+    reasons = Counter(r["reason"] for r in results if r["status"] != "pass")
+    return {"counts": {k: counts.get(k, 0) for k in ("pass", "fail", "unsupported", "error")},
+            "reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", required=True, choices=BACKENDS)
+    ap.add_argument("--json", dest="json_out")
+    ap.add_argument("--cases", help="regex on case names")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--peers", default="onnxruntime", help="comma-separated peers, or 'none'")
+    ap.add_argument("--quiet", "-q", action="store_true")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    warnings.filterwarnings("ignore")
+
+    t0 = time.perf_counter()
+    cases = load_cases(args.cases, args.limit)
+    peers = [] if args.peers == "none" else [p for p in args.peers.split(",") if p]
+    results: list[dict[str, Any]] = []
+    peer_results: dict[str, list[dict[str, Any]]] = {p: [] for p in peers}
+    for i, case in enumerate(cases):
+        status, reason = run_opbridge(case, args.backend)
+        results.append({"case": case.name, "status": status, "reason": reason})
+        for p in peers:
+            ps, pr = PEERS[p](case)
+            peer_results[p].append({"case": case.name, "status": ps, "reason": pr})
+        if not args.quiet and (i + 1) % 100 == 0:
+            done = Counter(r["status"] for r in results)
+            print(f"  {i + 1}/{len(cases)} cases, pass {done['pass']}", file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - t0
+    ours = summarize(results)
+    report = {"backend": args.backend, "cases": len(cases), **ours,
+              "peers": {p: summarize(r) for p, r in peer_results.items()},
+              "seconds": round(elapsed, 1), "results": results}
+    for p, r in peer_results.items():
+        report["peers"][p]["results"] = r
+    print(f"backend {args.backend}: {len(cases)} cases  " +
+          "  ".join(f"{k} {v}" for k, v in ours["counts"].items()))
+    for p in peers:
+        c = report["peers"][p]["counts"]
+        ratio = ours["counts"]["pass"] / c["pass"] if c["pass"] else float("nan")
+        print(f"peer {p}: " + "  ".join(f"{k} {v}" for k, v in c.items()) + f"   (opbridge/peer pass ratio {ratio:.3f})")
+    top = list(ours["reasons"].items())[:12]
+    if top:
+        print("reasons: " + ", ".join(f"{k} {v}" for k, v in top))
+    print(f"{elapsed:.1f} s")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+"""The NumPy reference as a backend: the IR evaluated op by op (no artifact)."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from translator import interpreter
+from translator.ir import Model
+
+NAME = "numpy"
+
+
+def emit(model: Model) -> Model:
+    return interpreter.prepare(model)
+
+
+def run(artifact: Model, inputs: Mapping[str, Any]) -> list[Any]:
+    return interpreter.run(artifact, inputs)

@@ -1,0 +1,276 @@
+"""IR → ONNX (a ModelProto), run with onnxruntime.
+
+ONNX is a data format, not source code: each IR node becomes one NodeProto whose type
+and fixed attributes are the op's ``onnx`` cell in ``optable.yaml`` (``trunc_mod`` →
+``Mod`` with ``fmod=1``). The model doc string is rendered from
+``templates/onnx/doc_string.j2``. The default opset and IR version are the newest the
+installed onnxruntime accepts (probed once), so a model written by a newer ``onnx``
+still runs.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from translator.errors import Unsupported
+from translator.ir import Graph, Model, TensorType, Value
+from translator.lowering import lower_for, native_ops
+from translator.tables import Tables, load_tables
+
+NAME = "onnx"
+
+
+# ----------------------------------------------------------------------------- runtime limits
+@lru_cache(maxsize=None)
+def runtime_limits() -> tuple[int, int]:
+    """(newest opset, newest IR version) the installed onnxruntime loads."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    def ok(opset: int, irv: int) -> bool:
+        g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv)
+        try:
+            ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+            return True
+        except Exception:  # noqa: BLE001 - the probe's failure is the answer
+            return False
+
+    opset = onnx.defs.onnx_opset_version()
+    while opset > 7 and not ok(opset, 7):
+        opset -= 1
+    irv = onnx.IR_VERSION
+    while irv > 7 and not ok(opset, irv):
+        irv -= 1
+    return opset, irv
+
+
+# ----------------------------------------------------------------------------- emission
+class _Emitter:
+    def __init__(self, tables: Tables, opset: int) -> None:
+        import onnx
+
+        from translator.frontends.onnx import onnx_dtype_map
+
+        self.tables = tables
+        self.opset = opset
+        self.enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+        self.onnx = onnx
+
+    def name(self, v: Value) -> str:
+        key = id(v)
+        if key not in self.names:
+            base = v.name or "v"
+            n, k = base, 1
+            while n in self.used:
+                n = f"{base}__{k}"
+                k += 1
+            self.used.add(n)
+            self.names[key] = n
+        return self.names[key]
+
+    def elem(self, dtype: str | None) -> int:
+        if dtype is None:
+            return 0
+        if dtype not in self.enum_of:
+            raise Unsupported("cast", NAME, "unsupported_dtype", f"dtype {dtype} has no ONNX element type")
+        return self.enum_of[dtype]
+
+    def type_proto(self, t: TensorType) -> Any:
+        from onnx import helper
+
+        if t.kind == "sequence":
+            return helper.make_sequence_type_proto(self.type_proto(t.elem or TensorType(None)))
+        if t.kind == "optional":
+            return helper.make_optional_type_proto(self.type_proto(t.elem or TensorType(None)))
+        shape = None if t.shape is None else [d if isinstance(d, (int, str)) else None for d in t.shape]
+        return helper.make_tensor_type_proto(self.elem(t.dtype), shape)
+
+    def value_info(self, v: Value) -> Any:
+        from onnx import helper
+
+        return helper.make_value_info(self.name(v), self.type_proto(v.type))
+
+    def tensor(self, arr: np.ndarray, name: str, dtype: str | None = None) -> Any:
+        from onnx import numpy_helper
+
+        a = np.asarray(arr)
+        if a.dtype.kind in "OU":
+            t = numpy_helper.from_array(np.asarray(a, dtype=object), name)
+        else:
+            t = numpy_helper.from_array(a, name)
+        if dtype is not None and dtype in self.enum_of and t.data_type != self.enum_of[dtype]:
+            t.data_type = self.enum_of[dtype]
+        return t
+
+    def graph(self, g: Graph, top: bool) -> Any:
+        from onnx import helper
+
+        nodes = []
+        inits = [self.tensor(c.const, self.name(c), c.type.dtype) for c in g.constants.values()
+                 if c.uses or c in g.outputs]
+        for n in g.nodes:
+            nodes.append(self.node(n))
+        outputs = []
+        for i, v in enumerate(g.outputs):
+            produced_here = v.producer is not None and v.producer.graph is g
+            if not produced_here or any(v is o for o in g.outputs[:i]):
+                alias = Value(f"{v.name}_out", v.type)
+                nodes.append(helper.make_node("Identity", [self.name(v)], [self.name(alias)]))
+                v = alias
+            outputs.append(self.value_info(v))
+        inputs = [self.value_info(v) for v in g.inputs]
+        return helper.make_graph(nodes, g.name or "main", inputs, outputs, inits)
+
+    def node(self, n: Any) -> Any:
+        from onnx import helper
+
+        op = self.tables.ops.get(n.op)
+        cell = op.backends.get("onnx") if op else None
+        if cell is None or cell.status != "native":
+            raise Unsupported(n.op, NAME, "unsupported_op", "no ONNX op for it after lowering", n.name)
+        op_type = cell.names[0]
+        domain = ""
+        if op_type.startswith("com.microsoft."):
+            domain, op_type = "com.microsoft", op_type.split(".", 2)[2]
+        schema = self._schema(op_type, n)
+        attrs: dict[str, Any] = dict(cell.attrs)
+        attrs.update(n.attrs)
+        protos = []
+        for k, v in attrs.items():
+            protos.append(self.attribute(k, v, schema, n))
+        ins = [self.name(v) if v is not None else "" for v in n.inputs]
+        outs = [self.name(v) for v in n.outputs]
+        node = helper.make_node(op_type, ins, outs, name=n.name, domain=domain or None)
+        node.attribute.extend(protos)
+        return node
+
+    def _schema(self, op_type: str, n: Any) -> Any:
+        import onnx.defs
+
+        try:
+            return onnx.defs.get_schema(op_type, self.opset, "")
+        except Exception:  # noqa: BLE001
+            since = None
+            try:
+                since = onnx.defs.get_schema(op_type).since_version
+            except Exception:  # noqa: BLE001
+                pass
+            raise Unsupported(n.op, NAME, "unsupported_op",
+                              f"ONNX {op_type} needs opset {since or '?'} but the target opset is {self.opset}",
+                              n.name) from None
+
+    def attribute(self, key: str, v: Any, schema: Any, n: Any) -> Any:
+        import onnx
+        from onnx import helper
+
+        A = onnx.AttributeProto
+        decl = schema.attributes.get(key)
+        if decl is None:
+            raise Unsupported(n.op, NAME, "unsupported_attribute_value",
+                              f"attribute {key!r} does not exist in ONNX {schema.name}-{schema.since_version}", n.name)
+        if isinstance(v, Graph):
+            return helper.make_attribute(key, self.graph(v, False))
+        if isinstance(v, np.ndarray):
+            return helper.make_attribute(key, self.tensor(v, ""))
+        if isinstance(v, TensorType):
+            a = A(name=key, type=A.TYPE_PROTO)
+            a.tp.CopyFrom(self.type_proto(v))
+            return a
+        if isinstance(v, (list, tuple)):
+            if v and all(isinstance(x, Graph) for x in v):
+                return helper.make_attribute(key, [self.graph(x, False) for x in v])
+            if v and all(isinstance(x, np.ndarray) for x in v):
+                return helper.make_attribute(key, [self.tensor(x, "") for x in v])
+            t = decl.type
+            if t == A.INTS:
+                return helper.make_attribute(key, [int(x) for x in v], attr_type=A.INTS)
+            if t == A.FLOATS:
+                return helper.make_attribute(key, [float(x) for x in v], attr_type=A.FLOATS)
+            if t == A.STRINGS:
+                return helper.make_attribute(key, [str(x).encode("utf-8", "surrogateescape") for x in v], attr_type=A.STRINGS)
+            return helper.make_attribute(key, list(v))
+        if isinstance(v, str):
+            return helper.make_attribute(key, v.encode("utf-8", "surrogateescape"))
+        if decl.type == A.FLOAT:
+            return helper.make_attribute(key, float(v))
+        if decl.type == A.INT:
+            return helper.make_attribute(key, int(v))
+        return helper.make_attribute(key, v)
+
+
+def _doc_string(model: Model) -> str:
+    from translator.render import render
+
+    return render("onnx", "doc_string.j2", source=model.source, source_format=model.source_format,
+                  ops=model.op_histogram())
+
+
+def emit(model: Model, opset: int | None = None, ir_version: int | None = None, check: bool = True,
+         tables: Tables | None = None) -> Any:
+    """IR → ``onnx.ModelProto`` at ``opset`` (default: newest onnxruntime accepts)."""
+    import onnx
+    from onnx import helper
+
+    tables = tables or load_tables()
+    max_opset, max_ir = runtime_limits()
+    opset = opset or min(max_opset, onnx.defs.onnx_opset_version())
+    supported = native_ops(NAME, tables)
+    lower_for(model.graph, NAME, supported, tables)
+    em = _Emitter(tables, opset)
+    g = em.graph(model.graph, True)
+    irv = ir_version or min(max_ir, onnx.IR_VERSION)
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv,
+                              producer_name="opbridge", producer_version=_version())
+    if any(n.domain == "com.microsoft" for n in proto.graph.node):
+        proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    proto.doc_string = _doc_string(model)
+    if check:
+        try:
+            onnx.checker.check_model(proto, full_check=True)
+        except Exception as exc:  # noqa: BLE001 - ValidationError / InferenceError
+            from translator.errors import OpbridgeError
+
+            raise OpbridgeError("verifier", f"onnx.checker rejected the emitted model: {str(exc).splitlines()[0]}") from None
+    return proto
+
+
+def _version() -> str:
+    from translator import __version__
+
+    return __version__
+
+
+def save(proto: Any, path: str | os.PathLike[str]) -> Path:
+    """Write atomically (temp file + rename): nothing half-written on failure."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(proto.SerializeToString(deterministic=True))
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return out
+
+
+def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
+    """Run with onnxruntime's CPU provider; returns outputs in graph order."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    feed = {k: v for k, v in inputs.items() if k in names}
+    return sess.run(None, feed)

@@ -1,0 +1,316 @@
+"""One-time, idempotent growth of the tables beyond seed 000 (kept for provenance).
+
+1. dtypes ONNX has and the seed lacks (int2, uint2, float4e2m1, float8e8m0, float6*).
+2. ops for every ONNX operator (installed onnx, default domain) that no seed row names.
+3. ``signature`` of every op with a native ONNX cell, from the newest ONNX schema (the
+   IR form), minus attributes the IR op's name carries (Mod ``fmod``, BitShift ``direction``).
+4. cells from ``tools/fragments/<api>.yaml`` (library introspection by the fill scripts):
+   a fragment cell replaces an absent cell; where a seed cell exists, the verified
+   fragment name wins and the seed text stays in ``seed`` with both sources listed.
+
+After this the YAML files are edited by hand; re-running only adds what is missing.
+"""
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from ingest_seeds import dump  # noqa: E402
+
+HEADER = ("# The operator table: the source of truth, edited by hand (schema: docs/TABLES.md).\n"
+          "# Provenance: tools/ingest_seeds.py (seed 000), tools/extend_tables.py (ONNX schemas, library\n"
+          "# introspection fragments). Verified-by-execution status lives in verified.json (generated).\n")
+DT_HEADER = ("# The datatype table: the source of truth, edited by hand (schema: docs/TABLES.md).\n"
+             "# Provenance: tools/ingest_seeds.py (seed 000), tools/extend_tables.py (ONNX types).\n")
+
+NEW_DTYPES = [
+    # id, title, category, kind, bits, layout, nan, inf, negzero, numpy, onnx enum
+    ("uint2", "uint2", "Integer Unsigned", "uint", 2, {"sign": 0, "integer": 2}, None, None, None, "ml_dtypes.uint2", "UINT2"),
+    ("int2", "int2", "Integer Signed", "int", 2, {"sign": 1, "integer": 1}, None, None, None, "ml_dtypes.int2", "INT2"),
+    ("float4e2m1", "float4f1e2s1", "Float Signed", "float", 4, {"sign": 1, "exponent": 2, "fraction": 1, "bias": 1},
+     False, False, True, "ml_dtypes.float4_e2m1fn", "FLOAT4E2M1"),
+    ("float6e2m3", "float6f3e2s1", "Float Signed", "float", 6, {"sign": 1, "exponent": 2, "fraction": 3, "bias": 1},
+     False, False, True, "ml_dtypes.float6_e2m3fn", "FLOAT6E2M3"),
+    ("float6e3m2", "float6f2e3s1", "Float Signed", "float", 6, {"sign": 1, "exponent": 3, "fraction": 2, "bias": 3},
+     False, False, True, "ml_dtypes.float6_e3m2fn", "FLOAT6E3M2"),
+    ("float8e8m0", "float8f0e8s0 (scale)", "Float Unsigned", "float", 8, {"sign": 0, "exponent": 8, "fraction": 0, "bias": 127},
+     True, False, False, "ml_dtypes.float8_e8m0fnu", "FLOAT8E8M0"),
+]
+
+CATEGORY = [  # (regex on ONNX op name, category) for ops added from ONNX
+    (r"^(Sequence|SplitToSequence|ConcatFromSequence)", "Sequence"),
+    (r"^Optional", "Optional"),
+    (r"^(String|Regex)", "String"),
+    (r"(Window|DFT|STFT|MelWeightMatrix)$", "Signal processing"),
+    (r"(Attention|RotaryEmbedding|SwiGLU)$", "Attention"),
+    (r"(Normalization)$", "Normalization"),
+    (r"(Loss)$", "Loss"),
+    (r"^(QLinear|ConvInteger|MatMulInteger|DynamicQuantize)", "Quantization"),
+    (r"^(Conv|DeformConv|Col2Im|CausalConv)", "Matrix Multiplication"),
+    (r"^(RNN|LinearAttention)$", "Recurrent"),
+    (r"^(Bernoulli)$", "Generation, Random"),
+    (r"^(Range)$", "Generation"),
+    (r"^(AffineGrid|GridSample|RoiAlign|NonMaxSuppression|CenterCropPad|ImageDecoder)$", "Imaging Operators"),
+    (r"^(CumSum|CumProd)$", "Scan (prefix reduction)"),
+    (r"^(Celu|Mish|Swish)$", "Activation, Elementwise"),
+    (r"^(Round|IsNaN|Det)$", "Elementwise Math"),
+    (r"^(CastLike|BitCast)$", "Data Conversion, Elementwise"),
+    (r"^(ReverseSequence|Scatter|TensorScatter|Unique)$", "Data reorganization"),
+]
+MULTIDIRECTIONAL = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Greater", "Less", "GreaterOrEqual",
+                    "LessOrEqual", "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift",
+                    "Max", "Min", "Sum", "Mean", "Where", "Expand"}
+
+
+def onnx_schemas() -> dict[str, Any]:
+    import onnx.defs
+
+    latest: dict[str, Any] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        if s.domain in ("", "ai.onnx") and (s.name not in latest or s.since_version > latest[s.name].since_version):
+            latest[s.name] = s
+    return latest
+
+
+def onnx_version() -> str:
+    import onnx
+
+    return onnx.__version__
+
+
+def add_dtypes(doc: dict[str, Any]) -> int:
+    have = {d["id"] for d in doc["dtypes"]}
+    src = f"introspect:onnx {onnx_version()}"
+    n = 0
+    for (did, title, cat, kind, bits, layout, nan, inf, negz, npname, enum) in NEW_DTYPES:
+        if did in have:
+            continue
+        entry: dict[str, Any] = {"id": did, "title": title, "category": cat, "kind": kind, "bits": bits,
+                                 "layout": layout}
+        for k, v in (("nan", nan), ("inf", inf), ("negative_zero", negz)):
+            if v is not None:
+                entry[k] = v
+        entry["numpy"] = npname
+        entry["notes"] = ["Not in seed 000; added from the installed onnx TensorProto.DataType enum."]
+        entry["backends"] = {"onnx": {"status": "native", "name": enum, "source": src,
+                                      "verified": f"onnx.TensorProto.{enum} exists"}}
+        doc["dtypes"].append(entry)
+        n += 1
+    return n
+
+
+def _snake_ids() -> dict[str, list[str]]:
+    rows = csv.DictReader(open(ROOT / "tools" / "onnx_ops.tsv"), delimiter="\t")
+    return {r["onnx"]: r["ir_ids"].split(",") for r in rows}
+
+
+def add_ops(doc: dict[str, Any], schemas: dict[str, Any]) -> int:
+    have_ids = {o["id"] for o in doc["ops"]}
+    named = set()
+    for o in doc["ops"]:
+        c = (o.get("backends") or {}).get("onnx")
+        if c and c["status"] == "native":
+            names = c["name"] if isinstance(c["name"], list) else [c["name"]]
+            named.update(names)
+    ids = _snake_ids()
+    src = f"introspect:onnx {onnx_version()}"
+    n = 0
+    for name in sorted(schemas):
+        s = schemas[name]
+        if name in named or name in ("Upsample", "Scatter"):
+            continue  # deprecated ONNX ops are upgraded by the frontend (resize, scatter_elements)
+        op_id = ids.get(name, [re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()])[0]
+        if op_id in have_ids:
+            # a seed row exists without a native ONNX cell (e.g. IsNan spelled wrong): fix the cell
+            op = next(o for o in doc["ops"] if o["id"] == op_id)
+            cell = op.setdefault("backends", {}).get("onnx")
+            fixed = {"status": "native", "name": name, "source": [cell["source"], src] if cell else src,
+                     "verified": f"onnx.defs.has({name!r})"}
+            if cell and cell.get("name") and cell.get("name") != name:
+                fixed["seed"] = cell.get("seed") or (cell["name"] if isinstance(cell["name"], str) else ", ".join(cell["name"]))
+                op.setdefault("errata", []).append({
+                    "field": "backends.onnx.name", "seed": fixed["seed"], "verified": name,
+                    "note": f"ONNX spells the op {name}; {fixed['seed']} is not a registered ONNX op.",
+                    "source": src})
+            op["backends"]["onnx"] = fixed
+            continue
+        category = next((c for rx, c in CATEGORY if re.search(rx, name)), "Other")
+        entry = {"id": op_id, "title": name, "category": category,
+                 "broadcast": "multidirectional" if name in MULTIDIRECTIONAL else "none",
+                 "notes": [f"Not in seed 000; added from the ONNX {name}-{s.since_version} schema."],
+                 "backends": {"onnx": {"status": "native", "name": name, "source": src,
+                                       "verified": f"onnx.defs.has({name!r})"}}}
+        doc["ops"].append(entry)
+        have_ids.add(op_id)
+        n += 1
+    return n
+
+
+ATTR_TYPE = {1: "float", 2: "int", 3: "string", 4: "tensor", 5: "graph", 6: "floats", 7: "ints", 8: "strings",
+             9: "tensor", 10: "graph", 11: "tensor", 12: "tensor", 13: "dtype", 14: "dtype"}
+DROP_ATTRS = {"floor_mod": {"fmod"}, "trunc_mod": {"fmod"}, "bit_shift_left": {"direction"},
+              "bit_shift_right": {"direction"}}
+
+
+def _onnx_type_map(dt_doc: dict[str, Any]) -> dict[str, str]:
+    """'float' (ONNX type string) → dtype id."""
+    out: dict[str, str] = {}
+    for d in dt_doc["dtypes"]:
+        c = (d.get("backends") or {}).get("onnx")
+        if c and c["status"] == "native":
+            enum = c["name"] if isinstance(c["name"], str) else c["name"][0]
+            out[enum.lower()] = d["id"]
+    out["float"] = "float32"
+    out["double"] = "float64"
+    return out
+
+
+def _type_list(strs: list[str], tmap: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for t in strs:
+        m = re.fullmatch(r"(?:seq|optional)?\(?(?:seq\()?tensor\((\w+)\)\)*", t)
+        if not m:
+            continue
+        d = tmap.get(m.group(1).lower())
+        if d and d not in out:
+            out.append(d)
+    return out
+
+
+def signature(op_id: str, s: Any, tmap: dict[str, str]) -> dict[str, Any]:
+    import onnx
+    from onnx import helper
+
+    F = onnx.defs.OpSchema.FormalParameterOption
+    types = {tc.type_param_str: _type_list(list(tc.allowed_type_strs), tmap) for tc in s.type_constraints}
+
+    def ports(params: Any, prefix: str) -> list[dict[str, Any]]:
+        out = []
+        for i, p in enumerate(params):
+            t = p.type_str
+            if t not in types:
+                concrete = _type_list([t], tmap)
+                tv = f"{prefix}{i}"
+                types[tv] = concrete or ["all"]
+                t = tv
+            port: dict[str, Any] = {"name": p.name, "type": t}
+            if p.option == F.Optional:
+                port["optional"] = True
+            if p.option == F.Variadic:
+                port["variadic"] = True
+            out.append(port)
+        return out
+
+    inputs = ports(s.inputs, "I")
+    outputs = ports(s.outputs, "O")
+    attrs = []
+    for name, a in sorted(s.attributes.items()):
+        if name in DROP_ATTRS.get(op_id, ()):
+            continue
+        entry: dict[str, Any] = {"name": name, "type": ATTR_TYPE.get(int(a.type), "string")}
+        if a.required:
+            entry["required"] = True
+        elif a.default_value is not None and a.default_value.type:
+            v = helper.get_attribute_value(a.default_value)
+            if isinstance(v, bytes):
+                v = v.decode()
+            if isinstance(v, list):
+                v = [x.decode() if isinstance(x, bytes) else x for x in v]
+            if isinstance(v, float):
+                v = float(f"{v:.9g}")
+            if isinstance(v, (int, float, str, list)):
+                entry["default"] = v
+        attrs.append(entry)
+    sig: dict[str, Any] = {"inputs": inputs}
+    if attrs:
+        sig["attributes"] = attrs
+    sig["outputs"] = outputs
+    sig["types"] = {k: (v or ["all"]) for k, v in types.items()}
+    return sig
+
+
+def add_signatures(doc: dict[str, Any], dt_doc: dict[str, Any], schemas: dict[str, Any]) -> int:
+    tmap = _onnx_type_map(dt_doc)
+    n = 0
+    for op in doc["ops"]:
+        c = (op.get("backends") or {}).get("onnx")
+        if not c or c["status"] != "native" or "signature" in op:
+            continue
+        name = c["name"] if isinstance(c["name"], str) else c["name"][0]
+        s = schemas.get(name)
+        if s is None:
+            continue
+        op["signature"] = signature(op["id"], s, tmap)
+        n += 1
+    return n
+
+
+def merge_fragments(doc: dict[str, Any]) -> dict[str, int]:
+    frag_dir = ROOT / "tools" / "fragments"
+    by_id = {o["id"]: o for o in doc["ops"]}
+    stats: dict[str, int] = {}
+    for api in ("numpy", "pytorch", "tensorflow", "tflite", "coreml", "openvino"):
+        f = frag_dir / f"{api}.yaml"
+        if not f.is_file():
+            continue
+        frag = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+        for op_id, cell in frag.items():
+            op = by_id.get(op_id)
+            if op is None:
+                raise SystemExit(f"{f}: unknown op id {op_id!r}")
+            backends = op.setdefault("backends", {})
+            old = backends.get(api)
+            if old is not None and old.get("source") and "introspect:" in str(old.get("source")) and old.get("verified"):
+                continue  # already merged
+            new = dict(cell)
+            if old is not None:
+                seed_text = old.get("seed") or (old.get("name") if isinstance(old.get("name"), str) else
+                                                ", ".join(old.get("name") or []))
+                if seed_text:
+                    new["seed"] = seed_text
+                olds = old["source"] if isinstance(old["source"], list) else [old["source"]]
+                news = new["source"] if isinstance(new["source"], list) else [new["source"]]
+                new["source"] = olds + [s for s in news if s not in olds]
+            order = ("status", "name", "seed", "attrs", "dtypes", "rank", "notes", "source", "verified")
+            backends[api] = {k: new[k] for k in order if k in new}
+            stats[api] = stats.get(api, 0) + 1
+        # keep API order stable
+    from_order = ("webnn", "onnx", "dml", "xnnpack", "stablehlo", "tosa", "numpy", "tensorflow", "tflite", "pytorch",
+                  "coreml", "bnns", "mps", "mlx", "ncnn", "cntk", "openvino", "onednn", "nnapi", "cldnn")
+    for op in doc["ops"]:
+        if "backends" in op:
+            op["backends"] = {k: op["backends"][k] for k in from_order if k in op["backends"]}
+    return stats
+
+
+def reorder(op: dict[str, Any]) -> dict[str, Any]:
+    order = ("id", "title", "category", "formula", "precision", "broadcast", "aliases", "notes", "errata", "seed",
+             "signature", "decomposition", "tolerance", "backends")
+    return {k: op[k] for k in order if k in op}
+
+
+def main() -> int:
+    op_path, dt_path = ROOT / "optable.yaml", ROOT / "dtypes.yaml"
+    doc = yaml.safe_load(op_path.read_text(encoding="utf-8"))
+    dt_doc = yaml.safe_load(dt_path.read_text(encoding="utf-8"))
+    schemas = onnx_schemas()
+    nd = add_dtypes(dt_doc)
+    no = add_ops(doc, schemas)
+    ns = add_signatures(doc, dt_doc, schemas)
+    stats = merge_fragments(doc) if "--fragments" in sys.argv else {}
+    doc["ops"] = [reorder(o) for o in doc["ops"]]
+    op_path.write_text(dump(doc, HEADER), encoding="utf-8")
+    dt_path.write_text(dump(dt_doc, DT_HEADER), encoding="utf-8")
+    print(f"dtypes added {nd}; ops added {no}; signatures added {ns}; fragment cells merged {stats}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

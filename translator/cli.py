@@ -1,0 +1,234 @@
+"""The ``opbridge`` command line.
+
+Exit codes: 0 success, 1 a check failed, 2 bad input (unknown op/dtype/backend, a
+malformed table, an unreadable or unsupported model) with a one-line reason.
+Heavy frameworks are imported only by the subcommands that need them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+from .tables import API_TITLES, TableError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UserError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, default=str) + "\n")
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [len(h) for h in header]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    cap = [min(w, 60) for w in widths]
+
+    def fmt(r: list[str]) -> str:
+        cells = [(c if len(c) <= cap[i] else c[: cap[i] - 1] + "…").ljust(cap[i]) for i, c in enumerate(r)]
+        return "  ".join(cells).rstrip()
+
+    lines = [fmt(header), "  ".join("-" * w for w in cap)]
+    lines += [fmt(r) for r in rows]
+    return "\n".join(lines)
+
+
+def _cell_detail(c: dict[str, Any]) -> str:
+    parts = []
+    if c.get("attrs"):
+        parts.append(", ".join(f"{k}={v}" for k, v in c["attrs"].items()))
+    if c.get("dtypes"):
+        parts.append("dtypes: " + ",".join(c["dtypes"]))
+    if c.get("rank"):
+        r = c["rank"]
+        parts.append(f"rank {r.get('min', 0)}..{r.get('max', '∞')}")
+    if c.get("seed") and c.get("seed") != c.get("name"):
+        parts.append(f"seed: {c['seed']}")
+    if c.get("notes"):
+        parts.append(c["notes"])
+    return "; ".join(parts).replace("\n", " ")
+
+
+def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
+    out(f"{d['id']} — {d['title']}  [{d['category']}]")
+    if d.get("aliases"):
+        out(f"  aliases:   {', '.join(d['aliases'])}")
+    out(f"  precision: {d.get('precision') or '?'}    broadcast: {d['broadcast']}")
+    if d.get("formula"):
+        lines = d["formula"].strip().splitlines()
+        out("  formula:   " + lines[0])
+        for ln in lines[1:12]:
+            out("             " + ln)
+        if len(lines) > 12:
+            out(f"             … ({len(lines) - 12} more lines; --json for all)")
+    sig = d.get("signature")
+    if sig:
+        ins = ", ".join(p["name"] + ("?" if p["optional"] else "") + ("..." if p["variadic"] else "") for p in sig["inputs"])
+        outs = ", ".join(p["name"] for p in sig["outputs"])
+        out(f"  signature: ({ins}) -> ({outs})")
+        for a in sig["attributes"]:
+            dflt = " (required)" if a["required"] else f" = {a['default']!r}"
+            out(f"             @{a['name']}: {a['type']}{dflt}")
+    for e in d.get("errata", []):
+        out(f"  erratum:   {e['field']}: {e['note']}")
+    for n in d.get("notes", []):
+        out(f"  note:      {n}")
+    if d.get("decomposition"):
+        dec = d["decomposition"]
+        out(f"  decomposition: {dec.get('comment') or ''}")
+    ver = d.get("verified", {})
+    rows = []
+    for api, c in d["backends"].items():
+        name = c.get("name", "")
+        name = ", ".join(name) if isinstance(name, list) else name
+        v = ver.get(api, {}).get("status", "") if isinstance(ver.get(api), dict) else ""
+        src = c.get("source")
+        src = ", ".join(src) if isinstance(src, list) else src
+        rows.append([API_TITLES[api], c["status"], name or "-", _cell_detail(c), v or "-", src or ""])
+    if rows:
+        out(_table(rows, ["backend", "status", "name", "attributes / constraints / notes", "executed", "source"]))
+    else:
+        out("  (no backend cells for the selected backends)")
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from .catalog import query
+
+    res = query(args.op, args.backend)
+    if args.json:
+        _emit_json(res)
+        return EXIT_OK
+    if res.get("explanation"):
+        print(res["explanation"])
+        print()
+    for i, d in enumerate(res["matches"]):
+        if i:
+            print()
+        _print_op(d, print)
+    return EXIT_OK
+
+
+def cmd_dtype(args: argparse.Namespace) -> int:
+    from .catalog import dtype_query
+
+    res = dtype_query(args.name, args.backend)
+    if args.json:
+        _emit_json(res)
+        return EXIT_OK
+    if args.name is None:
+        rows = [[d["id"], d["kind"], str(d["bits"] or "-"), d["numpy"] or "-",
+                 str(sum(1 for c in d["backends"].values() if c["status"] == "native"))] for d in res]
+        print(_table(rows, ["dtype", "kind", "bits", "numpy holder", "#APIs native"]))
+        return EXIT_OK
+    for d in res:
+        print(f"{d['id']} — {d['title']}  [{d['category']}]  kind={d['kind']} bits={d['bits']}")
+        if d.get("details"):
+            print(f"  details: {d['details']}")
+        if d.get("layout"):
+            print("  layout:  " + ", ".join(f"{k}={v}" for k, v in d["layout"].items()))
+        flags = [f"{k}={d[k]}" for k in ("nan", "inf", "negative_zero") if d.get(k) is not None]
+        if flags:
+            print("  special: " + ", ".join(flags))
+        print(f"  numpy:   {d['numpy'] or '(no NumPy/ml_dtypes holder)'}")
+        for e in d.get("errata", []):
+            print(f"  erratum: {e['field']}: {e['note']}")
+        rows = []
+        for api, c in d["backends"].items():
+            name = c.get("name", "")
+            rows.append([API_TITLES[api], c["status"], ", ".join(name) if isinstance(name, list) else (name or "-"),
+                         c.get("notes") or ""])
+        print(_table(rows, ["backend", "status", "name", "notes"]))
+    return EXIT_OK
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from .catalog import list_ops
+
+    if args.missing and not args.backend:
+        raise UserError("--missing needs --backend B")
+    rows = list_ops(args.category, args.backend, args.missing)
+    if args.json:
+        _emit_json(rows)
+        return EXIT_OK
+    if args.backend:
+        print(_table([[r["id"], r["category"], r["status"], ", ".join(r["name"]) or "-"] for r in rows],
+                     ["op", "category", "status", "name"]))
+    else:
+        print(_table([[r["id"], r["title"], r["category"]] for r in rows], ["op", "title", "category"]))
+    print(f"{len(rows)} ops", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from .catalog import backends_summary
+
+    rows = backends_summary()
+    if args.json:
+        _emit_json(rows)
+        return EXIT_OK
+    print(_table([[r["key"], r["title"], "yes" if r["target"] else "", str(r["native"]), str(r["composite"]),
+                   str(r["unavailable"]), str(r["unknown"])] for r in rows],
+                 ["key", "API", "target", "native", "composite", "unavailable", "unknown"]))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="opbridge", description="Cross-backend operator tables and model translation.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+        sp.set_defaults(func=fn)
+        return sp
+
+    q = add("query", cmd_query, "what is op X called in each backend (any spelling: id, title, native name)")
+    q.add_argument("op")
+    q.add_argument("--backend", "-b", action="append", help="limit to these APIs (repeatable)")
+    d = add("dtype", cmd_dtype, "a datatype's bit layout and per-backend spelling (all dtypes without NAME)")
+    d.add_argument("name", nargs="?")
+    d.add_argument("--backend", "-b", action="append")
+    o = add("ops", cmd_ops, "list ops, by category, or those a backend lacks")
+    o.add_argument("--category", "-c")
+    o.add_argument("--backend", "-b")
+    o.add_argument("--missing", action="store_true", help="only ops the backend has no native name for")
+    add("backends", cmd_backends, "the APIs in the tables and their coverage")
+    for extra in _extra_commands():
+        extra(sub, add)
+    return p
+
+
+def _extra_commands() -> list[Callable[..., None]]:
+    """Subcommands that live in other modules (model conversion, checks, reports)."""
+    try:
+        from .cli_models import register
+    except ImportError:
+        return []
+    return [register]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .catalog import NotFound
+
+    try:
+        return int(args.func(args))
+    except (NotFound, TableError, UserError) as exc:
+        print(f"opbridge: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

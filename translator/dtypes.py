@@ -1,0 +1,50 @@
+"""Dtype ids (``dtypes.yaml``) ↔ NumPy / ml_dtypes types."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .tables import load_tables
+
+
+@lru_cache(maxsize=None)
+def numpy_dtype(dtype_id: str) -> Any:
+    """The NumPy dtype that holds values of ``dtype_id`` (``numpy`` field of dtypes.yaml)."""
+    d = load_tables().dtypes.get(dtype_id)
+    if d is None:
+        raise KeyError(f"unknown dtype {dtype_id!r}")
+    if d.numpy is None:
+        raise TypeError(f"dtype {dtype_id!r} has no NumPy holder")
+    if d.numpy.startswith("ml_dtypes."):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, d.numpy.split(".", 1)[1]))
+    if d.numpy in ("object", "str"):
+        return np.dtype(object)
+    return np.dtype(d.numpy)
+
+
+@lru_cache(maxsize=None)
+def _by_numpy() -> dict[Any, str]:
+    out: dict[Any, str] = {}
+    for d in load_tables().dtypes.values():
+        if d.numpy is None or d.kind == "string":
+            continue
+        try:
+            out.setdefault(numpy_dtype(d.id), d.id)
+        except (TypeError, AttributeError):
+            continue
+    return out
+
+
+def dtype_id(np_dtype: Any) -> str:
+    """The dtype id of a NumPy dtype (object/str arrays are ``string``)."""
+    dt = np.dtype(np_dtype)
+    if dt.kind in "OSU":
+        return "string"
+    try:
+        return _by_numpy()[dt]
+    except KeyError:
+        raise TypeError(f"NumPy dtype {dt} has no entry in dtypes.yaml") from None

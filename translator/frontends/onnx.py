@@ -1,0 +1,405 @@
+"""ONNX → IR.
+
+Every ONNX node is mapped onto an IR op through the table: the op whose ``onnx`` cell
+names the node's type, disambiguated by the cell's fixed attributes (``Mod`` with
+``fmod=1`` is ``trunc_mod``, with ``fmod=0`` ``floor_mod``; the discriminating attribute
+is dropped because the IR op's name carries it).
+
+IR ops use the newest ONNX form of each op. Older forms are upgraded by handlers
+registered per **version range**: a handler registered at ``since_version`` v serves
+every opset from v up to the op's next registered version, where the node's version is
+found with ONNX's own schema lookup (``onnx.defs.get_schema(op, opset)``). Ops without a
+registered handler use the generic one (attributes and inputs carried over as-is).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import FrontendError
+from ..ir import Graph, Model, TensorType, Value
+from ..tables import Tables, load_tables
+
+Handler = Callable[["_Ctx", Any, list[Value | None], dict[str, Any]], list[Value]]
+_HANDLERS: dict[str, list[tuple[int, Handler]]] = {}
+SUPPORTED_DOMAINS = ("", "ai.onnx")
+
+
+def handler(op_type: str, since: int) -> Callable[[Handler], Handler]:
+    """Register ``fn`` for ``op_type`` schemas with since_version >= ``since``."""
+
+    def deco(fn: Handler) -> Handler:
+        lst = _HANDLERS.setdefault(op_type, [])
+        lst.append((since, fn))
+        lst.sort(key=lambda t: t[0])
+        return fn
+
+    return deco
+
+
+def _pick_handler(op_type: str, schema_version: int) -> Handler | None:
+    chosen = None
+    for since, fn in _HANDLERS.get(op_type, ()):
+        if since <= schema_version:
+            chosen = fn
+    return chosen
+
+
+# ---------------------------------------------------------------------------- dtype mapping
+def onnx_dtype_map(tables: Tables) -> dict[int, str]:
+    """TensorProto enum → dtype id, from the ``onnx`` cells of ``dtypes.yaml``."""
+    import onnx
+
+    out: dict[int, str] = {}
+    for d in tables.dtypes.values():
+        cell = d.backends.get("onnx")
+        if cell is None or cell.status != "native":
+            continue
+        for n in cell.names:
+            enum_name = n.rsplit(".", 1)[-1]
+            if hasattr(onnx.TensorProto, enum_name):
+                out.setdefault(int(getattr(onnx.TensorProto, enum_name)), d.id)
+    return out
+
+
+# ---------------------------------------------------------------------------- op mapping
+def onnx_op_index(tables: Tables) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """ONNX op type → [(IR op id, discriminating attributes)] from the table, in table order.
+
+    When several rows name the same ONNX op without discriminating attributes (``Max`` is
+    both ``max`` and the seed's ``threshold`` row), the first row in the table wins.
+    """
+    idx: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for op in tables.ops.values():
+        cell = op.backends.get("onnx")
+        if cell is None or cell.status != "native" or not cell.names:
+            continue
+        name = cell.names[0]
+        idx.setdefault(name, []).append((op.id, dict(cell.attrs)))
+    return idx
+
+
+class _Ctx:
+    def __init__(self, tables: Tables, opsets: dict[str, int], base_dir: Path, path: str) -> None:
+        self.tables = tables
+        self.opsets = opsets
+        self.base_dir = base_dir
+        self.path = path
+        self.dtype_of = onnx_dtype_map(tables)
+        self.op_index = onnx_op_index(tables)
+        self.graph: Graph = Graph()
+        self.scopes: list[dict[str, Value]] = []
+        self.node_name = ""
+        self.functions: dict[tuple[str, str], Any] = {}
+
+    # -------------------------------------------------------------- helpers for handlers
+    def fail(self, code: str, detail: str, op: str | None = None) -> FrontendError:
+        return FrontendError(code, detail, node=self.node_name or None, op=op, where=self.path)
+
+    def dtype(self, elem_type: int) -> str:
+        d = self.dtype_of.get(elem_type)
+        if d is None:
+            import onnx
+
+            name = onnx.TensorProto.DataType.Name(elem_type) if elem_type in onnx.TensorProto.DataType.values() else elem_type
+            raise self.fail("unsupported_dtype", f"ONNX element type {name} has no entry in dtypes.yaml")
+        return d
+
+    def const(self, array: np.ndarray, name: str = "const") -> Value:
+        return self.graph.add_constant(f"{self.node_name or 'n'}_{name}", array, _np_dtype_id(array, self))
+
+    def emit(self, op_id: str, inputs: list[Value | None], attrs: dict[str, Any], n_out: int,
+             names: list[str] | None = None) -> list[Value]:
+        node = self.graph.add_node(op_id, inputs, attrs, outputs=names or n_out, name=self.node_name or op_id)
+        return list(node.outputs)
+
+    def lookup(self, name: str) -> Value:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        raise self.fail("bad_model", f"input {name!r} is not produced by any node, input or initializer")
+
+
+def _np_dtype_id(array: np.ndarray, ctx: _Ctx) -> str:
+    from onnx import helper
+
+    try:
+        return ctx.dtype(helper.np_dtype_to_tensor_dtype(array.dtype))
+    except Exception:  # noqa: BLE001 - object arrays hold strings
+        if array.dtype.kind in "OSU":
+            return "string"
+        raise
+
+
+# ---------------------------------------------------------------------------- values & attributes
+def _type_from_proto(ctx: _Ctx, tp: Any) -> TensorType:
+    which = tp.WhichOneof("value")
+    if which == "tensor_type":
+        tt = tp.tensor_type
+        dtype = ctx.dtype(tt.elem_type) if tt.elem_type else None
+        shape = None
+        if tt.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+        return TensorType(dtype, shape)
+    if which == "sequence_type":
+        return TensorType(None, None, "sequence", _type_from_proto(ctx, tp.sequence_type.elem_type))
+    if which == "optional_type":
+        return TensorType(None, None, "optional", _type_from_proto(ctx, tp.optional_type.elem_type))
+    if which is None:
+        return TensorType(None, None)
+    raise ctx.fail("unsupported_dtype", f"ONNX type {which} is not supported")
+
+
+def _tensor(ctx: _Ctx, t: Any) -> np.ndarray:
+    from onnx import numpy_helper
+
+    if t.data_location == 1:  # EXTERNAL
+        return _external_tensor(ctx, t)
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as exc:  # noqa: BLE001
+        raise ctx.fail("bad_model", f"tensor {t.name!r} cannot be decoded: {exc}") from None
+
+
+def _external_tensor(ctx: _Ctx, t: Any) -> np.ndarray:
+    """Memory-map an external-data tensor (never copied)."""
+    from onnx import helper
+
+    info = {e.key: e.value for e in t.external_data}
+    loc = info.get("location")
+    if not loc:
+        raise ctx.fail("missing_external_data", f"tensor {t.name!r} has external data without a location")
+    file = (ctx.base_dir / loc).resolve()
+    if ctx.base_dir.resolve() not in file.parents and file.parent != ctx.base_dir.resolve():
+        raise ctx.fail("bad_model", f"tensor {t.name!r}: external data path {loc!r} escapes the model's folder")
+    if not file.is_file():
+        raise ctx.fail("missing_external_data", f"tensor {t.name!r}: external data file {loc!r} not found next to the model")
+    np_dtype = helper.tensor_dtype_to_np_dtype(t.data_type)
+    shape = tuple(int(d) for d in t.dims)
+    offset = int(info.get("offset", 0))
+    count = int(np.prod(shape)) if shape else 1
+    size = file.stat().st_size
+    if offset + count * np.dtype(np_dtype).itemsize > size:
+        raise ctx.fail("missing_external_data", f"tensor {t.name!r}: external data file {loc!r} is truncated")
+    if count == 0:
+        return np.zeros(shape, dtype=np_dtype)
+    return np.memmap(file, dtype=np_dtype, mode="r", offset=offset, shape=shape)
+
+
+def _attr(ctx: _Ctx, a: Any) -> Any:
+    import onnx
+    from onnx import helper
+
+    A = onnx.AttributeProto
+    if a.ref_attr_name:
+        raise ctx.fail("unsupported_attribute_value", f"attribute {a.name!r} refers to a function attribute")
+    if a.type == A.GRAPH:
+        return _subgraph(ctx, a.g)
+    if a.type == A.GRAPHS:
+        return [_subgraph(ctx, g) for g in a.graphs]
+    if a.type == A.TENSOR:
+        return _tensor(ctx, a.t)
+    if a.type == A.TENSORS:
+        return [_tensor(ctx, t) for t in a.tensors]
+    if a.type in (A.SPARSE_TENSOR, A.SPARSE_TENSORS):
+        raise ctx.fail("unsupported_attribute_value", f"sparse tensor attribute {a.name!r} is not supported")
+    if a.type == A.TYPE_PROTO:
+        return _type_from_proto(ctx, a.tp)
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "surrogateescape")
+    if isinstance(v, list):
+        return [x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else x for x in v]
+    return v
+
+
+def _subgraph(ctx: _Ctx, g: Any) -> Graph:
+    outer = ctx.graph
+    sub = Graph(g.name or "body")
+    sub.parent = outer
+    ctx.graph = sub
+    ctx.scopes.append({})
+    try:
+        _fill_graph(ctx, g)
+    finally:
+        ctx.scopes.pop()
+        ctx.graph = outer
+    return sub
+
+
+# ---------------------------------------------------------------------------- graph conversion
+def _fill_graph(ctx: _Ctx, g: Any) -> None:
+    scope = ctx.scopes[-1]
+    graph = ctx.graph
+    inits = {t.name for t in g.initializer}
+    for t in g.initializer:
+        arr = _tensor(ctx, t)
+        v = graph.add_constant(t.name or "init", arr, ctx.dtype(t.data_type))
+        scope[t.name] = v
+    for vi in g.input:
+        if vi.name in inits:
+            continue  # an initializer listed as input (IR < 4 style): a constant
+        scope[vi.name] = graph.add_input(vi.name, _type_from_proto(ctx, vi.type))
+    value_types = {vi.name: vi.type for vi in list(g.value_info) + list(g.output)}
+    for node in g.node:
+        _convert_node(ctx, node, value_types)
+    for vo in g.output:
+        if vo.name not in scope and not any(vo.name in s for s in ctx.scopes):
+            raise ctx.fail("bad_model", f"graph output {vo.name!r} is not produced")
+        v = ctx.lookup(vo.name)
+        t = _type_from_proto(ctx, vo.type)
+        if t.dtype is not None or t.kind != "tensor":
+            if v.type.dtype is None or v.type.shape is None:
+                v.type = t
+        graph.outputs.append(v)
+
+
+def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
+    import onnx.defs
+
+    ctx.node_name = node.name or (node.output[0] if node.output else node.op_type)
+    domain = node.domain or ""
+    if (domain, node.op_type) in ctx.functions:
+        _inline_function(ctx, node, ctx.functions[(domain, node.op_type)], value_types)
+        return
+    if domain not in SUPPORTED_DOMAINS:
+        raise ctx.fail("unknown_domain", f"domain {domain!r} is not supported (op {node.op_type})")
+    opset = ctx.opsets.get("", ctx.opsets.get("ai.onnx", 0))
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
+        raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
+    inputs = [ctx.lookup(n) if n else None for n in node.input]
+    attrs = {a.name: _attr(ctx, a) for a in node.attribute}
+    fn = _pick_handler(node.op_type, schema.since_version) or _generic
+    outs = fn(ctx, node, inputs, attrs)
+    scope = ctx.scopes[-1]
+    for name, v in zip(node.output, outs):
+        if not name:
+            continue
+        if name in value_types:
+            t = _type_from_proto(ctx, value_types[name])
+            if t.dtype is not None or t.kind != "tensor":
+                v.type = t
+        scope[name] = v
+
+
+def _inline_function(ctx: _Ctx, node: Any, fn: Any, value_types: dict[str, Any]) -> None:
+    """Expand a model-local function call in place (its body is converted node by node)."""
+    scope = dict(zip(fn.input, [ctx.lookup(n) if n else None for n in node.input]))
+    attrs = {a.name: a for a in node.attribute}
+    defaults = {a.name: a for a in fn.attribute_proto}
+    ctx.scopes.append({k: v for k, v in scope.items() if v is not None})
+    try:
+        for inner in fn.node:
+            import copy
+
+            inner = copy.deepcopy(inner)
+            resolved = []
+            for a in inner.attribute:
+                if a.ref_attr_name:
+                    src = attrs.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
+                    if src is None:
+                        continue
+                    b = copy.deepcopy(src)
+                    b.name = a.name
+                    resolved.append(b)
+                else:
+                    resolved.append(a)
+            del inner.attribute[:]
+            inner.attribute.extend(resolved)
+            _convert_node(ctx, inner, {})
+        results = [ctx.lookup(o) for o in fn.output]
+    finally:
+        inner_scope = ctx.scopes.pop()
+    del inner_scope
+    for name, v in zip(node.output, results):
+        if name:
+            ctx.scopes[-1][name] = v
+
+
+def _generic(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    op_id, attrs = _resolve_op(ctx, node.op_type, attrs)
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
+    return ctx.emit(op_id, inputs, attrs, len(node.output), [o or f"{ctx.node_name}_unused{i}" for i, o in enumerate(node.output)])
+
+
+def _resolve_op(ctx: _Ctx, op_type: str, attrs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    cands = ctx.op_index.get(op_type)
+    if not cands:
+        raise ctx.fail("unsupported_op", f"ONNX op {op_type!r} has no IR op in optable.yaml", op=op_type)
+    if len(cands) == 1 and not cands[0][1]:
+        return cands[0][0], attrs
+    import onnx.defs
+
+    schema_defaults: dict[str, Any] = {}
+    try:
+        for name, a in onnx.defs.get_schema(op_type).attributes.items():
+            if a.default_value is not None and a.default_value.type:
+                from onnx import helper
+
+                dv = helper.get_attribute_value(a.default_value)
+                schema_defaults[name] = dv.decode() if isinstance(dv, bytes) else dv
+    except Exception:  # noqa: BLE001
+        pass
+    for op_id, fixed in cands:
+        if all(attrs.get(k, schema_defaults.get(k)) == v for k, v in fixed.items()):
+            return op_id, {k: v for k, v in attrs.items() if k not in fixed}
+    raise ctx.fail("unsupported_attribute_value",
+                   f"{op_type} with attributes {sorted(attrs)} matches none of {[c for c, _ in cands]}", op=op_type)
+
+
+# ---------------------------------------------------------------------------- public API
+def read_model_proto(path: str | os.PathLike[str]) -> Any:
+    """Parse an ONNX file without loading external data (it is memory-mapped later)."""
+    import onnx
+
+    p = Path(path)
+    if not p.is_file():
+        raise FrontendError("bad_model", "file not found", where=str(path))
+    data = p.read_bytes()
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - DecodeError and friends
+        raise FrontendError("bad_model", "not an ONNX model (protobuf decode failed; truncated or wrong file?)",
+                            where=str(path)) from None
+    if not proto.HasField("graph") or proto.ir_version <= 0:
+        raise FrontendError("bad_model", "not an ONNX model (no graph / no IR version)", where=str(path))
+    return proto
+
+
+def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
+               tables: Tables | None = None, infer_shapes: bool = True) -> Model:
+    import onnx
+
+    tables = tables or load_tables()
+    opsets = {o.domain or "": o.version for o in proto.opset_import}
+    if "" not in opsets and "ai.onnx" not in opsets:
+        raise FrontendError("bad_model", "the model imports no default ONNX opset", where=path)
+    if opsets.get("", 0) < 7:
+        raise FrontendError("bad_model", f"opset {opsets.get('', 0)} is older than 7, the oldest supported", where=path)
+    if infer_shapes:
+        try:
+            proto = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - inference is best effort; types then come from our rules
+            pass
+    ctx = _Ctx(tables, opsets, Path(base_dir), path)
+    ctx.functions = {(f.domain, f.name): f for f in proto.functions}
+    ctx.graph = Graph(proto.graph.name or "main")
+    ctx.scopes.append({})
+    _fill_graph(ctx, proto.graph)
+    meta = {p.key: p.value for p in proto.metadata_props}
+    return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta)
+
+
+def load_onnx(path: str | os.PathLike[str], tables: Tables | None = None) -> Model:
+    proto = read_model_proto(path)
+    return from_proto(proto, Path(path).resolve().parent, str(path), tables)
+
+
+from . import onnx_upgrades  # noqa: E402,F401  (registers the version-range handlers)

@@ -1,0 +1,148 @@
+"""Cross-execution: run one model on several backends and compare with the reference.
+
+Backends are discovered by module name in ``emitters/`` (``emitters.<name>`` with
+``NAME``, ``emit(model)`` and ``run(artifact, inputs)``). Each backend gets a fresh IR
+(emitters may rewrite the graph while lowering).
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .errors import OpbridgeError
+
+BACKENDS = ("numpy", "onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
+DEFAULT_TOL = {"rtol": 1e-3, "atol": 1e-5}
+
+
+def backend_module(name: str) -> Any:
+    if name not in BACKENDS:
+        raise OpbridgeError("bad_model", f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
+    try:
+        return importlib.import_module(f"emitters.{name}")
+    except ModuleNotFoundError as exc:
+        raise OpbridgeError("unsupported_op", f"backend {name!r} is not available here: {exc}") from None
+
+
+# ----------------------------------------------------------------------------- comparison
+def _is_float(a: np.ndarray) -> bool:
+    return a.dtype.kind in "fc" or a.dtype.name in ("bfloat16",) or a.dtype.name.startswith("float")
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """Max ULP distance for float32-representable values (computed via float32 bits)."""
+    x = np.asarray(a, dtype=np.float32).ravel().view(np.int32).astype(np.int64)
+    y = np.asarray(b, dtype=np.float32).ravel().view(np.int32).astype(np.int64)
+    x = np.where(x < 0, np.int64(-(2**31)) - x, x)
+    y = np.where(y < 0, np.int64(-(2**31)) - y, y)
+    return float(np.max(np.abs(x - y))) if x.size else 0.0
+
+
+@dataclass
+class Diff:
+    ok: bool
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    max_ulp: float = 0.0
+    reason: str = ""
+
+
+def compare(expected: Any, got: Any, rtol: float = 1e-3, atol: float = 1e-5) -> Diff:
+    """Floats: |got-exp| <= atol + rtol*|exp| (NaN matches NaN); others: exact."""
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+            return Diff(False, reason="sequence length differs")
+        worst = Diff(True)
+        for e, g in zip(expected, got):
+            d = compare(e, g, rtol, atol)
+            if not d.ok:
+                return d
+            worst.max_abs = max(worst.max_abs, d.max_abs)
+        return worst
+    if expected is None or got is None:
+        return Diff(expected is None and got is None, reason="optional presence differs")
+    e = np.asarray(expected)
+    g = np.asarray(got)
+    if e.shape != g.shape:
+        return Diff(False, reason=f"shape {g.shape} != expected {e.shape}")
+    if e.dtype.kind in "OSU" or g.dtype.kind in "OSU":
+        same = e.shape == g.shape and all(str(x) == str(y) for x, y in zip(e.ravel().tolist(), g.ravel().tolist()))
+        return Diff(same, reason="" if same else "strings differ")
+    if _is_float(e):
+        try:
+            ef = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64)
+            gf = g.astype(ef.dtype)
+        except (TypeError, ValueError):
+            return Diff(False, reason=f"dtype {g.dtype} not comparable to {e.dtype}")
+        nan_e, nan_g = np.isnan(ef), np.isnan(gf)
+        if not np.array_equal(nan_e, nan_g):
+            return Diff(False, reason="NaN positions differ")
+        mask = ~nan_e
+        ef, gf = ef[mask], gf[mask]
+        inf = np.isinf(ef) | np.isinf(gf)
+        if not np.array_equal(ef[inf], gf[inf]):
+            return Diff(False, reason="infinities differ")
+        fin = ~inf
+        err = np.abs(gf[fin] - ef[fin])
+        max_abs = float(err.max()) if err.size else 0.0
+        denom = np.abs(ef[fin])
+        rel = err / np.where(denom == 0, 1, denom)
+        max_rel = float(rel.max()) if rel.size else 0.0
+        ok = bool(np.all(err <= atol + rtol * np.abs(ef[fin])))
+        ulp = ulp_distance(ef[fin], gf[fin]) if e.dtype.kind == "f" and e.dtype.itemsize <= 4 and fin.any() else 0.0
+        return Diff(ok, max_abs, max_rel, ulp, "" if ok else f"max abs {max_abs:.3g}, max rel {max_rel:.3g}")
+    if g.dtype != e.dtype and not (e.dtype.kind == g.dtype.kind == "b"):
+        return Diff(False, reason=f"dtype {g.dtype} != expected {e.dtype}")
+    same = bool(np.array_equal(e, g))
+    return Diff(same, reason="" if same else "values differ")
+
+
+# ----------------------------------------------------------------------------- model checks
+@dataclass
+class BackendResult:
+    backend: str
+    status: str  # pass | fail | unsupported | error
+    reason: str = ""
+    outputs: list[Any] = field(default_factory=list)
+    diffs: list[Diff] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+UNSUPPORTED_CODES = ("unsupported_op", "unsupported_dtype", "unsupported_attribute_value", "unknown_domain",
+                     "rank_limit", "requires_constant_input", "dynamic_shape", "no_reference")
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(status, reason code) for an exception raised while converting or running."""
+    if isinstance(exc, OpbridgeError):
+        return ("unsupported" if exc.code in UNSUPPORTED_CODES else "error"), exc.code
+    return "error", f"runtime_error:{type(exc).__name__}"
+
+
+def run_backend(name: str, build_ir: Callable[[], Any], feeds: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    mod = backend_module(name)
+    artifact = mod.emit(build_ir())
+    return artifact, list(mod.run(artifact, feeds))
+
+
+def tolerance_for(op_ids: list[str]) -> dict[str, float]:
+    """The loosest tolerance among the ops of a model (table ``tolerance``, else default)."""
+    from .tables import load_tables
+
+    tables = load_tables()
+    tol = dict(DEFAULT_TOL)
+    for op_id in op_ids:
+        op = tables.ops.get(op_id)
+        if op is not None and op.tolerance:
+            for k in ("rtol", "atol"):
+                if k in op.tolerance:
+                    tol[k] = max(tol[k], float(op.tolerance[k]))
+    return tol
+
+
+def finite_or_none(x: float) -> float | None:
+    return None if (x is None or math.isnan(x)) else x

@@ -1,0 +1,254 @@
+"""The backend-neutral IR: a typed graph of table ops.
+
+* ``TensorType``: a dtype id from ``dtypes.yaml`` and a shape whose dims are ints
+  (static), strings (symbolic) or ``None`` (unknown); ``shape=None`` = unknown rank.
+  Non-tensor values use ``kind`` ``sequence`` / ``optional`` with ``elem`` the element type.
+* ``Value``: produced by at most one node (or a graph input / constant), knows its
+  consumers; a constant holds a NumPy array (never copied: memory-mapped external data
+  stays mapped).
+* ``Node``: an op id from ``optable.yaml``, inputs (``None`` = omitted optional input),
+  outputs, attributes (Python values; subgraphs are ``Graph`` objects).
+* ``Graph``: inputs, outputs, nodes in a deterministic order; edits go through
+  ``add_node`` / ``remove_node`` / ``replace_all_uses_with`` so use lists stay exact.
+
+Iteration order is insertion order everywhere, so the same input builds the same graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:  # numpy is imported only by code that touches constants
+    import numpy as np
+
+Dim = "int | str | None"
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str | None
+    shape: tuple[int | str | None, ...] | None = None
+    kind: str = "tensor"  # tensor | sequence | optional
+    elem: "TensorType | None" = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    def __str__(self) -> str:
+        if self.kind != "tensor":
+            return f"{self.kind}<{self.elem}>"
+        dims = "?" if self.shape is None else "x".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
+
+
+UNKNOWN = TensorType(None, None)
+
+
+class Value:
+    """An SSA value. ``producer`` is None for graph inputs and constants."""
+
+    __slots__ = ("name", "type", "producer", "index", "uses", "const", "graph")
+
+    def __init__(self, name: str, type: TensorType = UNKNOWN, const: "np.ndarray | None" = None) -> None:
+        self.name = name
+        self.type = type
+        self.producer: Node | None = None
+        self.index = 0
+        self.uses: list[tuple[Node, int]] = []
+        self.const = const
+        self.graph: Graph | None = None
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+    def consumers(self) -> list["Node"]:
+        seen: list[Node] = []
+        for n, _ in self.uses:
+            if n not in seen:
+                seen.append(n)
+        return seen
+
+    def __repr__(self) -> str:
+        return f"Value({self.name!r}, {self.type})"
+
+
+class Node:
+    __slots__ = ("op", "name", "_inputs", "outputs", "attrs", "graph", "meta")
+
+    def __init__(self, op: str, inputs: Sequence[Value | None], outputs: Sequence[Value],
+                 attrs: dict[str, Any] | None = None, name: str = "") -> None:
+        self.op = op
+        self.name = name
+        self._inputs: tuple[Value | None, ...] = ()
+        self.outputs: tuple[Value, ...] = tuple(outputs)
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.graph: Graph | None = None
+        self.meta: dict[str, Any] = {}
+        self._set_inputs(inputs)
+        for i, v in enumerate(self.outputs):
+            v.producer, v.index = self, i
+
+    @property
+    def inputs(self) -> tuple[Value | None, ...]:
+        return self._inputs
+
+    def _set_inputs(self, inputs: Sequence[Value | None]) -> None:
+        for i, v in enumerate(self._inputs):
+            if v is not None:
+                v.uses.remove((self, i))
+        self._inputs = tuple(inputs)
+        for i, v in enumerate(self._inputs):
+            if v is not None:
+                v.uses.append((self, i))
+
+    def replace_input(self, index: int, value: Value | None) -> None:
+        ins = list(self._inputs)
+        ins[index] = value
+        self._set_inputs(ins)
+
+    def subgraphs(self) -> Iterator["Graph"]:
+        for v in self.attrs.values():
+            if isinstance(v, Graph):
+                yield v
+            elif isinstance(v, list):
+                yield from (g for g in v if isinstance(g, Graph))
+
+    def __repr__(self) -> str:
+        return f"Node({self.op}, {self.name!r})"
+
+
+class Graph:
+    """A graph; subgraphs (If/Loop/Scan bodies) may use values of enclosing graphs."""
+
+    def __init__(self, name: str = "main") -> None:
+        self.name = name
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.nodes: list[Node] = []
+        self.constants: dict[str, Value] = {}
+        self._names: set[str] = set()
+        self.parent: Graph | None = None
+
+    # ------------------------------------------------------------------ construction
+    def unique_name(self, base: str) -> str:
+        name, k = base or "v", 1
+        while name in self._names:
+            name = f"{base}_{k}"
+            k += 1
+        self._names.add(name)
+        return name
+
+    def add_input(self, name: str, type: TensorType) -> Value:
+        v = Value(self.unique_name(name), type)
+        v.graph = self
+        self.inputs.append(v)
+        return v
+
+    def add_constant(self, name: str, array: "np.ndarray", dtype: str) -> Value:
+        v = Value(self.unique_name(name), TensorType(dtype, tuple(int(d) for d in array.shape)), const=array)
+        v.graph = self
+        self.constants[v.name] = v
+        return v
+
+    def add_node(self, op: str, inputs: Sequence[Value | None], attrs: dict[str, Any] | None = None,
+                 outputs: int | Sequence[str] = 1, name: str = "", types: Sequence[TensorType] | None = None,
+                 before: Node | None = None) -> Node:
+        names = [f"{name or op}_out{i}" for i in range(outputs)] if isinstance(outputs, int) else list(outputs)
+        outs = []
+        for i, n in enumerate(names):
+            v = Value(self.unique_name(n), types[i] if types else UNKNOWN)
+            v.graph = self
+            outs.append(v)
+        node = Node(op, inputs, outs, attrs, name or op)
+        node.graph = self
+        if before is not None:
+            self.nodes.insert(self.nodes.index(before), node)
+        else:
+            self.nodes.append(node)
+        return node
+
+    def remove_node(self, node: Node) -> None:
+        for v in node.outputs:
+            if v.uses or v in self.outputs:
+                raise ValueError(f"cannot remove node {node.name!r}: output {v.name!r} still used")
+        node._set_inputs(())
+        self.nodes.remove(node)
+        node.graph = None
+
+    def replace_all_uses_with(self, old: Value, new: Value) -> None:
+        for node, i in list(old.uses):
+            node.replace_input(i, new)
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    # ------------------------------------------------------------------ queries
+    def values(self) -> Iterator[Value]:
+        yield from self.inputs
+        yield from self.constants.values()
+        for n in self.nodes:
+            yield from n.outputs
+
+    def toposort(self) -> None:
+        """Order nodes so producers come first; stable for already-sorted graphs."""
+        known = {id(v) for v in self.inputs} | {id(v) for v in self.constants.values()}
+        remaining, ordered = list(self.nodes), []
+        local = {id(v) for n in self.nodes for v in n.outputs}
+        while remaining:
+            progressed = False
+            rest = []
+            for n in remaining:
+                deps = [v for v in n.inputs if v is not None and id(v) in local] + _captured(n, local)
+                if all(id(v) in known for v in deps):
+                    ordered.append(n)
+                    known.update(id(v) for v in n.outputs)
+                    progressed = True
+                else:
+                    rest.append(n)
+            if not progressed:
+                raise ValueError(f"graph {self.name!r} has a cycle through node {rest[0].name!r}")
+            remaining = rest
+        self.nodes = ordered
+
+    def walk(self) -> Iterator[Node]:
+        """Every node of this graph and of its subgraphs, depth-first."""
+        for n in self.nodes:
+            yield n
+            for g in n.subgraphs():
+                yield from g.walk()
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
+def _captured(node: Node, local: set[int]) -> list[Value]:
+    """Values of the enclosing graph that a node's subgraphs read."""
+    out: list[Value] = []
+    for g in node.subgraphs():
+        for inner in g.walk():
+            out.extend(v for v in inner.inputs if v is not None and id(v) in local)
+    return out
+
+
+@dataclass
+class Model:
+    graph: Graph
+    source: str = ""
+    source_format: str = "onnx"
+    opset: int | None = None
+    metadata: dict[str, str] | None = None
+    #: ONNX model-local functions are inlined by the frontend; nothing else is kept here.
+
+    def op_histogram(self) -> dict[str, int]:
+        hist: dict[str, int] = {}
+        for n in self.graph.walk():
+            hist[n.op] = hist.get(n.op, 0) + 1
+        return dict(sorted(hist.items()))
+
+
+def iter_values(values: Iterable[Value | None]) -> Iterator[Value]:
+    return (v for v in values if v is not None)
