@@ -42,17 +42,36 @@ def load_cases(pattern: str | None, limit: int | None) -> list[Any]:
     return cases[:limit] if limit else cases
 
 
+def as_value(x: Any) -> Any:
+    """Case data → what runtimes take: arrays (TensorProto and numpy scalars converted), lists."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    if isinstance(x, onnx.TensorProto):
+        return numpy_helper.to_array(x)
+    if isinstance(x, onnx.SequenceProto):
+        return [as_value(t) for t in numpy_helper.to_list(x)]
+    if isinstance(x, onnx.OptionalProto):
+        return as_value(numpy_helper.to_optional(x))
+    if isinstance(x, list):
+        return [as_value(t) for t in x]
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    return x
+
+
 def feeds_for(model: Any, inputs: list[Any]) -> dict[str, Any]:
     inits = {t.name for t in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in inits]
-    return dict(zip(names, inputs))
+    return dict(zip(names, (as_value(x) for x in inputs)))
 
 
 def check_outputs(expected: list[Any], got: list[Any]) -> tuple[bool, str]:
     if len(got) < len(expected):
         return False, "missing_outputs"
     for e, g in zip(expected, got):
-        d = compare(e, g, RTOL, ATOL)
+        d = compare(as_value(e), g, RTOL, ATOL)
         if not d.ok:
             return False, "mismatch"
     return True, ""
@@ -79,6 +98,8 @@ def run_opbridge(case: Any, backend: str) -> tuple[str, str]:
 def run_onnxruntime(case: Any) -> tuple[str, str]:
     import onnxruntime as ort
 
+    from translator.ort_run import run_session
+
     so = ort.SessionOptions()
     so.log_severity_level = 4
     try:
@@ -90,7 +111,7 @@ def run_onnxruntime(case: Any) -> tuple[str, str]:
         return "unsupported", code
     try:
         for inputs, expected in case.data_sets:
-            got = sess.run(None, feeds_for(case.model, inputs))
+            got = run_session(sess, feeds_for(case.model, inputs))
             ok, why = check_outputs(expected, got)
             if not ok:
                 return "fail", why

@@ -271,6 +271,8 @@ def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    from translator.ort_run import run_session
+
     names = [i.name for i in sess.get_inputs()]
     feed = {k: v for k, v in inputs.items() if k in names}
-    return sess.run(None, feed)
+    return run_session(sess, feed)

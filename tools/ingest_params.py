@@ -212,7 +212,7 @@ def build_descriptors(entries: list[dict]) -> "OrderedDict[str, dict]":
             raise ValueError(f"duplicate descriptor {key} (seed 003 line {e['line']})")
         d: dict = {"desc": DESC_OVERRIDES.get(op, f"DML_{op}_OPERATOR_DESC")}
         d["fields"] = [field_name(p) for p, _ in e["params"]]
-        d["field_types"] = {field_name(p): t for p, t in e["params"]}
+        d["seed_types"] = {field_name(p): t for p, t in e["params"]}
         d["seed_class"] = e["cls"] if e["cls"] == e["heading"] else f"{e['heading']} (sic; = {e['cls']})"
         d["seed_line"] = e["line"]
         d["summary"] = e["summary"]
@@ -337,7 +337,8 @@ def reduce_cell(func: str, levels: list[dict]) -> dict:
                   "keepdims": "implicit: always kept (reduced dims have size 1)"}
         if not arg else
         {"axis": "Axes (single axis, AxisCount = 1)",
-         "keepdims": "implicit: always kept (reduced dim has size 1)"},
+         "keepdims": "implicit: always kept (reduced dim has size 1)",
+         "select_last_index": "not represented"},
         "dtypes": [t for t in DTYPE_ORDER if t in newest["input"]["dtypes"]],
         "rank": dict(newest["input"]["rank"]),
         "notes": notes,
@@ -374,8 +375,9 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
     ("Or", ["ELEMENT_WISE_LOGICAL_OR"], {}, "", {}),
     ("Xor", ["ELEMENT_WISE_LOGICAL_XOR"], {}, "", {}),
     ("Max", ["ELEMENT_WISE_MAX"], {}, "Binary: the variadic ONNX Max is a chain of these.", {}),
-    ("Mean", ["ELEMENT_WISE_MEAN"], {}, "Binary f(a, b) = (a + b) / 2: a chain of these is NOT the "
-     "mean of 3+ inputs (weights differ); use a sum and a division for n > 2.", {}),
+    ("Mean", ["ELEMENT_WISE_MEAN"], {}, "Binary f(a, b) = (a + b) / 2: a left-to-right chain is NOT the "
+     "mean of 3+ inputs (mean(mean(a, b), c) weighs c by 1/2); only a balanced tree with a "
+     "power-of-2 input count is exact, otherwise sum and divide.", {}),
     ("Min", ["ELEMENT_WISE_MIN"], {}, "Binary: the variadic ONNX Min is a chain of these.", {}),
     ("Pow", ["ELEMENT_WISE_POW", "ELEMENT_WISE_CONSTANT_POW"], {},
      "Negative bases only for integral exponent values (else NaN); exact when input and exponent "
@@ -400,19 +402,19 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
     ("HardSigmoid", ["ACTIVATION_HARD_SIGMOID"], {"alpha": "Alpha", "beta": "Beta"},
      "f(x) = max(0, min(Alpha * x + Beta, 1)); defaults 0.2 / 0.5 (as ONNX).", {}),
     ("LeakyRelu", ["ACTIVATION_LEAKY_RELU"], {"alpha": "Alpha"}, "Alpha default 0.01 (as ONNX).", {}),
-    ("Affine", ["ACTIVATION_LINEAR"], {"alpha": "Alpha", "beta": "Beta"},
+    ("_other:affine", ["ACTIVATION_LINEAR"], {"alpha": "Alpha", "beta": "Beta"},
      "f(x) = Alpha * x + Beta, defaults 1.0 / 0 (seed 003 heads this entry "
      "'ActivationHardSigmoidOperatorDesc' by mistake).", {}),
     ("LogSoftmax", ["ACTIVATION_LOG_SOFTMAX"], {"axis": "implicit: last dimension (input effective rank <= 2)"},
      "InputTensor effective rank must be <= 2, e.g. [1, 1, BatchCount, Width].", {}),
     ("PRelu", ["ACTIVATION_PARAMETERIZED_RELU"], {}, "slope input -> SlopeTensor (same sizes as the input, "
      "broadcast via strides).", {}),
-    ("ParametricSoftplus", ["ACTIVATION_PARAMETRIC_SOFTPLUS"], {"alpha": "Alpha", "beta": "Beta"},
+    ("_other:parametric_softplus", ["ACTIVATION_PARAMETRIC_SOFTPLUS"], {"alpha": "Alpha", "beta": "Beta"},
      "f(x) = Alpha * log(1 + exp(Beta * x)).", {}),
     ("Relu", ["ACTIVATION_RELU"], {}, "", {}),
     ("Selu", ["ACTIVATION_SCALED_ELU"], {"alpha": "Alpha", "gamma": "Gamma"},
      "Defaults Alpha 1.67326319217681884765625, Gamma 1.05070102214813232421875 (as ONNX).", {}),
-    ("ScaledTanh", ["ACTIVATION_SCALED_TANH"], {"alpha": "Alpha", "beta": "Beta"},
+    ("_other:scaled_tanh", ["ACTIVATION_SCALED_TANH"], {"alpha": "Alpha", "beta": "Beta"},
      "f(x) = Alpha * tanh(Beta * x); seed 003 defaults 1.0 / 0.5.", {}),
     ("Sigmoid", ["ACTIVATION_SIGMOID"], {}, "", {}),
     ("Softmax", ["ACTIVATION_SOFTMAX"], {"axis": "implicit: last dimension (input effective rank <= 2)"},
@@ -427,8 +429,9 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
     ("Conv", ["CONVOLUTION"],
      {"strides": "Strides", "dilations": "Dilations", "pads": PADS, "group": "GroupCount",
       "kernel_shape": "implicit (FilterTensor sizes)"},
-     "ONNX Conv = Mode DML_CONVOLUTION_MODE_CROSS_CORRELATION (default), Direction "
-     "DML_CONVOLUTION_DIRECTION_FORWARD. DimensionCount = 2 for a 4-D InputTensor, 3 for 5-D; "
+     "ONNX Conv = Mode DML_CONVOLUTION_MODE_CROSS_CORRELATION, Direction "
+     "DML_CONVOLUTION_DIRECTION_FORWARD (CROSS_CORRELATION is the seed's C++ wrapper default; in "
+     "directml.h the zero enum value is DML_CONVOLUTION_MODE_CONVOLUTION). DimensionCount = 2 for a 4-D InputTensor, 3 for 5-D; "
      "it sizes Strides, Dilations, StartPadding, EndPadding, OutputPadding. BiasTensor optional. "
      "Depthwise: GroupCount = input channel count.", {"rank": {"min": 4, "max": 5}}),
     ("ConvTranspose", ["CONVOLUTION"],
@@ -473,7 +476,8 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
       "axes": "implicit: DimensionCount covers every dimension"},
      "Offsets/Sizes/Strides per dimension, in elements; reads must stay in bounds; Sizes must equal "
      "the output sizes. DimensionCount must match the tensors (1 to 8). Strides are unsigned here, "
-     "so negative steps are not representable in this descriptor.", {"rank": {"min": 1, "max": 8}}),
+     "so negative steps are not representable in this descriptor. starts/ends/axes are Slice-1 "
+     "attributes; from Slice-10 they and steps are inputs (constant values needed).", {"rank": {"min": 1, "max": 8}}),
     ("Cast", ["CAST"], {"to": "implicit (OutputTensor DataType)"}, "", {}),
     ("Split", ["SPLIT"], {"axis": "Axis", "split": "implicit (split-axis sizes of OutputTensors)"},
      "Output split-axis sizes must sum to the input's. Seed 003 names the count outputTensorCount; "
@@ -489,7 +493,8 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
     ("Upsample", ["UPSAMPLE_2D"],
      {"scales": "ScaleSize (integer Height/Width factors, last 2 dims only)", "mode": "InterpolationMode"},
      "Only the last 2 dimensions (height, width) can be upsampled, by UINT factors; NCHW or NCDHW "
-     "(other layouts via strides). InterpolationMode: NEAREST_NEIGHBOR or LINEAR.",
+     "(other layouts via strides). InterpolationMode: NEAREST_NEIGHBOR or LINEAR. scales is an "
+     "attribute in Upsample-7, an input in Upsample-9.",
      {"rank": {"min": 4, "max": 5}}),
     ("Gather", ["GATHER"], {"axis": "Axis"},
      "IndicesTensor DimensionCount must match the input's (IndexDimensions = number of meaningful "
@@ -501,11 +506,13 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
      "4-D [BatchCount, InputChannelCount, InputHeight, InputWidth]; output channels "
      "InputChannelCount / (BlockSize * BlockSize).", {"rank": {"min": 4, "max": 4}}),
     ("Tile", ["TILE"], {"repeats": "Repeats (RepeatsCount = input rank)"},
-     "Output size[i] = input size[i] * Repeats[i]; Repeats > 0.", {}),
+     "Output size[i] = input size[i] * Repeats[i]; Repeats > 0. ONNX repeats is an input "
+     "(constant values needed).", {}),
     ("TopK", ["TOP_K"], {"axis": "Axis", "k": "K",
                          "largest": "implicit: largest only", "sorted": "implicit: sorted descending"},
      "Values sorted largest to smallest; indices relative to the start of each sequence; ties are "
-     "ordered by ascending index. Seed: k > 0 and less than the axis length.", {}),
+     "ordered by ascending index. Seed: k > 0 and less than the axis length. k is an attribute "
+     "in TopK-1, an input from TopK-10.", {}),
     ("BatchNormalization", ["BATCH_NORMALIZATION"], {"epsilon": "Epsilon", "spatial": "Spatial (not in seed 003)"},
      "Output = Scale * (Input - Mean) / sqrt(Variance + Epsilon) + Bias, optional FusedActivation; "
      "inference form (momentum / training outputs not represented).", {}),
@@ -514,7 +521,8 @@ DML_ONNX: list[tuple[str, list[str], dict, str, dict]] = [
       "axes": "CrossChannel = false: [H, W]; true: [C, H, W] (other axes sets not representable)"},
      "Seed 003 documents the original DML_MEAN_VARIANCE_NORMALIZATION_OPERATOR_DESC (seed 000 names "
      "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1, whose Axes field is not in seed 003). across_channels/"
-     "normalize_variance are ONNX MVN-1 attributes; MVN-9+ has axes (default [0, 2, 3], which "
+     "normalize_variance are attributes of the experimental ONNX MVN-1 (no longer in the onnx "
+     "package); MVN-9+ has axes (default [0, 2, 3], which "
      "includes the batch axis and so differs from both CrossChannel settings). Optional Scale/Bias "
      "tensors, Epsilon (1e-5 recommended), FusedActivation. 4-D [Batch, Channel, Height, Width].",
      {"rank": {"min": 4, "max": 4}}),
@@ -823,10 +831,10 @@ MaxPool:
     status: native
     name: MPSCNNPoolingMaxNode
     attrs:
-      pads: "offset.{x, y}"
+      pads: "MPSCNNPoolingMaxNode.offset.{x, y}"
       auto_pad: "not supported"
-      strides: "strideInPixelsX / strideInPixelsY"
-      kernel_shape: "kernelWidth / kernelHeight"
+      strides: "MPSCNNPoolingMaxNode.strideInPixelsX / strideInPixelsY"
+      kernel_shape: "MPSCNNPoolingMaxNode.kernelWidth / kernelHeight"
     rank: {min: 4, max: 4}
     notes: Parameters as for MPSCNNPoolingAverageNode (seed says "same as Average Pooling 2D").
   dml:
@@ -1010,8 +1018,8 @@ Concat:
     status: unavailable
     seed: "[Note]: not supported"
     notes: >-
-      Workaround: memcpy (BNNS stores pixels by channel, so concatenation along the channel axis,
-      axis 4 in the seed's NNAPI numbering, is a contiguous copy).
+      Workaround: memcpy, since BNNS stores pixels by channel (seed: "when the concatenation axis is
+      4, it means concatenation by channel").
   onednn:
     status: native
     name: dnnl_concat_primitive_desc
@@ -1147,7 +1155,7 @@ Transpose:
     status: native
     name: ANEURALNETWORKS_TRANSPOSE
     attrs:
-      perm: "input[1] (optional 1-D tensor)"
+      perm: "optional 1-D tensor input (input[1])"
     notes: input[0] n-D; output[0] same type as input0.
 
 _other:batch_to_space_nd:
@@ -1312,7 +1320,8 @@ def build_dml_cells(descs: "OrderedDict[str, dict]") -> dict[str, dict]:
         for op in ops:
             d = descs[D + op]
             fields = d.get("header_fields") or d["fields"]
-            parts.append(f"{d['desc']} {{{', '.join(fields)}}}")
+            order = "directml.h" if d.get("header_fields") else "seed 003 constructor order"
+            parts.append(f"{d['desc']} {{{', '.join(fields)}}} ({order})")
         notes = "; ".join(parts) + "."
         if note:
             notes += " " + note
@@ -1440,19 +1449,15 @@ def seed004_dtypes() -> dict:
 float32:
   nnapi: {status: native, name: ANEURALNETWORKS_TENSOR_FLOAT32, source: seed:004}
   mps: {status: native, name: MPSImageFeatureChannelFormatFloat32, notes: "MPS uses float16 internally (seed 004).", source: seed:004}
-  dml: {status: native, name: DML_TENSOR_DATA_TYPE_FLOAT32, source: seed:004}
   bnns: {status: native, name: BNNSDataTypeFloat32, source: seed:004}
   onednn: {status: native, name: "memory::data_type::f32", seed: "memory::data_type:f32", source: seed:004}
   cldnn: {status: native, name: cldnn_f32, source: seed:004}
-  onnx: {status: native, name: FLOAT, seed: "float32 (Tensor Element Types)", source: seed:004}
 float16:
   nnapi: {status: native, name: ANEURALNETWORKS_TENSOR_FLOAT16, source: seed:004}
   mps: {status: native, name: MPSImageFeatureChannelFormatFloat16, source: seed:004}
-  dml: {status: native, name: DML_TENSOR_DATA_TYPE_FLOAT16, source: seed:004}
   bnns: {status: native, name: BNNSDataTypeFloat16, source: seed:004}
   onednn: {status: native, name: "memory::data_type::f16", seed: "memory::data_type:f16", source: seed:004}
   cldnn: {status: native, name: cldnn_f16, source: seed:004}
-  onnx: {status: native, name: FLOAT16, seed: "float16 (Tensor Element Types)", source: seed:004}
 _other:quant8:
   nnapi: {status: native, name: ANEURALNETWORKS_TENSOR_QUANT8_ASYMM, notes: "real_value = (integer_value - zeroPoint) * scale; uint8 storage.", source: seed:004}
   mps: {status: unavailable, seed: "[Note]: not supported", source: seed:004}
@@ -1463,15 +1468,33 @@ _other:quant8:
 """)
 
 
-HEADER = """\
-# Generated by tools/ingest_params.py from seeds {seeds} -- do not edit by hand; edit the
-# curated tables in the script and re-run it.
+HEADERS = {
+    "seed_params.yaml": """\
 # Keys: ONNX op type (or _other:<id> when the seed row has no ONNX counterpart) -> API key ->
 # partial optable.yaml cell.  A cell without `status` extends an existing seed-000 cell.
-"""
+# attrs: IR (ONNX) attribute -> the API's parameter, or a note ("implicit ...", "not supported").
+# DirectML field lists in notes follow seed 003's constructor order unless marked directml.h.
+""",
+    "dml_descriptors.yaml": """\
+# DML_OPERATOR_<X> -> descriptor struct and its fields as documented by seed 003 (a C++ wrapper
+# whose XxxOperatorDesc structs are binary compatible with directml.h's DML_XXX_OPERATOR_DESC).
+# fields: seed constructor order with names in directml.h spelling (the seed says constructor
+# order may differ from struct order); seed_types: the wrapper's C++ types; header_fields/errata:
+# where the seed disagrees with directml.h (checked by hand against DML_TARGET_VERSION 0x6400).
+""",
+    "seed_params_errata.yaml": """\
+# Suggested op-level errata (optable.yaml `errata` entries), keyed by ONNX op type.
+""",
+    "seed004_dtypes.yaml": """\
+# Tensor-type rows of seed 004, keyed by dtype id (dtypes.yaml) -> API key -> cell.  The DML and
+# ONNX names of float32/float16 agree with seed 000 and are left out.
+""",
+}
 
 
 def dump(data, path: Path, seeds: str) -> None:
+    head = (f"# Generated by tools/ingest_params.py from seed(s) {seeds}; edit the curated tables in\n"
+            "# the script and re-run it rather than editing this file.\n" + HEADERS[path.name])
     class _Dumper(yaml.SafeDumper):
         pass
 
@@ -1482,7 +1505,7 @@ def dump(data, path: Path, seeds: str) -> None:
     _Dumper.add_representer(str, _str)
     text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=96,
                      default_flow_style=False)
-    path.write_text(HEADER.format(seeds=seeds) + text, encoding="utf-8")
+    path.write_text(head + text, encoding="utf-8")
     if yaml.safe_load(path.read_text(encoding="utf-8")) != data:
         raise AssertionError(f"{path}: YAML round trip changed the data")
 

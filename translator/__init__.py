@@ -5,7 +5,8 @@ The functions below mirror the CLI (``opbridge query`` ↔ ``translator.query``)
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+if False:  # typing only
+    from typing import Any, Iterable
 
 __version__ = "0.1.0"
 __all__ = ["load_tables", "query", "dtype", "ops", "backends", "__version__"]

@@ -9,127 +9,22 @@ with close suggestions.
 from __future__ import annotations
 
 import difflib
-import re
-from dataclasses import dataclass
+import json
 from typing import Any, Iterable
 
+from .constants import loose
+from .quick import NotFound, backend_key
 from .tables import API_KEYS, API_TITLES, TARGETS, Cell, DType, Op, Tables, load_tables
 
-__all__ = ["Match", "NotFound", "lookup", "query", "dtype_query", "list_ops", "backends_summary"]
-
-
-class NotFound(LookupError):
-    def __init__(self, kind: str, spelling: str, suggestions: list[str]) -> None:
-        self.kind, self.spelling, self.suggestions = kind, spelling, suggestions
-        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"unknown {kind} {spelling!r}{hint}")
-
-
-@dataclass(frozen=True)
-class Match:
-    op: Op
-    via: str  # "id", "title", "alias", or the API key whose native name matched
-    spelling: str
-
-
-def _loose(s: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", s.lower())
-
-
-class _Index:
-    def __init__(self, tables: Tables) -> None:
-        self.exact: dict[str, list[tuple[str, str]]] = {}
-        self.loose: dict[str, list[tuple[str, str]]] = {}
-        self.tail: dict[str, list[tuple[str, str]]] = {}
-        for op in tables.ops.values():
-            self._add(op.id, op.id, "id")
-            self._add(op.title, op.id, "title")
-            for a in op.aliases:
-                self._add(a, op.id, "alias")
-            for api, cell in op.backends.items():
-                for n in cell.names:
-                    self._add(n, op.id, api)
-                    if "." in n:
-                        self._put(self.tail, n.rsplit(".", 1)[1].lower(), op.id, api)
-
-    @staticmethod
-    def _put(d: dict[str, list[tuple[str, str]]], key: str, op_id: str, via: str) -> None:
-        lst = d.setdefault(key, [])
-        if (op_id, via) not in lst:
-            lst.append((op_id, via))
-
-    def _add(self, spelling: str, op_id: str, via: str) -> None:
-        self._put(self.exact, spelling.lower(), op_id, via)
-        self._put(self.loose, _loose(spelling), op_id, via)
-
-    def find(self, spelling: str) -> list[tuple[str, str]]:
-        for table, key in ((self.exact, spelling.lower()), (self.loose, _loose(spelling)),
-                           (self.tail, spelling.lower())):
-            hits = table.get(key)
-            if hits:
-                own = [h for h in hits if h[1] in ("id", "title", "alias")]
-                return own or hits
-        return []
-
-    def keys(self) -> list[str]:
-        return list(self.exact)
-
-
-_INDEX: dict[int, _Index] = {}
-
-
-def _index(tables: Tables) -> _Index:
-    ix = _INDEX.get(id(tables))
-    if ix is None:
-        ix = _INDEX[id(tables)] = _Index(tables)
-    return ix
-
-
-def lookup(spelling: str, tables: Tables | None = None) -> list[Match]:
-    """All ops a spelling names, best first; raises NotFound with suggestions."""
-    tables = tables or load_tables()
-    hits = _index(tables).find(spelling.strip())
-    if not hits:
-        raise NotFound("op", spelling, suggest(spelling, tables))
-    seen: dict[str, Match] = {}
-    for op_id, via in hits:
-        seen.setdefault(op_id, Match(tables.ops[op_id], via, spelling))
-    return list(seen.values())
-
-
-def suggest(spelling: str, tables: Tables | None = None, n: int = 5) -> list[str]:
-    tables = tables or load_tables()
-    keys = _index(tables).keys()
-    close = difflib.get_close_matches(spelling.lower(), keys, n=n * 3, cutoff=0.6)
-    out: list[str] = []
-    for k in close:
-        for op_id, _ in _index(tables).exact[k]:
-            if op_id not in out:
-                out.append(op_id)
-    return out[:n]
-
-
-def _check_backends(backends: Iterable[str] | None) -> tuple[str, ...]:
-    if not backends:
-        return API_KEYS
-    out = []
-    for b in backends:
-        key = _backend_key(b)
-        out.append(key)
-    return tuple(out)
+__all__ = ["NotFound", "build_index", "query", "dtype_query", "list_ops", "backends_summary"]
 
 
 def _backend_key(b: str) -> str:
-    low = b.lower()
-    aliases = {"torch": "pytorch", "tf": "tensorflow", "tensorflowlite": "tflite", "ov": "openvino",
-               "directml": "dml", "ann": "nnapi", "mil": "coreml", "np": "numpy", "litert": "tflite"}
-    low = aliases.get(low, low)
-    if low in API_TITLES:
-        return low
-    for k, title in API_TITLES.items():
-        if _loose(title) == _loose(b):
-            return k
-    raise NotFound("backend", b, difflib.get_close_matches(low, list(API_KEYS), n=3, cutoff=0.5))
+    return backend_key(b)
+
+
+def _check_backends(backends: Iterable[str] | None) -> tuple[str, ...]:
+    return tuple(backend_key(b) for b in backends) if backends else API_KEYS
 
 
 def cell_dict(cell: Cell) -> dict[str, Any]:
@@ -174,37 +69,42 @@ def _thaw(v: Any) -> Any:
     return v
 
 
+def build_index(tables: Tables) -> dict[str, Any]:
+    """Plain-data lookup index (cached as JSON by ``quick.load_index``)."""
+    exact: dict[str, list[list[str]]] = {}
+    loose_: dict[str, list[list[str]]] = {}
+    tail: dict[str, list[list[str]]] = {}
+
+    def put(d: dict[str, list[list[str]]], key: str, op_id: str, via: str) -> None:
+        lst = d.setdefault(key, [])
+        if [op_id, via] not in lst:
+            lst.append([op_id, via])
+
+    for op in tables.ops.values():
+        for spelling, via in [(op.id, "id"), (op.title, "title")] + [(a, "alias") for a in op.aliases]:
+            put(exact, spelling.lower(), op.id, via)
+            put(loose_, loose(spelling), op.id, via)
+        for api, cell in op.backends.items():
+            for n in cell.names:
+                put(exact, n.lower(), op.id, api)
+                put(loose_, loose(n), op.id, api)
+                if "." in n:
+                    put(tail, n.rsplit(".", 1)[1].lower(), op.id, api)
+    return {"ops": {op.id: op_dict(op) for op in tables.ops.values()}, "exact": exact, "loose": loose_, "tail": tail}
+
+
+_INDEX_MEMO: dict[int, dict[str, Any]] = {}
+
+
 def query(spelling: str, backends: Iterable[str] | None = None, tables: Tables | None = None) -> dict[str, Any]:
     """The Python twin of ``opbridge query``: a JSON-able answer."""
+    from .quick import load_verified, query_index
+
     tables = tables or load_tables()
-    apis = _check_backends(backends)
-    matches = lookup(spelling, tables)
-    from .verified import load_verified
-
-    ver = load_verified()
-    results = []
-    for m in matches:
-        d = op_dict(m.op, apis, ver.get(m.op.id, {}))
-        d["matched_via"] = m.via
-        if m.via in API_TITLES:
-            d["matched_cell"] = cell_dict(m.op.backends[m.via])
-        results.append(d)
-    out: dict[str, Any] = {"query": spelling, "matches": results}
-    if len(results) > 1:
-        out["explanation"] = _explain_ambiguity(matches)
-    return out
-
-
-def _explain_ambiguity(matches: list[Match]) -> str:
-    parts = []
-    for m in matches:
-        if m.via in API_TITLES:
-            cell = m.op.backends[m.via]
-            attrs = ", ".join(f"{k}={v}" for k, v in cell.attrs.items())
-            parts.append(f"{API_TITLES[m.via]} {cell.name}" + (f" with {attrs}" if attrs else "") + f" is {m.op.id}")
-        else:
-            parts.append(f"{m.op.id} ({m.op.title})")
-    return f"{matches[0].spelling!r} names {len(matches)} ops: " + "; ".join(parts)
+    index = _INDEX_MEMO.get(id(tables))
+    if index is None:
+        index = _INDEX_MEMO[id(tables)] = json.loads(json.dumps(build_index(tables)))
+    return query_index(index, spelling, list(backends) if backends else None, load_verified())
 
 
 def _dtype_index(tables: Tables) -> dict[str, str]:

@@ -6,13 +6,15 @@ Heavy frameworks are imported only by the subcommands that need them.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Sequence
 
-from .tables import API_TITLES, TableError
+from .constants import API_TITLES, TableError
+
+if False:  # typing only (annotations are strings: nothing is imported at run time)
+    import argparse
+    from typing import Any, Callable, Sequence
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -100,7 +102,7 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .catalog import query
+    from .quick import query
 
     res = query(args.op, args.backend)
     if args.json:
@@ -181,6 +183,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(prog="opbridge", description="Cross-backend operator tables and model translation.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -215,10 +219,39 @@ def _extra_commands() -> list[Callable[..., None]]:
     return [register]
 
 
+class _QuickArgs:
+    """The parsed form of the common ``opbridge query OP [-b B]... [--json]`` (no argparse)."""
+
+    def __init__(self, op: str, backend: list[str] | None, json_: bool) -> None:
+        self.op, self.backend, self.json, self.func = op, backend, json_, cmd_query
+
+
+def _quick_parse(argv: Sequence[str]) -> _QuickArgs | None:
+    if len(argv) < 2 or argv[0] != "query":
+        return None
+    op, backends, as_json = None, [], False
+    it = iter(argv[1:])
+    for tok in it:
+        if tok == "--json":
+            as_json = True
+        elif tok in ("--backend", "-b"):
+            nxt = next(it, None)
+            if nxt is None:
+                return None
+            backends.append(nxt)
+        elif tok.startswith("--backend="):
+            backends.append(tok.split("=", 1)[1])
+        elif tok.startswith("-") or op is not None:
+            return None  # anything else (--help, typos): the full parser explains
+        else:
+            op = tok
+    return _QuickArgs(op, backends or None, as_json) if op is not None else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from .catalog import NotFound
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _quick_parse(argv) or build_parser().parse_args(argv)
+    from .quick import NotFound
 
     try:
         return int(args.func(args))

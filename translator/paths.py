@@ -2,45 +2,47 @@
 
 A wheel ships the two tables and the templates inside ``translator/_data`` (see
 ``pyproject.toml``); a source checkout (or an editable install) finds them at the
-repository root, next to the ``translator`` package.
+repository root, next to the ``translator`` package. Only ``os.path`` here: this module
+is on the fast path of ``opbridge query``.
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
+_PKG = os.path.dirname(os.path.abspath(__file__))
 
 
-def data_root() -> Path:
+def data_root() -> str:
     """The folder holding ``optable.yaml``, ``dtypes.yaml`` and ``templates/``."""
     env = os.environ.get("OPBRIDGE_DATA")
     if env:
-        return Path(env)
-    shipped = _PKG / "_data"
-    if (shipped / "optable.yaml").is_file():
+        return env
+    shipped = os.path.join(_PKG, "_data")
+    if os.path.isfile(os.path.join(shipped, "optable.yaml")):
         return shipped
-    return _PKG.parent
+    return os.path.dirname(_PKG)
 
 
-def optable_path() -> Path:
-    return Path(os.environ.get("OPBRIDGE_OPTABLE") or data_root() / "optable.yaml")
+def optable_path() -> str:
+    return os.environ.get("OPBRIDGE_OPTABLE") or os.path.join(data_root(), "optable.yaml")
 
 
-def dtypes_path() -> Path:
-    return Path(os.environ.get("OPBRIDGE_DTYPES") or data_root() / "dtypes.yaml")
+def dtypes_path() -> str:
+    return os.environ.get("OPBRIDGE_DTYPES") or os.path.join(data_root(), "dtypes.yaml")
 
 
-def templates_dir() -> Path:
-    return data_root() / "templates"
+def templates_dir() -> str:
+    return os.path.join(data_root(), "templates")
 
 
-def verified_path() -> Path:
+def verified_path() -> str:
     """The file the generic tests write: which (op, backend, dtype) cells ran and passed."""
-    return data_root() / "verified.json"
+    return os.environ.get("OPBRIDGE_VERIFIED") or os.path.join(data_root(), "verified.json")
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("OPBRIDGE_CACHE") or os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base else Path.home() / ".cache"
-    return root / "opbridge" if not os.environ.get("OPBRIDGE_CACHE") else root
+def cache_dir() -> str:
+    explicit = os.environ.get("OPBRIDGE_CACHE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "opbridge")

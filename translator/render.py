@@ -50,7 +50,7 @@ def _env(backend: str) -> Any:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(paths.templates_dir() / backend)),
+        loader=jinja2.FileSystemLoader(os.path.join(paths.templates_dir(), backend)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,

@@ -20,24 +20,15 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from . import paths
-from .yamlnodes import LDict, LList, TableError, load_with_lines
+from .constants import TableError
+from .yamlnodes import LDict, LList, load_with_lines
 
 __all__ = [
     "API_KEYS", "API_TITLES", "TARGETS", "DTYPE_GROUPS", "Cell", "Port", "Attribute", "Signature",
     "Step", "Op", "DType", "Tables", "TableError", "load_tables",
 ]
 
-#: Column keys in seed order (seed 000), then clDNN (seed 004).
-API_TITLES: Mapping[str, str] = MappingProxyType({
-    "webnn": "WebNN", "onnx": "ONNX", "dml": "DirectML", "xnnpack": "XNNPACK",
-    "stablehlo": "StableHLO", "tosa": "TOSA", "numpy": "NumPy", "tensorflow": "TensorFlow",
-    "tflite": "TensorFlow Lite", "pytorch": "PyTorch", "coreml": "CoreML", "bnns": "BNNS",
-    "mps": "MPS", "mlx": "MLX", "ncnn": "NCNN", "cntk": "CNTK", "openvino": "OpenVINO",
-    "onednn": "oneDNN", "nnapi": "Android NNAPI", "cldnn": "clDNN",
-})
-API_KEYS: tuple[str, ...] = tuple(API_TITLES)
-#: The backends the translator emits to (plus numpy, the reference).
-TARGETS: tuple[str, ...] = ("onnx", "pytorch", "tensorflow", "tflite", "coreml", "openvino")
+from .constants import API_KEYS, API_TITLES, TARGETS  # noqa: E402  (re-exported)
 
 STATUSES = ("native", "composite", "unavailable")
 BROADCAST_KINDS = ("multidirectional", "unidirectional", "none")
@@ -470,7 +461,7 @@ CACHE_VERSION = "1"
 
 
 def _cache_file(digest: str) -> Path:
-    return paths.cache_dir() / f"tables-{CACHE_VERSION}-{digest[:32]}.json"
+    return Path(paths.cache_dir()) / f"tables-{CACHE_VERSION}-{digest[:32]}.json"
 
 
 def _validated_data(op_text: str, op_path: str, dt_text: str, dt_path: str) -> tuple[Any, Any]:

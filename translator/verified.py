@@ -7,19 +7,18 @@ A missing file means nothing has been verified by execution yet.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from . import paths
 
-_CACHE: dict[str, Any] = {}
+_CACHE: dict = {}
 
 
-def load_verified() -> dict[str, Any]:
-    p = paths.verified_path()
-    key = str(p)
+def load_verified() -> dict:
+    key = paths.verified_path()
     if key not in _CACHE:
         try:
-            _CACHE[key] = json.loads(p.read_text(encoding="utf-8"))
+            with open(key, encoding="utf-8") as f:
+                _CACHE[key] = json.load(f)
         except (OSError, ValueError):
             _CACHE[key] = {}
     return _CACHE[key]

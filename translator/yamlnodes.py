@@ -11,19 +11,12 @@ from typing import Any
 
 import yaml
 
+from .constants import TableError
+
 try:  # libyaml is several times faster; fall back to the pure-Python safe loader
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
-
-
-class TableError(ValueError):
-    """A malformed table: the message names the file, the line and the entry."""
-
-    def __init__(self, path: str, line: int | None, where: str, reason: str) -> None:
-        self.path, self.line, self.where, self.reason = path, line, where, reason
-        loc = f"{path}:{line}" if line else path
-        super().__init__(f"{loc}: {where}: {reason}" if where else f"{loc}: {reason}")
 
 
 class LDict(dict):

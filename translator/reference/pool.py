@@ -9,7 +9,7 @@ from . import reference
 
 
 def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode):
-    """(pads_begin, out_spatial) following the ONNX pooling shape rules."""
+    """(strides, dilations, pads_begin, pads_end, out_spatial) by the ONNX pooling shape rules."""
     nd = len(in_sp)
     strides = list(strides) if strides else [1] * nd
     dilations = list(dilations) if dilations else [1] * nd
@@ -17,14 +17,15 @@ def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode):
     rnd = math.ceil if ceil_mode else math.floor
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = [-(-in_sp[i] // strides[i]) for i in range(nd)]
-        begins = []
+        begins, ends = [], []
         for i in range(nd):
             total = max((out[i] - 1) * strides[i] + ext[i] - in_sp[i], 0)
             begins.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
-        return strides, dilations, begins, out
+            ends.append(total - begins[-1])
+        return strides, dilations, begins, ends, out
     if auto_pad == "VALID":
         out = [rnd((in_sp[i] - ext[i]) / strides[i]) + 1 for i in range(nd)]
-        return strides, dilations, [0] * nd, out
+        return strides, dilations, [0] * nd, [0] * nd, out
     p = list(pads) if pads else [0] * (2 * nd)
     out = []
     for i in range(nd):
@@ -32,10 +33,10 @@ def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode):
         if ceil_mode and (o - 1) * strides[i] >= in_sp[i] + p[i]:
             o -= 1  # a window may not start in the right padding
         out.append(o)
-    return strides, dilations, p[:nd], out, p[nd:]
+    return strides, dilations, p[:nd], p[nd:], out
 
 
-def _windows(x, kernel, strides, dilations, begins, out, ends=None):
+def _windows(x, kernel, strides, dilations, begins, ends, out):
     """Window values (N, C, *out, K), plus masks: inside the input, inside input + explicit pads."""
     nd = x.ndim - 2
     in_sp = x.shape[2:]
@@ -44,7 +45,6 @@ def _windows(x, kernel, strides, dilations, begins, out, ends=None):
     width = [(0, 0), (0, 0)] + [(begins[i], tail[i]) for i in range(nd)]
     xp = np.pad(x, width)
     inside = np.pad(np.ones(in_sp, dtype=bool), width[2:])
-    ends = ends if ends is not None else [0] * nd
     counted = np.zeros(inside.shape, dtype=bool)
     counted[tuple(slice(0, begins[i] + in_sp[i] + ends[i]) for i in range(nd))] = True
     vals, ins, cnt, coords = [], [], [], []
@@ -60,9 +60,7 @@ def _windows(x, kernel, strides, dilations, begins, out, ends=None):
 
 def _pool(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     geo = _geometry(X.shape[2:], kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    strides, dilations, begins, out = geo[:4]
-    ends = geo[4] if len(geo) > 4 else None
-    return _windows(X.astype(np.float64), list(kernel_shape), strides, dilations, begins, out, ends)
+    return _windows(X.astype(np.float64), list(kernel_shape), *geo)
 
 
 @reference("average_pool")
@@ -70,13 +68,8 @@ def average_pool(X, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilatio
                  pads=None, strides=None):
     vals, inside, counted, _ = _pool(X, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     total = np.where(inside, vals, 0.0).sum(-1)
-    if count_include_pad:
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            counted = np.ones_like(counted)  # implicit pads count as padding too
-        n = counted.sum(-1)
-    else:
-        n = inside.sum(-1)
-    return (total / np.broadcast_to(n, total.shape)).astype(X.dtype)
+    n = (counted if count_include_pad else inside).sum(-1)
+    return (total / n).astype(X.dtype)
 
 
 @reference("sum_pool")
@@ -126,14 +119,15 @@ def max_unpool(X, I, output_shape=None, kernel_shape=None, pads=None, strides=No
     nd = X.ndim - 2
     strides = list(strides) if strides else [1] * nd
     p = list(pads) if pads else [0] * (2 * nd)
-    if output_shape is not None:
-        shape = [int(v) for v in np.asarray(output_shape).reshape(-1)]
-    else:
-        shape = list(X.shape[:2]) + [(X.shape[2 + i] - 1) * strides[i] + kernel_shape[i] - p[i] - p[i + nd]
-                                     for i in range(nd)]
-    out = np.zeros(math.prod(shape), dtype=X.dtype)
-    out[np.asarray(I, dtype=np.int64).reshape(-1)] = X.reshape(-1)
-    return out.reshape(shape)
+    default = list(X.shape[:2]) + [(X.shape[2 + i] - 1) * strides[i] + kernel_shape[i] - p[i] - p[i + nd]
+                                   for i in range(nd)]
+    shape = default if output_shape is None else [int(v) for v in np.asarray(output_shape).reshape(-1)]
+    # indices address the default (unpadded) output; an explicit output_shape only grows
+    # the canvas, each value keeps its (n, c, spatial) coordinates
+    coords = np.unravel_index(np.asarray(I, dtype=np.int64).reshape(-1), default)
+    out = np.zeros(shape, dtype=X.dtype)
+    out[coords] = X.reshape(-1)
+    return out
 
 
 def _spatial_axes(x):

@@ -1,0 +1,53 @@
+"""Feeding onnxruntime types NumPy lacks (bfloat16, float8, ...: ml_dtypes arrays).
+
+onnxruntime's ``run`` rejects ml_dtypes arrays, so such inputs go in as OrtValues
+built from the raw bits, and such outputs are read back from the OrtValue's buffer.
+Used by the ONNX backend and by the onnxruntime peer alike, so both see the same data.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Mapping
+
+import numpy as np
+
+_SPECIAL = {  # onnxruntime type string → (TensorProto enum, ml_dtypes name, storage dtype)
+    "tensor(bfloat16)": (16, "bfloat16", np.uint16),
+    "tensor(float8e4m3fn)": (17, "float8_e4m3fn", np.uint8),
+    "tensor(float8e4m3fnuz)": (18, "float8_e4m3fnuz", np.uint8),
+    "tensor(float8e5m2)": (19, "float8_e5m2", np.uint8),
+    "tensor(float8e5m2fnuz)": (20, "float8_e5m2fnuz", np.uint8),
+}
+_BY_NAME = {v[1]: (v[0], v[2]) for v in _SPECIAL.values()}
+
+
+def _needs_ortvalue(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.name in _BY_NAME
+
+
+def run_session(sess: Any, feeds: Mapping[str, Any]) -> list[Any]:
+    out_types = [o.type for o in sess.get_outputs()]
+    if not any(_needs_ortvalue(x) for x in feeds.values()) and not any(t in _SPECIAL for t in out_types):
+        return sess.run(None, dict(feeds))
+    import ml_dtypes
+    import onnxruntime as ort
+
+    vals = {}
+    for k, x in feeds.items():
+        if _needs_ortvalue(x):
+            enum, storage = _BY_NAME[x.dtype.name]
+            vals[k] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(x).view(storage), enum)
+        else:
+            vals[k] = ort.OrtValue.ortvalue_from_numpy(np.asarray(x))
+    names = [o.name for o in sess.get_outputs()]
+    outs = sess.run_with_ort_values(names, vals)
+    result = []
+    for o, t in zip(outs, out_types):
+        if t in _SPECIAL:
+            _, mlname, storage = _SPECIAL[t]
+            raw = ctypes.string_at(o.data_ptr(), o.tensor_size_in_bytes())
+            arr = np.frombuffer(raw, dtype=storage).view(getattr(ml_dtypes, mlname)).reshape(o.shape())
+            result.append(arr.copy())
+        else:
+            result.append(o.numpy())
+    return result
