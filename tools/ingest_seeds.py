@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SEED = Path("/work/shared/seeds/000_a8407906b74b71ae.txt")
+DEFAULT_SEED = ROOT.parent / "shared" / "seeds" / "000_a8407906b74b71ae.txt"
 SOURCE = "seed:000"
 
 #: Seed-000 API columns in seed order (docs/TABLES.md); clDNN is not in this seed.

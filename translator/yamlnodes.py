@@ -38,6 +38,9 @@ class LList(list):
 
 def _construct(node: yaml.Node, path: str, scalar_loader: Any) -> Any:
     line = node.start_mark.line + 1
+    expected = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}.get(type(node))
+    if expected is not None and node.tag != expected:
+        raise TableError(path, line, "", f"invalid YAML: tag {node.tag!r} is not allowed (safe YAML only)")
     if isinstance(node, yaml.MappingNode):
         out = LDict(line)
         for knode, vnode in node.value:

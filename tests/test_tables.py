@@ -1,0 +1,201 @@
+"""Lint of both tables, the strict loader's errors, and seed coverage."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from translator.constants import TableError
+from translator.tables import API_KEYS, DTYPE_GROUPS, load_tables
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT.parent / "shared" / "seeds"
+
+SEED_DTYPES = ["uint1", "uint4", "uint8", "uint16", "uint32", "uint48", "uint64", "int4", "int8", "int16", "int32",
+               "int48", "int64", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+               "float8e4m3b11fnuz", "float16", "bfloat16", "float32", "float64", "complex32", "complex64",
+               "complex128", "bool", "string"]
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return load_tables(use_cache=False)
+
+
+def test_sizes(tables):
+    assert len(tables.ops) >= 150
+    assert [d for d in SEED_DTYPES if d not in tables.dtypes] == []
+
+
+def test_every_op_has_the_required_fields(tables):
+    for op in tables.ops.values():
+        assert op.title and op.category, op.id
+        assert op.broadcast in ("multidirectional", "unidirectional", "none"), op.id
+        for api, cell in op.backends.items():
+            assert cell.sources, (op.id, api)
+            if cell.status == "native":
+                assert cell.names, (op.id, api)
+
+
+def test_broadcast_kinds_follow_the_onnx_rules(tables):
+    for op_id in ("add", "sub", "mul", "div", "pow", "equal", "greater", "logical_and", "where", "max", "sum"):
+        assert tables.ops[op_id].broadcast == "multidirectional", op_id
+    for op_id in ("relu", "conv", "softmax", "reshape"):
+        assert tables.ops[op_id].broadcast == "none", op_id
+    assert tables.ops["prelu"].broadcast == "unidirectional"
+
+
+def test_modulus_errata_and_semantics(tables):
+    trunc, floor = tables.ops["trunc_mod"], tables.ops["floor_mod"]
+    assert dict(trunc.backends["onnx"].attrs) == {"fmod": 1}
+    assert dict(floor.backends["onnx"].attrs) == {"fmod": 0}
+    assert "trunc" in trunc.formula and "floor" in floor.formula
+    assert any(e["field"] == "formula" for e in trunc.errata)
+    assert any(e["field"] == "formula" for e in floor.errata)
+
+
+def test_signature_types_resolve(tables):
+    for op in tables.ops.values():
+        if op.signature is None:
+            continue
+        for tv, allowed in op.signature.types.items():
+            assert tables.expand_dtypes(allowed), (op.id, tv)
+
+
+def test_dtype_holders_exist(tables):
+    import ml_dtypes
+    import numpy as np
+
+    for d in tables.dtypes.values():
+        if d.numpy is None:
+            continue
+        if d.numpy.startswith("ml_dtypes."):
+            assert hasattr(ml_dtypes, d.numpy.split(".", 1)[1]), d.id
+        else:
+            np.dtype(d.numpy)
+
+
+def test_groups_cover_kinds(tables):
+    kinds = {d.kind for d in tables.dtypes.values()}
+    assert kinds <= set(DTYPE_GROUPS["all"])
+
+
+# ----------------------------------------------------------------------------- seed coverage
+def _seed_module():
+    seed = SEEDS / "000_a8407906b74b71ae.txt"
+    if not seed.is_file():
+        pytest.skip(f"seed file {seed} is not beside the checkout (../shared/seeds)")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import ingest_seeds
+
+    return ingest_seeds, ingest_seeds.read_lines(seed)
+
+
+def test_every_seed_op_cell_is_in_the_table(tables):
+    mod, lines = _seed_module()
+    records = mod.parse_op_records(lines) + mod.parse_tail(lines)
+    missing = []
+    n = 0
+    for r in records:
+        op_id = mod.OP_IDS[r["line"]]
+        assert op_id in tables.ops, op_id
+        for api, raw in r["api"].items():
+            if raw != "?":
+                n += 1
+                if api not in tables.ops[op_id].backends:
+                    missing.append((op_id, api, raw))
+    assert n > 400 and missing == []
+
+
+def test_every_seed_dtype_cell_is_in_the_table(tables):
+    mod, lines = _seed_module()
+    missing = []
+    for row, did in zip(mod.parse_dtype_rows(lines), SEED_DTYPES):
+        for api, raw in row["api"].items():
+            if raw != "?" and api not in tables.dtypes[did].backends:
+                missing.append((did, api, raw))
+    assert missing == []
+
+
+# ----------------------------------------------------------------------------- strict loader
+GOOD_DTYPES = textwrap.dedent("""\
+    schema: 1
+    dtypes:
+    - id: float32
+      title: float32
+      category: Float Signed
+      kind: float
+      bits: 32
+    """)
+
+
+def _op(extra: str = "", cell: str = "status: native\n      name: Add\n      source: seed:000") -> str:
+    return textwrap.dedent("""\
+        schema: 1
+        ops:
+        - id: add
+          title: Add
+          category: Elementwise Math
+          broadcast: multidirectional
+        {extra}  backends:
+            onnx:
+              {cell}
+        """).format(extra=extra, cell=cell)
+
+
+def _load(tmp_path: Path, optable: str, dtypes: str = GOOD_DTYPES):
+    (tmp_path / "optable.yaml").write_text(optable)
+    (tmp_path / "dtypes.yaml").write_text(dtypes)
+    return load_tables(tmp_path / "optable.yaml", tmp_path / "dtypes.yaml", use_cache=False)
+
+
+def test_minimal_tables_load(tmp_path):
+    t = _load(tmp_path, _op())
+    assert t.ops["add"].backends["onnx"].name == "Add"
+
+
+@pytest.mark.parametrize("text, needle", [
+    (_op("  colour: red\n"), "unknown key 'colour'"),
+    (_op(cell="status: maybe\n      name: Add\n      source: seed:000"), "status 'maybe'"),
+    (_op(cell="status: native\n      source: seed:000"), "needs a 'name'"),
+    (_op(cell="status: native\n      name: Add\n      source: hearsay"), "source 'hearsay'"),
+    (_op(cell="status: native\n      name: Add\n      dtypes: [float33]\n      source: seed:000"), "unknown dtype 'float33'"),
+    (_op("  decomposition:\n    body:\n    - {op: nosuchop, in: [A], out: y}\n"), "unknown op 'nosuchop'"),
+    (_op().replace("ops:\n", "ops:\n- id: add\n  title: A\n  category: c\n  broadcast: none\n"), "duplicate op id"),
+    (_op().replace("broadcast: multidirectional", "broadcast: sideways"), "broadcast 'sideways'"),
+    (_op().replace("  backends:", "  backends: [1,\n"), "invalid YAML"),
+])
+def test_loader_errors_name_file_line_and_op(tmp_path, text, needle):
+    with pytest.raises(TableError) as ei:
+        _load(tmp_path, text)
+    msg = str(ei.value)
+    assert needle in msg
+    assert "optable.yaml:" in msg
+    if "invalid YAML" not in needle:
+        assert "op add" in msg or "top level" in msg
+
+
+def test_unsafe_yaml_tags_are_rejected(tmp_path):
+    with pytest.raises(TableError, match="not allowed|invalid YAML"):
+        _load(tmp_path, _op().replace("title: Add", "title: !!python/object/apply:os.system ['true']"))
+
+
+def test_cli_reports_a_malformed_table_in_one_line(tmp_path):
+    bad = tmp_path / "optable.yaml"
+    bad.write_text(_op("  colour: red\n"))
+    (tmp_path / "dtypes.yaml").write_text(GOOD_DTYPES)
+    env = {"OPBRIDGE_OPTABLE": str(bad), "OPBRIDGE_DTYPES": str(tmp_path / "dtypes.yaml"),
+           "OPBRIDGE_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([sys.executable, "-m", "translator.cli", "query", "add"], capture_output=True, text=True,
+                       env=env, cwd=ROOT)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "optable.yaml:" in lines[0] and "colour" in lines[0]
+    assert p.stdout == ""
+
+
+def test_api_keys_are_the_seed_columns_plus_cldnn():
+    assert API_KEYS[:3] == ("webnn", "onnx", "dml") and API_KEYS[-1] == "cldnn" and len(API_KEYS) == 20

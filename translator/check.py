@@ -1,0 +1,163 @@
+"""``opbridge check``: run one model on several backends and compare with the reference.
+
+The NumPy reference runs the IR once (keeping every intermediate value). Each backend
+gets a fresh IR, emits, runs on the same inputs, and each output is compared with the
+reference under the model's tolerance (the loosest ``tolerance`` of its ops in the
+table, else rtol 1e-3 / atol 1e-5). When an output diverges, the model is re-run on that
+backend with every intermediate value marked as an output, and the first node (in
+topological order) whose output diverges is named.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import OpbridgeError
+from .harness import Diff, backend_module, classify, compare, tolerance_for
+from .ir import Model
+
+
+@dataclass
+class OutputReport:
+    name: str
+    diff: Diff
+
+
+@dataclass
+class BackendReport:
+    backend: str
+    status: str  # pass | fail | unsupported | error
+    reason: str = ""
+    detail: str = ""
+    outputs: list[OutputReport] = field(default_factory=list)
+    first_divergence: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+def random_inputs(model: Model, seed: int = 0, dim_default: int = 1) -> dict[str, np.ndarray]:
+    from .dtypes import numpy_dtype
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for v in model.graph.inputs:
+        t = v.type
+        if t.kind != "tensor" or t.dtype is None or t.shape is None:
+            raise OpbridgeError("dynamic_shape", f"input {v.name!r} has type {t}; pass --inputs file.npz")
+        shape = tuple(d if isinstance(d, int) else dim_default for d in t.shape)
+        dt = numpy_dtype(t.dtype)
+        if dt.kind == "b":
+            arr = rng.random(shape) < 0.5
+        elif dt.kind in "iu":
+            arr = rng.integers(0, 8, size=shape).astype(dt)
+        elif dt.kind == "O":
+            arr = np.array(rng.choice(["a", "b", "c"], size=shape), dtype=object)
+        else:
+            arr = rng.standard_normal(shape).astype(np.float32).astype(dt)
+        feeds[v.name] = arr
+    return feeds
+
+
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise OpbridgeError("bad_model", f"cannot read inputs {path!r}: {exc}") from None
+
+
+def _mark_all_outputs(model: Model) -> list[str]:
+    """Make every intermediate tensor of the main graph an output; returns their names."""
+    g = model.graph
+    names = [v.name for v in g.outputs]
+    for n in g.nodes:
+        for v in n.outputs:
+            if v.type.kind == "tensor" and v not in g.outputs:
+                g.outputs.append(v)
+                names.append(v.name)
+    return names
+
+
+def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[str, np.ndarray] | None = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    say = progress or (lambda s: None)
+    ref_model = build_ir()
+    feeds = feeds if feeds is not None else random_inputs(ref_model)
+    tol = tolerance_for(sorted(ref_model.op_histogram()))
+    from . import interpreter
+
+    say("reference: running the NumPy reference")
+    trace: dict[str, Any] = {}
+    interpreter.prepare(ref_model)
+    expected = interpreter.run(ref_model, feeds, trace)
+    out_names = [v.name for v in ref_model.graph.outputs]
+    reports: list[BackendReport] = []
+    for b in backends:
+        say(f"{b}: converting and running")
+        t0 = time.perf_counter()
+        rep = BackendReport(b, "pass")
+        try:
+            mod = backend_module(b)
+            artifact = mod.emit(build_ir())
+            got = list(mod.run(artifact, feeds))
+            for name, e, g in zip(out_names, expected, got):
+                d = compare(e, g, **tol)
+                rep.outputs.append(OutputReport(name, d))
+                if not d.ok:
+                    rep.status, rep.reason = "fail", "mismatch"
+            if rep.status == "fail":
+                rep.first_divergence = _first_divergence(mod, build_ir, feeds, trace, tol)
+        except Exception as exc:  # noqa: BLE001 - reported per backend with its reason code
+            rep.status, rep.reason = classify(exc)
+            rep.detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        rep.seconds = time.perf_counter() - t0
+        reports.append(rep)
+    return {"inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in feeds.items()},
+            "tolerance": tol, "backends": reports}
+
+
+def _first_divergence(mod: Any, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
+                      tol: dict[str, float]) -> dict[str, Any] | None:
+    model = build_ir()
+    order = _mark_all_outputs(model)
+    producers = {v.name: n for n in model.graph.nodes for v in n.outputs}
+    try:
+        got = list(mod.run(mod.emit(model), feeds))
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"}
+    by_name = dict(zip(order, got))
+    for n in model.graph.nodes:
+        for v in n.outputs:
+            if v.name in by_name and v.name in trace:
+                d = compare(trace[v.name], by_name[v.name], **tol)
+                if not d.ok:
+                    return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}
+    del producers
+    return None
+
+
+def report_json(res: dict[str, Any]) -> dict[str, Any]:
+    out = {"inputs": res["inputs"], "tolerance": res["tolerance"], "backends": []}
+    for r in res["backends"]:
+        out["backends"].append({
+            "backend": r.backend, "status": r.status, "reason": r.reason, "detail": r.detail,
+            "seconds": round(r.seconds, 3), "first_divergence": r.first_divergence,
+            "outputs": [{"name": o.name, "ok": o.diff.ok, "max_abs": o.diff.max_abs, "max_rel": o.diff.max_rel,
+                         "max_ulp": o.diff.max_ulp, "reason": o.diff.reason} for o in r.outputs]})
+    return out
+
+
+def model_loader(path: str) -> Callable[[], Model]:
+    p = Path(path)
+    if p.suffix.lower() != ".onnx":
+        raise OpbridgeError("bad_model", f"{path}: only ONNX models (.onnx) are read")
+    from .frontends.onnx import from_proto, read_model_proto
+
+    proto = read_model_proto(p)
+    base = p.resolve().parent
+    from_proto(proto, base, str(path))  # fail early, with the frontend's one-line reason
+
+    return lambda: from_proto(proto, base, str(path))
