@@ -146,3 +146,24 @@ def tolerance_for(op_ids: list[str]) -> dict[str, float]:
 
 def finite_or_none(x: float) -> float | None:
     return None if (x is None or math.isnan(x)) else x
+
+
+def single_op_model(op_id: str, inputs: list[Any], attrs: dict[str, Any], n_outputs: int = 1) -> tuple[Any, dict[str, Any]]:
+    """A one-node IR model for ``op_id`` fed by ``inputs`` (None = omitted); returns (model, feeds)."""
+    from .dtypes import dtype_id
+    from .ir import Graph, Model, TensorType
+
+    g = Graph(op_id)
+    vals = []
+    feeds = {}
+    for i, x in enumerate(inputs):
+        if x is None:
+            vals.append(None)
+            continue
+        arr = np.asarray(x)
+        v = g.add_input(f"in{i}", TensorType(dtype_id(arr.dtype), tuple(arr.shape)))
+        feeds[v.name] = arr
+        vals.append(v)
+    node = g.add_node(op_id, vals, attrs, outputs=[f"out{i}" for i in range(n_outputs)], name=op_id)
+    g.outputs = list(node.outputs)
+    return Model(g, source=f"<{op_id}>", source_format="ir"), feeds

@@ -52,6 +52,7 @@ def how(op: Op, backend: str, extra_native: Iterable[str] = ()) -> str:
     return "unsupported"
 
 
+
 def lower_for(graph: Graph, backend: str, supported: frozenset[str] | None = None,
               tables: Tables | None = None) -> list[tuple[str, str]]:
     """Decompose what the backend lacks; returns the (node name, op) pairs decomposed."""
@@ -114,53 +115,107 @@ def _literal(graph: Graph, value: Any, like: Value | None, name: str) -> Value:
     return graph.add_constant(name, arr, dtype)
 
 
+def applies(op: Op, node: Node) -> str | None:
+    """Why the op's decomposition does not apply to this node (None when it does)."""
+    when = op.decomposition_when
+    if not when:
+        return None
+    attrs = dict(op.signature and {a.name: a.default for a in op.signature.attributes} or {})
+    attrs.update(node.attrs)
+    for k, v in (when.get("attrs") or {}).items():
+        if _thaw(attrs.get(k)) != _thaw(v):
+            return f"the decomposition needs {k}={_thaw(v)!r} (node has {attrs.get(k)!r})"
+    kinds = when.get("dtype_kind")
+    first = next((v for v in node.inputs if v is not None), None)
+    if kinds and first is not None and first.type.dtype is not None:
+        from .dtypes import numpy_dtype
+
+        kind = {"f": "float", "i": "int", "u": "uint", "b": "bool", "c": "complex"}.get(numpy_dtype(first.type.dtype).kind, "?")
+        if kind not in kinds and not (kind == "float" and "float" in kinds):
+            return f"the decomposition needs a {'/'.join(kinds)} input (node has {first.type.dtype})"
+    if op.signature is not None:
+        for name in when.get("present") or ():
+            idx = next((i for i, p in enumerate(op.signature.inputs) if p.name == name), None)
+            if idx is None or idx >= len(node.inputs) or node.inputs[idx] is None:
+                return f"the decomposition needs input {name!r}"
+    return None
+
+
 def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
-    """Replace ``node`` by its op's decomposition; returns the inserted nodes."""
+    """Replace ``node`` by its op's decomposition; returns the inserted nodes.
+
+    Step inputs: a signature input name; ``name...`` (all variadic inputs); ``#name``
+    (their count, a scalar of the first input's dtype); ``@attr`` (an attribute as a
+    constant; ``@attr:1d`` wraps a scalar into a 1-D tensor); a number (a scalar of the
+    first input's dtype); ``{value: ..., dtype: ...}`` (a typed constant); or null.
+    """
     import numpy as np
 
-    from .dtypes import dtype_id
+    from .dtypes import dtype_id, numpy_dtype
 
     assert op.decomposition is not None
+    why = applies(op, node)
+    if why is not None:
+        raise Unsupported(node.op, "ir", "unsupported_attribute_value", why, node.name)
     sig = op.signature
     env: dict[str, Value | None] = {}
+    variadic: dict[str, list[Value | None]] = {}
     if sig is not None:
         ins = list(node.inputs)
         k = 0
         for port in sig.inputs:
             if port.variadic:
-                env[port.name] = None
-                for j, v in enumerate(ins[k:]):
-                    env[f"{port.name}{j}"] = v
+                variadic[port.name] = ins[k:]
+                env[port.name] = ins[k] if k < len(ins) else None
                 k = len(ins)
             else:
                 env[port.name] = ins[k] if k < len(ins) else None
                 k += 1
     attrs: dict[str, Any] = {}
     if sig is not None:
-        attrs = {a.name: a.default for a in sig.attributes}
+        attrs = {a.name: _thaw(a.default) for a in sig.attributes}
     attrs.update(node.attrs)
     first = next((v for v in node.inputs if v is not None), None)
     inserted: list[Node] = []
     last_outs: tuple[Value, ...] = ()
     for i, step in enumerate(op.decomposition):
         vals: list[Value | None] = []
+        like = first
+        for ref in step.ins:  # literals take the dtype of the step's first non-bool tensor input
+            v = env.get(ref) if isinstance(ref, str) else None
+            if v is not None and v.type.dtype not in (None, "bool"):
+                like = v
+                break
         for ref in step.ins:
             if isinstance(ref, str) and ref.startswith("@"):
-                a = attrs.get(ref[1:])
+                name, _, form = ref[1:].partition(":")
+                a = attrs.get(name)
                 if a is None:
                     vals.append(None)
+                    continue
+                arr = np.asarray(a)
+                if form == "1d":
+                    arr = arr.reshape(-1)
+                if arr.dtype.kind in "iub":
+                    arr = arr.astype(np.int64) if arr.dtype.kind in "iu" else arr
+                    vals.append(graph.add_constant(f"{node.name}_{name}", arr, dtype_id(arr.dtype)))
                 else:
-                    arr = np.asarray(a)
-                    vals.append(graph.add_constant(f"{node.name}_{ref[1:]}", arr, dtype_id(arr.dtype))
-                                if arr.dtype.kind in "iub" else _literal(graph, a, first, f"{node.name}_{ref[1:]}"))
+                    vals.append(_literal(graph, arr, like, f"{node.name}_{name}"))
+            elif isinstance(ref, str) and ref.endswith("..."):
+                vals.extend(variadic.get(ref[:-3], []))
+            elif isinstance(ref, str) and ref.startswith("#"):
+                vals.append(_literal(graph, len(variadic.get(ref[1:], [])), like, f"{node.name}_count"))
             elif isinstance(ref, str):
                 if ref not in env:
                     raise Unsupported(node.op, "ir", "verifier", f"decomposition refers to unknown value {ref!r}", node.name)
                 vals.append(env[ref])
             elif ref is None:
                 vals.append(None)
+            elif hasattr(ref, "items"):
+                arr = np.asarray(_thaw(ref["value"]), dtype=numpy_dtype(ref["dtype"]))
+                vals.append(graph.add_constant(f"{node.name}_c{i}", arr, ref["dtype"]))
             else:
-                vals.append(_literal(graph, ref, first, f"{node.name}_c{i}"))
+                vals.append(_literal(graph, ref, like, f"{node.name}_c{i}"))
         step_attrs = {k: (attrs.get(v[1:]) if isinstance(v, str) and v.startswith("@") else _thaw(v))
                       for k, v in step.attrs.items()}
         step_attrs = {k: v for k, v in step_attrs.items() if v is not None}
@@ -176,6 +231,9 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
         if new_v is None:
             continue
         new_v.type = old.type if old.type.dtype is not None else new_v.type
+        if any(o is old for o in graph.outputs):  # keep the model's output names
+            old_name = old.name
+            old.name, new_v.name = f"{old_name}__replaced", old_name
         graph.replace_all_uses_with(old, new_v)
     graph.remove_node(node)
     return inserted

@@ -134,6 +134,8 @@ class Op:
     signature: Signature | None = None
     decomposition: tuple[Step, ...] | None = None
     decomposition_comment: str | None = None
+    #: when the decomposition applies: {attrs: {name: value}, dtype_kind: [float, ...], present: [input names]}
+    decomposition_when: Mapping[str, Any] | None = None
     tolerance: Mapping[str, float] | None = None
     backends: Mapping[str, Cell] = field(default_factory=lambda: MappingProxyType({}))
     line: int = 0
@@ -387,8 +389,11 @@ def _parse_signature(ctx: _Ctx, node: Any, where: str, dtype_names: set[str]) ->
     return Signature(ports("inputs"), tuple(attrs), ports("outputs"), MappingProxyType(types))
 
 
-def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, ...], str | None]:
-    ctx.mapping(node, where, ("body",), ("comment",))
+def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, ...], str | None, Any]:
+    ctx.mapping(node, where, ("body",), ("comment", "when"))
+    when = node.get("when")
+    if when is not None:
+        ctx.mapping(when, where + " when", (), ("attrs", "dtype_kind", "present"))
     body = node["body"]
     if not isinstance(body, list) or not body:
         raise ctx.fail(node, where, "'body' must be a non-empty list of steps", key="body")
@@ -399,7 +404,7 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
         outs = s["out"] if isinstance(s["out"], list) else [s["out"]]
         steps.append(Step(str(s["op"]), tuple(_freeze(_plain(i)) for i in ins), tuple(str(o) for o in outs),
                           _freeze(_plain(s.get("attrs") or {}))))
-    return tuple(steps), ctx.text(node, "comment", where)
+    return tuple(steps), ctx.text(node, "comment", where), _freeze(_plain(when)) if when else None
 
 
 _OP_KEYS_REQ = ("id", "title", "category", "broadcast")
@@ -433,16 +438,16 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
         if tol is not None:
             ctx.mapping(tol, where + " tolerance", (), ("atol", "rtol", "ulp"))
         sig = _parse_signature(ctx, node["signature"], where + " signature", dtype_names) if "signature" in node else None
-        dec, dec_comment = (None, None)
+        dec, dec_comment, dec_when = (None, None, None)
         if "decomposition" in node:
-            dec, dec_comment = _parse_decomposition(ctx, node["decomposition"], where + " decomposition")
+            dec, dec_comment, dec_when = _parse_decomposition(ctx, node["decomposition"], where + " decomposition")
             decomp_nodes[oid] = node["decomposition"]
         out[oid] = Op(
             id=oid, title=str(node["title"]), category=str(node["category"]), broadcast=node["broadcast"],
             formula=ctx.text(node, "formula", where), precision=ctx.text(node, "precision", where),
             aliases=ctx.strlist(node, "aliases", where), notes=ctx.strlist(node, "notes", where),
             errata=ctx.errata(node, where), seed=_freeze(_plain(seed)) if seed else None, signature=sig,
-            decomposition=dec, decomposition_comment=dec_comment,
+            decomposition=dec, decomposition_comment=dec_comment, decomposition_when=dec_when,
             tolerance=_freeze(_plain(tol)) if tol else None,
             backends=_parse_backends(ctx, node, where, dtype_names), line=node.line,
         )

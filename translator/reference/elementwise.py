@@ -255,8 +255,8 @@ for _op_id, _fn, _doc in [
 
 @reference("cos_grad")
 def cos_grad(dx, x):
-    """The seed formula verbatim: mul(sin(x), dx) (note: no negation)."""
-    return float_map(lambda g, a: np.sin(a) * g, dx, x)
+    """Gradient of cos: -sin(x) * dx (the seed formula drops the minus sign; see the erratum)."""
+    return float_map(lambda g, a: -np.sin(a) * g, dx, x)
 
 
 @reference("is_nan")

@@ -151,24 +151,21 @@ def size(data):
 
 @reference("range")
 def range_(start, limit, delta, stash_type=1):
-    dtype = np.asarray(start).dtype
-    if is_float(dtype):
-        low = dtype.itemsize < 4
-        if low and stash_type != 1:  # native-precision accumulation, as the op describes
-            s, l, d = (np.asarray(v).astype(dtype) for v in (start, limit, delta))
-            n = max(math.ceil((float(l) - float(s)) / float(d)), 0)
-            out, cur = [], s
-            for _ in range(n):
-                out.append(cur)
-                cur = (cur + d).astype(dtype)
-            return np.array(out, dtype=dtype)
-        wd = np.float32 if low or dtype == np.float32 else np.float64
-        s, l, d = (np.asarray(v).astype(wd) for v in (start, limit, delta))
-        n = max(math.ceil((float(l) - float(s)) / float(d)), 0)
-        return (s + np.arange(n, dtype=wd) * d).astype(dtype)
-    s, l, d = int(start), int(limit), int(delta)
-    n = max(-(-(l - s) // d), 0)
-    return np.array([s + i * d for i in range(n)], dtype=dtype)
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))  # scalars
+    dtype = start.dtype
+    if not is_float(dtype):
+        s, l, d = int(start), int(limit), int(delta)
+        return np.array([s + i * d for i in range(max(-(-(l - s) // d), 0))], dtype=dtype)
+    n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
+    if dtype.itemsize < 4 and stash_type != 1:
+        # float16 / bfloat16 without stash: successive additions in the native type
+        out, cur = [], start
+        for _ in range(n):
+            out.append(cur)
+            cur = np.asarray(cur + delta).astype(dtype)
+        return np.array(out, dtype=dtype)
+    wd = np.float64 if dtype == np.float64 else np.float32
+    return (wd(start) + np.arange(n, dtype=wd) * wd(delta)).astype(dtype)
 
 
 @reference("depth_to_space")

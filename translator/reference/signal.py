@@ -90,15 +90,17 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
                       output_datatype=1):
     """[dft_length // 2 + 1, num_mel_bins] triangular filters with peak 1.
 
-    The num_mel_bins + 2 band edges are equally spaced on the mel scale
-    mel(f) = 2595 log10(1 + f / 700) between the two edge frequencies and snapped down to DFT
-    bins: bin = floor((dft_length + 1) * f / sample_rate). Filter i rises linearly from
-    edge i to edge i + 1 (value 1) and falls to 0 at edge i + 2."""
+    Band edge k (k = 0 .. num_mel_bins + 1) sits at mel(lower) + k * step on the mel scale
+    mel(f) = 2595 log10(1 + f / 700), with step = (mel(upper) - mel(lower)) / (num_mel_bins + 2)
+    (the divisor used by the ONNX test data and onnxruntime, so the last edge stays below
+    ``upper_edge_hertz``), snapped down to a DFT bin: floor((dft_length + 1) * f / sample_rate).
+    Filter i rises linearly from edge i to edge i + 1 (value 1) and falls to 0 at edge i + 2."""
     mels, n = int(num_mel_bins), int(dft_length)
     rate = float(sample_rate)
     lo = 2595.0 * np.log10(1.0 + float(lower_edge_hertz) / 700.0)
     hi = 2595.0 * np.log10(1.0 + float(upper_edge_hertz) / 700.0)
-    hz = 700.0 * (10.0 ** (np.linspace(lo, hi, mels + 2) / 2595.0) - 1.0)
+    step = (hi - lo) / (mels + 2)
+    hz = 700.0 * (10.0 ** ((lo + step * np.arange(mels + 2)) / 2595.0) - 1.0)
     edges = np.floor((n + 1) * hz / rate).astype(np.int64)
     out = np.zeros((n // 2 + 1, mels))
     for i in range(mels):

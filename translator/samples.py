@@ -1,0 +1,105 @@
+"""Sample inputs per op for the table-driven tests (decompositions, cross-execution).
+
+The generic rule reads the op's signature: each required input becomes a random tensor
+of shape (2, 3, 4) of the requested dtype, attributes keep their defaults. Ops that
+need other shapes, value domains or attributes are listed in ``SPECIAL`` (inputs as
+(shape, dtype-or-None, domain) triples; None dtype = the requested one).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .tables import Op
+
+S = (2, 3, 4)
+# value domains: "any" N(0,1) kept away from 0 for divisions, "pos" (0.1, 2), "unit" (-0.9, 0.9), "ge1" (1.1, 3),
+# "small" small non-negative ints, "bool"
+DOMAIN = {
+    "log": "pos", "sqrt": "pos", "reciprocal": "nonzero", "asin": "unit", "acos": "unit", "atanh": "unit",
+    "acosh": "ge1", "reduce_log_sum": "pos", "root": "pos", "div": "nonzero", "floor_mod": "nonzero",
+    "trunc_mod": "nonzero", "pow": "pos",
+}
+
+SPECIAL: dict[str, dict[str, Any]] = {
+    "prelu": {"inputs": [(S, None, "any"), ((4,), None, "any")]},
+    "root": {"inputs": [(S, None, "pos"), (S, None, "ge1")]},
+    "mean": {"inputs": [(S, None, "any"), (S, None, "any"), (S, None, "any")]},
+    "sum": {"inputs": [(S, None, "any"), (S, None, "any"), (S, None, "any")]},
+    "max": {"inputs": [(S, None, "any"), (S, None, "any")]},
+    "min": {"inputs": [(S, None, "any"), (S, None, "any")]},
+    "not_equal": {"inputs": [(S, "int32", "small"), (S, "int32", "small")]},
+    "logical_xor": {"inputs": [(S, "bool", "bool"), (S, "bool", "bool")]},
+    "logical_and": {"inputs": [(S, "bool", "bool"), (S, "bool", "bool")]},
+    "logical_or": {"inputs": [(S, "bool", "bool"), (S, "bool", "bool")]},
+    "logical_not": {"inputs": [(S, "bool", "bool")]},
+    "layer_normalization": {"inputs": [(S, None, "any"), ((4,), None, "any"), ((4,), None, "any")]},
+    "clip": {"inputs": [(S, None, "any"), ((), None, "lo"), ((), None, "hi")]},
+    "threshold": {"attrs": {"min_value": 0.25}},
+    "reverse": {"attrs": {"axes": [1]}},
+    "lp_normalization": {"attrs": {"p": 2}},
+    "mean_variance_normalization": {"inputs": [((2, 3, 4, 5), None, "any")]},
+    "cos_grad": {"inputs": [(S, None, "any"), (S, None, "any")]},
+    "where": {"inputs": [(S, "bool", "bool"), (S, None, "any"), (S, None, "any")]},
+    "matmul": {"inputs": [((2, 3, 4), None, "any"), ((2, 4, 5), None, "any")]},
+    "gemm": {"inputs": [((3, 4), None, "any"), ((4, 5), None, "any"), ((5,), None, "any")]},
+    "softmax": {"attrs": {"axis": -1}},
+    "log_softmax": {"attrs": {"axis": -1}},
+    "size": {"inputs": [(S, None, "any")]},
+}
+
+
+@dataclass
+class Sample:
+    inputs: list[np.ndarray | None]
+    attrs: dict[str, Any]
+
+
+def _values(shape: tuple[int, ...], dtype: Any, domain: str, rng: np.random.Generator) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if domain == "bool" or dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu":
+        lo = 1 if domain == "nonzero" else 0
+        return rng.integers(lo, 9, size=shape).astype(dt)
+    if domain == "pos":
+        x = rng.uniform(0.1, 2.0, shape)
+    elif domain == "unit":
+        x = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "ge1":
+        x = rng.uniform(1.1, 3.0, shape)
+    elif domain == "lo":
+        x = np.asarray(-0.5)
+    elif domain == "hi":
+        x = np.asarray(0.5)
+    else:
+        x = rng.standard_normal(shape)
+        if domain == "nonzero":
+            x = np.where(np.abs(x) < 0.1, 0.5, x)
+    return np.asarray(x).astype(dt)
+
+
+def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
+    """A sample for ``op`` at ``dtype``, or None when the op needs inputs we cannot make."""
+    rng = np.random.default_rng(seed)
+    spec = SPECIAL.get(op.id, {})
+    attrs = dict(spec.get("attrs", {}))
+    if "inputs" in spec:
+        inputs = [_values(shape, dt or dtype, dom, rng) for shape, dt, dom in spec["inputs"]]
+        return Sample(inputs, attrs)
+    if op.signature is None:
+        return None
+    inputs: list[np.ndarray | None] = []
+    for p in op.signature.inputs:
+        if p.optional:
+            inputs.append(None)
+            continue
+        inputs.append(_values(S, dtype, DOMAIN.get(op.id, "any"), rng))
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    for a in op.signature.attributes:
+        if a.required and a.name not in attrs:
+            return None
+    return Sample(inputs, attrs)
