@@ -10,6 +10,9 @@ NAME = "numpy"
 
 
 def emit(model: Model) -> Model:
+    from translator.pipeline import prepare
+
+    prepare(model)
     return interpreter.prepare(model)
 
 

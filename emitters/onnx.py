@@ -224,6 +224,9 @@ def emit(model: Model, opset: int | None = None, ir_version: int | None = None, 
     tables = tables or load_tables()
     max_opset, max_ir = runtime_limits()
     opset = opset or min(max_opset, onnx.defs.onnx_opset_version())
+    from translator.pipeline import prepare
+
+    prepare(model)
     supported = native_ops(NAME, tables)
     lower_for(model.graph, NAME, supported, tables)
     em = _Emitter(tables, opset)

@@ -452,9 +452,9 @@ def cast_to(x, dt, saturate=1, round_mode="up"):
     with np.errstate(all="ignore"):
         if dt == np.bool_:
             return wide(x) != 0
-        if dt.name in _FLOAT8_SATURATING and saturate and is_float(x.dtype):
+        if dt.name in _FLOAT8_SATURATING and saturate:
             limit = float(ml_dtypes.finfo(dt).max)
-            w = wide(x)
+            w = x.astype(np.float64)
             return np.where(np.isnan(w), w, np.clip(w, -limit, limit)).astype(dt)
         if dt.name == "float8_e8m0fnu":
             return _to_e8m0(x, saturate, round_mode)

@@ -68,8 +68,10 @@ def _axis_weights(in_len, out_len, scale, roi_start, roi_end, mode, ctm, nearest
                   antialias, exclude_outside):
     """(out_len, in_len) interpolation matrix for one axis, and the mask of outputs that
     fall outside the input (only tf_crop_and_resize extrapolates)."""
-    i = np.arange(out_len, dtype=np.float64)
-    x = _source_coord(i, in_len, out_len, scale, ctm, roi_start, roi_end)
+    # coordinates in float32, as runtimes compute them: decides exact ties for "nearest"
+    f32 = np.float32
+    i = np.arange(out_len, dtype=f32)
+    x = _source_coord(i, in_len, out_len, f32(scale), ctm, f32(roi_start), f32(roi_end)).astype(np.float64)
     outside = (x < 0) | (x > in_len - 1) if ctm == "tf_crop_and_resize" else np.zeros(out_len, dtype=bool)
     m = np.zeros((out_len, in_len))
     if mode == "nearest":
@@ -113,9 +115,7 @@ def resize(X, roi=None, scales=None, sizes=None, antialias=0, axes=None, coordin
             sc = [s] * n
     else:
         sc = [float(v) for v in np.asarray(scales).reshape(-1)]
-        out_sz = [int(math.floor(in_sz[k] * (roi_v[n + k] - roi_v[k]) * sc[k]))
-                  if coordinate_transformation_mode == "tf_crop_and_resize"
-                  else int(math.floor(in_sz[k] * sc[k])) for k in range(n)]
+        out_sz = [int(math.floor(in_sz[k] * sc[k])) for k in range(n)]
     y = X.astype(np.float64)
     outside = np.zeros((1,) * rank, dtype=bool)  # broadcastable: any axis sampled out of range
     for k, a in enumerate(axes):

@@ -1,0 +1,313 @@
+"""Shape and dtype inference, driven by the op's signature plus small Python rules.
+
+* dtype: an output whose type variable is bound by an input takes that input's dtype;
+  a type variable allowing exactly one dtype gives that dtype; ``cast``-like ops read
+  their ``to`` attribute (an ONNX element type number, mapped through ``dtypes.yaml``).
+* shape: multidirectional ops broadcast (numpy rules, symbolic dims allowed; a clash is
+  a ``VerifyError`` naming the node and the two shapes), unidirectional ops keep the
+  first input's shape after checking the second broadcasts to it, unary elementwise
+  ops keep their input's shape, and ``SHAPE_RULES`` covers the rest it knows.
+Known types (e.g. from the ONNX frontend's own shape inference) are kept; inferred
+ones only fill gaps, and contradictions are reported by the verifier.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .errors import VerifyError
+from .ir import Graph, Node, TensorType, Value
+from .tables import Tables, load_tables
+
+Dims = "tuple[int | str | None, ...]"
+ShapeRule = Callable[[Node], "list[tuple | None]"]
+SHAPE_RULES: dict[str, ShapeRule] = {}
+
+
+def shape_rule(*ops: str) -> Callable[[ShapeRule], ShapeRule]:
+    def deco(fn: ShapeRule) -> ShapeRule:
+        for op in ops:
+            SHAPE_RULES[op] = fn
+        return fn
+
+    return deco
+
+
+def broadcast_shapes(a: tuple, b: tuple, node: Node | None = None) -> tuple:
+    """Multidirectional (numpy) broadcasting of two shapes with symbolic dims."""
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int):
+            raise VerifyError("broadcast_mismatch", f"shapes {tuple(a)} and {tuple(b)} do not broadcast",
+                              node=node.name if node else None, op=node.op if node else None)
+        else:
+            out.append(x if isinstance(x, int) else y if isinstance(y, int) else None)
+    return tuple(reversed(out))
+
+
+def _const(v: Value | None) -> Any:
+    return None if v is None else v.const
+
+
+# ----------------------------------------------------------------------------- shape rules
+@shape_rule("shape")
+def _shape(n: Node) -> list:
+    x = n.inputs[0]
+    r = x.type.rank if x is not None else None
+    if r is None:
+        return [None]
+    start = int(n.attrs.get("start", 0))
+    end = int(n.attrs.get("end", r))
+    start, end = (start + r if start < 0 else start), (end + r if end < 0 else end)
+    return [(max(0, min(end, r) - max(0, start)),)]
+
+
+@shape_rule("expand")
+def _expand(n: Node) -> list:
+    x, shp = n.inputs[0].type.shape, _const(n.inputs[1])
+    if x is None or shp is None:
+        return [None]
+    return [broadcast_shapes(tuple(x), tuple(int(d) for d in shp.reshape(-1)), n)]
+
+
+@shape_rule("size")
+def _size(n: Node) -> list:
+    return [()]
+
+
+@shape_rule("transpose")
+def _transpose(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    if s is None:
+        return [None]
+    perm = n.attrs.get("perm") or list(range(len(s)))[::-1]
+    return [tuple(s[p] for p in perm)]
+
+
+@shape_rule("reshape")
+def _reshape(n: Node) -> list:
+    s, tgt = n.inputs[0].type.shape, _const(n.inputs[1])
+    if tgt is None:
+        return [None]
+    tgt = [int(t) for t in tgt.reshape(-1)]
+    allow_zero = int(n.attrs.get("allowzero", 0))
+    out: list = []
+    for i, t in enumerate(tgt):
+        out.append(s[i] if (t == 0 and not allow_zero and s is not None and i < len(s)) else t)
+    if -1 in out:
+        known = [d for d in out if d != -1]
+        if s is not None and all(isinstance(d, int) for d in s) and all(isinstance(d, int) for d in known):
+            total = 1
+            for d in s:
+                total *= d
+            rest = 1
+            for d in known:
+                rest *= d
+            out[out.index(-1)] = total // rest if rest else 0
+        else:
+            out[out.index(-1)] = None
+    return [tuple(out)]
+
+
+@shape_rule("flatten")
+def _flatten(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    if s is None or not all(isinstance(d, int) for d in s):
+        return [None]
+    axis = int(n.attrs.get("axis", 1))
+    axis = axis + len(s) if axis < 0 else axis
+    a = b = 1
+    for d in s[:axis]:
+        a *= d
+    for d in s[axis:]:
+        b *= d
+    return [(a, b)]
+
+
+@shape_rule("matmul")
+def _matmul(n: Node) -> list:
+    a, b = n.inputs[0].type.shape, n.inputs[1].type.shape
+    if a is None or b is None:
+        return [None]
+    if len(a) == 1 and len(b) == 1:
+        return [()]
+    if len(a) == 1:
+        return [tuple(b[:-2]) + (b[-1],)]
+    if len(b) == 1:
+        return [tuple(a[:-1])]
+    batch = broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]), n)
+    return [batch + (a[-2], b[-1])]
+
+
+@shape_rule("gemm")
+def _gemm(n: Node) -> list:
+    a, b = n.inputs[0].type.shape, n.inputs[1].type.shape
+    if a is None or b is None:
+        return [None]
+    m = a[1] if n.attrs.get("transA", 0) else a[0]
+    k = b[0] if n.attrs.get("transB", 0) else b[1]
+    return [(m, k)]
+
+
+@shape_rule("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_l1", "reduce_l2",
+            "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square")
+def _reduce(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    axes_v = _const(n.inputs[1]) if len(n.inputs) > 1 else None
+    if s is None or (len(n.inputs) > 1 and n.inputs[1] is not None and axes_v is None):
+        return [None]
+    keep = int(n.attrs.get("keepdims", 1))
+    if axes_v is None or axes_v.size == 0:
+        if int(n.attrs.get("noop_with_empty_axes", 0)):
+            return [tuple(s)]
+        axes = set(range(len(s)))
+    else:
+        axes = {int(a) + len(s) if int(a) < 0 else int(a) for a in axes_v.reshape(-1)}
+    return [tuple((1 if i in axes else d) for i, d in enumerate(s) if keep or i not in axes)]
+
+
+@shape_rule("arg_max", "arg_min")
+def _arg(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    if s is None:
+        return [None]
+    axis = int(n.attrs.get("axis", 0))
+    axis = axis + len(s) if axis < 0 else axis
+    keep = int(n.attrs.get("keepdims", 1))
+    return [tuple((1 if i == axis else d) for i, d in enumerate(s) if keep or i != axis)]
+
+
+@shape_rule("concat")
+def _concat(n: Node) -> list:
+    shapes = [v.type.shape for v in n.inputs if v is not None]
+    if not shapes or any(s is None for s in shapes):
+        return [None]
+    r = len(shapes[0])
+    axis = int(n.attrs.get("axis", 0))
+    axis = axis + r if axis < 0 else axis
+    total: Any = 0
+    for s in shapes:
+        total = total + s[axis] if isinstance(total, int) and isinstance(s[axis], int) else None
+    out = list(shapes[0])
+    out[axis] = total
+    return [tuple(out)]
+
+
+def _spatial_out(size: Any, k: int, stride: int, dil: int, pad: int, ceil: bool = False) -> Any:
+    if not isinstance(size, int):
+        return None
+    eff = (k - 1) * dil + 1
+    num = size + pad - eff
+    return (-(-num // stride) if ceil else num // stride) + 1
+
+
+@shape_rule("conv", "max_pool", "average_pool", "lp_pool")
+def _conv(n: Node) -> list:
+    x = n.inputs[0].type.shape
+    if x is None:
+        return [None] * len(n.outputs)
+    sp = len(x) - 2
+    if n.op == "conv":
+        w = n.inputs[1].type.shape
+        if w is None:
+            return [None]
+        kernel, channels = list(w[2:]), w[0]
+    else:
+        kernel, channels = list(n.attrs.get("kernel_shape", [])), x[1]
+    if n.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or len(kernel) != sp:
+        return [None] * len(n.outputs)
+    strides = n.attrs.get("strides") or [1] * sp
+    dil = n.attrs.get("dilations") or [1] * sp
+    pads = n.attrs.get("pads") or [0] * (2 * sp)
+    ceil = bool(n.attrs.get("ceil_mode", 0))
+    dims = tuple(_spatial_out(x[2 + i], kernel[i], strides[i], dil[i], pads[i] + pads[i + sp], ceil) for i in range(sp))
+    return [(x[0], channels) + dims] * len(n.outputs)
+
+
+@shape_rule("global_average_pool", "global_max_pool", "global_lp_pool")
+def _global_pool(n: Node) -> list:
+    x = n.inputs[0].type.shape
+    return [None if x is None else tuple(x[:2]) + (1,) * (len(x) - 2)]
+
+
+# ----------------------------------------------------------------------------- driver
+def _onnx_enum_to_dtype(tables: Tables) -> dict[int, str]:
+    import onnx
+
+    out: dict[int, str] = {}
+    for d in tables.dtypes.values():
+        c = d.backends.get("onnx")
+        if c is not None and c.status == "native":
+            for name in c.names:
+                enum = name.rsplit(".", 1)[-1]
+                if hasattr(onnx.TensorProto, enum):
+                    out.setdefault(int(getattr(onnx.TensorProto, enum)), d.id)
+    return out
+
+
+def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = None) -> list[TensorType]:
+    op = tables.ops.get(node.op)
+    sig = op.signature if op else None
+    shapes: list[Any] = [None] * len(node.outputs)
+    dtypes: list[str | None] = [None] * len(node.outputs)
+    if sig is not None:
+        bound: dict[str, str] = {}
+        k = 0
+        for p in sig.inputs:
+            vals = node.inputs[k:] if p.variadic else node.inputs[k:k + 1]
+            k = len(node.inputs) if p.variadic else k + 1
+            for v in vals:
+                if v is not None and v.type.dtype is not None:
+                    bound.setdefault(p.type, v.type.dtype)
+        for i, p in enumerate(sig.outputs[: len(node.outputs)]):
+            if p.type in bound:
+                dtypes[i] = bound[p.type]
+            else:
+                allowed = tables.expand_dtypes(sig.types.get(p.type, (p.type,)))
+                if len(allowed) == 1:
+                    dtypes[i] = allowed[0]
+        if "to" in node.attrs and node.op in ("cast", "eye_like", "random_normal", "random_uniform") and enum_map:
+            dtypes[0] = enum_map.get(int(node.attrs["to"]) if not isinstance(node.attrs["to"], str) else -1, dtypes[0])
+    ins = [v for v in node.inputs if v is not None]
+    if node.op in SHAPE_RULES:
+        shapes = SHAPE_RULES[node.op](node)
+    elif op is not None and op.broadcast == "multidirectional" and ins and all(v.type.shape is not None for v in ins):
+        s: tuple = ()
+        for v in ins:
+            s = broadcast_shapes(s, tuple(v.type.shape), node)
+        shapes = [s] * len(node.outputs)
+    elif op is not None and op.broadcast == "unidirectional" and len(ins) >= 2 and all(v.type.shape is not None for v in ins[:2]):
+        a, b = tuple(ins[0].type.shape), tuple(ins[1].type.shape)
+        if broadcast_shapes(a, b, node) != a and len(b) <= len(a):
+            raise VerifyError("broadcast_mismatch", f"shape {b} does not broadcast to {a} (unidirectional)",
+                              node=node.name, op=node.op)
+        shapes = [a] * len(node.outputs)
+    elif op is not None and ins and len(node.outputs) == 1 and ("Elementwise" in op.category or "Activation" in op.category) \
+            and (sig is None or len([p for p in sig.inputs if not p.optional]) == 1):
+        shapes = [ins[0].type.shape]
+    return [TensorType(d, tuple(s) if s is not None else None) for d, s in zip(dtypes, shapes)]
+
+
+def infer(graph: Graph, tables: Tables | None = None) -> None:
+    """Fill unknown dtypes/shapes of node outputs in place (known ones are kept)."""
+    tables = tables or load_tables()
+    enum_map = None
+    try:
+        enum_map = _onnx_enum_to_dtype(tables)
+    except ImportError:
+        pass
+    for node in graph.nodes:
+        for sub in node.subgraphs():
+            infer(sub, tables)
+        inferred = infer_node(node, tables, enum_map)
+        for v, t in zip(node.outputs, inferred):
+            if v.type.kind != "tensor":
+                continue
+            dtype = v.type.dtype or t.dtype
+            shape = v.type.shape if v.type.shape is not None else t.shape
+            v.type = TensorType(dtype, shape)

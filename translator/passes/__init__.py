@@ -1,0 +1,7 @@
+"""Graph passes, one cross-cutting concern per file, each with its test beside it in tests/.
+
+``verify`` (types, shapes, attribute constraints; run before any emitter),
+``fold_constants`` (shape subgraphs), ``legalize_dtypes`` (driven by the backend's
+dtype column), ``broadcast`` (explicit broadcasting where a backend needs it).
+Layout conversion (NCHW → NHWC for TF/TFLite) will be one more file here.
+"""

