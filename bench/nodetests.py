@@ -4,7 +4,8 @@ Every case of the installed ``onnx`` package (``onnx.backend.test.loader.load_mo
 1,884 on onnx 1.23.2) goes ONNX frontend → IR → backend B, and is compared with the
 case's expected outputs (rtol 1e-3, atol 1e-5 for floats; exact otherwise). Peers run
 side by side in the same process on the same cases: ``onnxruntime`` runs the original
-model natively.
+model natively; ``onnx_reference`` runs it in onnx's own Python reference evaluator
+(the peer of our NumPy reference: ``--backend numpy --peers onnxruntime,onnx_reference``).
 
     python bench/nodetests.py --backend onnx [--json out.json] [--cases REGEX] [--limit N]
 """
@@ -120,7 +121,28 @@ def run_onnxruntime(case: Any) -> tuple[str, str]:
         return "error", f"runtime_error:{type(exc).__name__}"
 
 
-PEERS = {"onnxruntime": run_onnxruntime}
+def run_onnx_reference(case: Any) -> tuple[str, str]:
+    """onnx's own Python reference evaluator on the original model (the peer of our NumPy reference)."""
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        ev = ReferenceEvaluator(case.model)
+    except Exception as exc:  # noqa: BLE001
+        return "unsupported", f"load_error:{type(exc).__name__}"
+    try:
+        for inputs, expected in case.data_sets:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = ev.run(None, feeds_for(case.model, inputs))
+            ok, why = check_outputs(expected, list(got))
+            if not ok:
+                return "fail", why
+        return "pass", ""
+    except Exception as exc:  # noqa: BLE001
+        return "error", f"runtime_error:{type(exc).__name__}"
+
+
+PEERS = {"onnxruntime": run_onnxruntime, "onnx_reference": run_onnx_reference}
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out")
     ap.add_argument("--cases", help="regex on case names")
     ap.add_argument("--limit", type=int)
-    ap.add_argument("--peers", default="onnxruntime", help="comma-separated peers, or 'none'")
+    ap.add_argument("--peers", default="onnxruntime",
+                    help=f"comma-separated peers ({', '.join(PEERS)}), or 'none'")
     ap.add_argument("--quiet", "-q", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

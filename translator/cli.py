@@ -10,17 +10,13 @@ import json
 import os
 import sys
 
-from .constants import API_TITLES, TableError
+from .constants import API_TITLES, TableError, UserError
 
 if False:  # typing only (annotations are strings: nothing is imported at run time)
     import argparse
     from typing import Any, Callable, Sequence
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class UserError(Exception):
-    """Bad input: printed as one line, exit code 2."""
 
 
 def _emit_json(obj: Any) -> None:

@@ -8,7 +8,7 @@ if False:  # typing only
     import argparse
     from typing import Any, Callable
 
-from .constants import TableError
+from .constants import TableError, UserError
 
 
 def cmd_check(args: "argparse.Namespace") -> int:
@@ -19,8 +19,6 @@ def cmd_check(args: "argparse.Namespace") -> int:
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
-        from .cli import UserError
-
         raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(BACKENDS)})")
     try:
         build = model_loader(args.model)
@@ -28,8 +26,6 @@ def cmd_check(args: "argparse.Namespace") -> int:
         say = (lambda s: None) if (args.quiet or args.json) else (lambda s: print(f"[check] {s}", file=sys.stderr))
         res = check_model(build, backends, feeds, say)
     except OpbridgeError as exc:
-        from .cli import UserError
-
         raise UserError(str(exc)) from None
     out = report_json(res)
     failed = any(r["status"] != "pass" for r in out["backends"])

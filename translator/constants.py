@@ -28,3 +28,7 @@ class TableError(ValueError):
 def loose(s: str) -> str:
     """Case- and separator-insensitive form: 'Greater_Equal' → 'greaterequal'."""
     return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+class UserError(Exception):
+    """Bad input on the command line: printed as one line, exit code 2."""

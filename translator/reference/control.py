@@ -44,6 +44,9 @@ def loop(M, cond, *v_initial, body):
 @reference("scan")
 def scan(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_directions=None,
          scan_output_axes=None, scan_output_directions=None):
+    if any(x is None for x in inputs):
+        raise ValueError("scan: omitted input; the opset-8 form (leading sequence_lens, batched "
+                         "scan inputs) is not the newest ONNX form")
     m = num_scan_inputs
     n = len(inputs) - m
     states, xs = list(inputs[:n]), list(inputs[n:])

@@ -98,6 +98,19 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     return np.clip(q, info.min, info.max).astype(y_zero_point.dtype)
 
 
+def _transpose_geometry(in_sp, k_sp, strides, dilations, out_pad, pads, auto_pad, output_shape):
+    """(full, begins, out): the uncropped output size, the crop start and the output size."""
+    nd = len(in_sp)
+    full = [strides[i] * (in_sp[i] - 1) + out_pad[i] + (k_sp[i] - 1) * dilations[i] + 1 for i in range(nd)]
+    if output_shape is None and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        p = list(pads) if pads and auto_pad != "VALID" else [0] * (2 * nd)
+        return full, p[:nd], [full[i] - p[i] - p[i + nd] for i in range(nd)]
+    out = list(output_shape)[-nd:] if output_shape is not None else [in_sp[i] * strides[i] for i in range(nd)]
+    total = [full[i] - out[i] for i in range(nd)]
+    begins = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    return full, begins, out
+
+
 @reference("conv_transpose")
 def conv_transpose(X, W, B=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                    output_padding=None, output_shape=None, pads=None, strides=None):
@@ -106,38 +119,22 @@ def conv_transpose(X, W, B=None, auto_pad="NOTSET", dilations=None, group=1, ker
     strides = list(strides) if strides else [1] * nd
     dilations = list(dilations) if dilations else [1] * nd
     out_pad = list(output_padding) if output_padding else [0] * nd
-    full = [strides[i] * (in_sp[i] - 1) + out_pad[i] + (k_sp[i] - 1) * dilations[i] + 1 for i in range(nd)]
-    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        if output_shape is not None:
-            out_sp = list(output_shape)[-nd:]
-        else:
-            out_sp = [in_sp[i] * strides[i] for i in range(nd)]
-        begins = []
-        for i in range(nd):
-            total = full[i] - out_sp[i]
-            begins.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
-    else:
-        p = list(pads) if pads and auto_pad != "VALID" else [0] * (2 * nd)
-        begins = p[:nd]
-        out_sp = [full[i] - p[i] - p[i + nd] for i in range(nd)]
+    full, begins, out_sp = _transpose_geometry(in_sp, k_sp, strides, dilations, out_pad, pads, auto_pad, output_shape)
     n, c = X.shape[:2]
-    mg = W.shape[1]
-    cg = c // group
+    cg, mg = c // group, W.shape[1]
     x, w = X.astype(np.float64), W.astype(np.float64)
     y = np.zeros((n, mg * group, *full))
-    for g in range(group):
-        xg = x[:, g * cg:(g + 1) * cg]
+    for g in range(group):  # every input pixel scatters kernel * value onto the output
         for kpos in np.ndindex(*k_sp):
-            contrib = np.einsum("nc...,cm->nm...", xg, w[g * cg:(g + 1) * cg][(Ellipsis,) + kpos])
+            contrib = np.einsum("nc...,cm->nm...", x[:, g * cg:(g + 1) * cg], w[g * cg:(g + 1) * cg][(Ellipsis,) + kpos])
             window = tuple(slice(kpos[i] * dilations[i], kpos[i] * dilations[i] + strides[i] * (in_sp[i] - 1) + 1,
                                  strides[i]) for i in range(nd))
             y[(slice(None), slice(g * mg, (g + 1) * mg)) + window] += contrib
-    # crop (or zero-extend, for negative pads) to the requested output window
+    # crop to the output window (zero-extending first where pads are negative)
     lo = [min(b, 0) for b in begins]
     hi = [max(begins[i] + out_sp[i] - full[i], 0) for i in range(nd)]
     y = np.pad(y, [(0, 0), (0, 0)] + [(-lo[i], hi[i]) for i in range(nd)])
-    y = y[(slice(None), slice(None)) + tuple(slice(begins[i] - lo[i], begins[i] - lo[i] + out_sp[i])
-                                             for i in range(nd))]
+    y = y[(Ellipsis,) + tuple(slice(begins[i] - lo[i], begins[i] - lo[i] + out_sp[i]) for i in range(nd))]
     if B is not None:
         y = y + B.astype(np.float64).reshape((1, -1) + (1,) * nd)
     return y.astype(X.dtype)

@@ -68,6 +68,9 @@ def concat(*inputs, axis):
 def _split_sizes(dim: int, split, num_outputs) -> list[int]:
     if split is not None:
         return _ints(split)
+    if num_outputs is None:
+        raise ValueError("split: give the split input or num_outputs (the legacy form that splits "
+                         "evenly into as many outputs as the node has is not the newest ONNX form)")
     chunk = -(-dim // num_outputs)  # ceil: every chunk but the last has this size
     return [chunk] * (num_outputs - 1) + [max(dim - chunk * (num_outputs - 1), 0)]
 

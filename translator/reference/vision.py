@@ -93,29 +93,35 @@ def _axis_weights(in_len, out_len, scale, roi_start, roi_end, mode, ctm, nearest
     return m, outside
 
 
+def _resize_plan(in_sz, scales, sizes, policy):
+    """(scales, output sizes) of the resized axes."""
+    n = len(in_sz)
+    if sizes is None or not np.asarray(sizes).size:
+        sc = [float(v) for v in np.asarray(scales).reshape(-1)]
+        return sc, [int(math.floor(in_sz[k] * sc[k])) for k in range(n)]
+    want = [int(v) for v in np.asarray(sizes).reshape(-1)]
+    if policy == "stretch":
+        return [want[k] / in_sz[k] for k in range(n)], want
+    s = (min if policy == "not_larger" else max)(want[k] / in_sz[k] for k in range(n))
+    return [s] * n, [int(math.floor(s * in_sz[k] + 0.5)) for k in range(n)]  # round half up
+
+
 @reference("resize")
 def resize(X, roi=None, scales=None, sizes=None, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
+    """Separable: one (out, in) weight matrix per resized axis.
+
+    With ``scales`` the output size is ``floor(in * scale)`` for every mode, including
+    tf_crop_and_resize (what onnxruntime and the ONNX reference do; the spec text's
+    ``floor(in * (roi_end - roi_start) * scale)`` is not what runtimes produce)."""
     rank = X.ndim
     axes = list(range(rank)) if axes is None else [_axis(a, rank) for a in axes]
     n = len(axes)
     in_sz = [X.shape[a] for a in axes]
     roi_v = (np.asarray(roi, dtype=np.float64).reshape(-1) if roi is not None and np.asarray(roi).size
              else np.array([0.0] * n + [1.0] * n))
-    if sizes is not None and np.asarray(sizes).size:
-        want = [int(v) for v in np.asarray(sizes).reshape(-1)]
-        if keep_aspect_ratio_policy == "stretch":
-            out_sz = want
-            sc = [want[k] / in_sz[k] for k in range(n)]
-        else:
-            pick = min if keep_aspect_ratio_policy == "not_larger" else max
-            s = pick(want[k] / in_sz[k] for k in range(n))
-            out_sz = [int(math.floor(s * in_sz[k] + 0.5)) for k in range(n)]
-            sc = [s] * n
-    else:
-        sc = [float(v) for v in np.asarray(scales).reshape(-1)]
-        out_sz = [int(math.floor(in_sz[k] * sc[k])) for k in range(n)]
+    sc, out_sz = _resize_plan(in_sz, scales, sizes, keep_aspect_ratio_policy)
     y = X.astype(np.float64)
     outside = np.zeros((1,) * rank, dtype=bool)  # broadcastable: any axis sampled out of range
     for k, a in enumerate(axes):
@@ -152,65 +158,53 @@ def _reflect(x, lo, hi):
     return np.where(flips % 2 == 0, lo + extra, hi - extra)
 
 
+def _grid_taps(x, idx, padding_mode, bounds):
+    """Values of x (N, C, *S) at integer taps idx (one int array (N, *out) per spatial dim),
+    resolved by the padding mode: zeros outside, clamped (border) or reflected."""
+    nd = len(idx)
+    sizes = x.shape[2:]
+    valid = np.ones(idx[0].shape, dtype=bool)
+    safe = []
+    for i, t in enumerate(idx):
+        if padding_mode == "border":
+            t = np.clip(t, 0, sizes[i] - 1)
+        elif padding_mode == "reflection":
+            t = np.clip(np.rint(_reflect(t.astype(np.float64), *bounds[i])), 0, sizes[i] - 1).astype(np.int64)
+        valid &= (t >= 0) & (t < sizes[i])
+        safe.append(np.clip(t, 0, sizes[i] - 1))
+    n_idx = np.arange(x.shape[0]).reshape((-1,) + (1,) * nd)
+    vals = np.moveaxis(x[(n_idx, slice(None)) + tuple(safe)], -1, 1)  # (N, C, *out)
+    return vals * np.expand_dims(valid, 1)
+
+
 @reference("grid_sample")
 def grid_sample(X, grid, align_corners=0, mode="linear", padding_mode="zeros"):
+    """Nearest rounds halves to even; linear / nearest first move the sampling point by the
+    padding mode, cubic (A = -0.75) resolves each of its 4^r taps by the padding mode."""
     nd = X.ndim - 2
     sizes = X.shape[2:]
-    g = grid.astype(np.float64)
     x = X.astype(np.float64)
-    # grid's last axis lists coordinates innermost-first: (x=W, y=H, z=D)
-    coords = []
-    for i in range(nd):
-        c = g[..., nd - 1 - i]
-        L = sizes[i]
-        coords.append((c + 1) / 2 * (L - 1) if align_corners else ((c + 1) * L - 1) / 2)
-    lo_hi = [(0.0, L - 1.0) if align_corners else (-0.5, L - 0.5) for L in sizes]
-
-    def fix_coord(c, i):
-        if padding_mode == "border":
-            return np.clip(c, 0, sizes[i] - 1)
-        if padding_mode == "reflection":
-            return np.clip(_reflect(c, *lo_hi[i]), 0, sizes[i] - 1)
-        return c
-
-    def fetch(idx):
-        """Values at integer taps idx (per dim, arrays of grid shape (N, *out)); (N, C, *out)."""
-        valid = np.ones(idx[0].shape, dtype=bool)
-        safe = []
-        for i in range(nd):
-            t = idx[i]
-            if padding_mode == "border":
-                t = np.clip(t, 0, sizes[i] - 1)
-            elif padding_mode == "reflection":
-                t = np.clip(np.rint(_reflect(t.astype(np.float64), *lo_hi[i])), 0, sizes[i] - 1).astype(np.int64)
-            valid &= (t >= 0) & (t < sizes[i])
-            safe.append(np.clip(t, 0, sizes[i] - 1))
-        n_idx = np.arange(x.shape[0]).reshape((-1,) + (1,) * nd)
-        vals = x[(n_idx, slice(None)) + tuple(safe)]  # (N, *out, C)
-        vals = np.moveaxis(vals, -1, 1)
-        return vals * np.expand_dims(valid, 1)
-
+    # grid's last axis lists coordinates innermost-first (x = W, y = H, z = D): unnormalize
+    g = [grid[..., nd - 1 - i].astype(np.float64) for i in range(nd)]
+    coords = [(c + 1) / 2 * (L - 1) if align_corners else ((c + 1) * L - 1) / 2 for c, L in zip(g, sizes)]
+    bounds = [(0.0, L - 1.0) if align_corners else (-0.5, L - 0.5) for L in sizes]
+    if mode != "cubic" and padding_mode == "border":
+        coords = [np.clip(c, 0, L - 1) for c, L in zip(coords, sizes)]
+    elif mode != "cubic" and padding_mode == "reflection":
+        coords = [np.clip(_reflect(c, *b), 0, L - 1) for c, b, L in zip(coords, bounds, sizes)]
     if mode == "nearest":
-        idx = [np.rint(fix_coord(c, i)).astype(np.int64) for i, c in enumerate(coords)]
-        y = fetch(idx)
-    elif mode == "linear":
-        cs = [fix_coord(c, i) for i, c in enumerate(coords)]
-        base = [np.floor(c) for c in cs]
-        y = 0.0
-        for corner in itertools.product((0, 1), repeat=nd):
-            w = np.ones(cs[0].shape)
-            for i in range(nd):
-                f = cs[i] - base[i]
-                w = w * (f if corner[i] else 1 - f)
-            y = y + fetch([(base[i] + corner[i]).astype(np.int64) for i in range(nd)]) * np.expand_dims(w, 1)
-    else:  # cubic, A = -0.75, taps resolved one by one by the padding mode
-        base = [np.floor(c) for c in coords]
-        y = 0.0
-        for offs in itertools.product((-1, 0, 1, 2), repeat=nd):
-            w = np.ones(coords[0].shape)
-            for i in range(nd):
-                w = w * _cubic(coords[i] - (base[i] + offs[i]), -0.75)
-            y = y + fetch([(base[i] + offs[i]).astype(np.int64) for i in range(nd)]) * np.expand_dims(w, 1)
+        return _cast_back(_grid_taps(x, [np.rint(c).astype(np.int64) for c in coords], padding_mode, bounds),
+                          X.dtype)
+    base = [np.floor(c) for c in coords]
+    offsets = (0, 1) if mode == "linear" else (-1, 0, 1, 2)
+    y = 0.0
+    for offs in itertools.product(offsets, repeat=nd):
+        w = np.ones(coords[0].shape)
+        for i in range(nd):
+            d = coords[i] - (base[i] + offs[i])
+            w = w * (np.maximum(1.0 - np.abs(d), 0.0) if mode == "linear" else _cubic(d, -0.75))
+        taps = [(base[i] + offs[i]).astype(np.int64) for i in range(nd)]
+        y = y + _grid_taps(x, taps, padding_mode, bounds) * np.expand_dims(w, 1)
     return _cast_back(np.asarray(y), X.dtype)
 
 

@@ -1,0 +1,107 @@
+"""The cross-cutting passes: constant folding, dtype legalization, explicit broadcasting, verifier."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from translator.errors import Unsupported, VerifyError
+from translator.harness import compare
+from translator.interpreter import run
+from translator.ir import Graph, Model, TensorType
+from translator.passes import broadcast, fold_constants, legalize_dtypes, verify
+
+
+def _model(g: Graph) -> Model:
+    return Model(g, source="<test>")
+
+
+def test_fold_shape_subgraph_into_a_constant():
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (2, 3, 4)))
+    shp = g.add_node("shape", [x], outputs=["s"]).outputs[0]
+    idx = g.add_constant("i", np.asarray([0], dtype=np.int64), "int64")
+    first = g.add_node("gather", [shp, idx], outputs=["d0"]).outputs[0]
+    minus1 = g.add_constant("m1", np.asarray([-1], dtype=np.int64), "int64")
+    tgt = g.add_node("concat", [first, minus1], {"axis": 0}, outputs=["tgt"]).outputs[0]
+    y = g.add_node("reshape", [x, tgt], outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    before = run(_model(g), {"x": np.ones((2, 3, 4), np.float32)})[0]
+    assert fold_constants.run(g) == 3
+    assert [n.op for n in g.nodes] == ["reshape"]
+    assert g.nodes[0].inputs[1].const.tolist() == [2, -1]
+    after = run(_model(g), {"x": np.ones((2, 3, 4), np.float32)})[0]
+    assert after.shape == before.shape == (2, 12)
+
+
+def _int64_graph(const: int) -> Graph:
+    g = Graph()
+    x = g.add_input("x", TensorType("int64", (3,)))
+    c = g.add_constant("c", np.asarray([const, 1, 2], dtype=np.int64), "int64")
+    y = g.add_node("add", [x, c], outputs=["y"], types=[TensorType("int64", (3,))]).outputs[0]
+    g.outputs = [y]
+    return g
+
+
+def test_legalize_int64_for_a_backend_without_it():
+    g = _int64_graph(5)
+    warnings = legalize_dtypes.run(g, "coreml")
+    assert g.inputs[0].type.dtype == "int32" and g.outputs[0].type.dtype == "int32"
+    assert any("input 'x' int64 -> int32" in w for w in warnings)
+    out = run(_model(g), {"x": np.asarray([1, 2, 3], np.int32)})[0]
+    assert out.tolist() == [6, 3, 5] and out.dtype == np.int32
+
+
+def test_legalize_refuses_constants_out_of_range():
+    g = _int64_graph(2**40)
+    with pytest.raises(Unsupported) as ei:
+        legalize_dtypes.run(g, "coreml")
+    assert ei.value.code == "unsupported_dtype" and "'c'" in str(ei.value)
+
+
+def test_legalize_is_a_noop_where_every_dtype_is_native():
+    g = _int64_graph(5)
+    assert legalize_dtypes.run(g, "onnx") == []
+    assert g.inputs[0].type.dtype == "int64"
+
+
+def test_explicit_broadcast_equalizes_ranks_and_keeps_values():
+    g = Graph()
+    a = g.add_input("a", TensorType("float32", (2, 3, 4)))
+    b = g.add_input("b", TensorType("float32", (4,)))
+    y = g.add_node("add", [a, b], outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    feeds = {"a": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32),
+             "b": np.arange(4, dtype=np.float32)}
+    expected = feeds["a"] + feeds["b"]
+    assert broadcast.run(g) == 1
+    add = [n for n in g.nodes if n.op == "add"][0]
+    assert add.inputs[1].type.shape == (1, 1, 4)
+    assert compare(expected, run(_model(g), feeds)[0]).ok
+
+
+def test_verifier_names_the_node_and_the_two_shapes():
+    g = Graph()
+    a = g.add_input("a", TensorType("float32", (2, 3)))
+    b = g.add_input("b", TensorType("float32", (4,)))
+    g.outputs = list(g.add_node("add", [a, b], outputs=["y"], name="bad_add").outputs)
+    with pytest.raises(VerifyError) as ei:
+        verify.run(g)
+    msg = str(ei.value)
+    assert ei.value.code == "broadcast_mismatch" and "bad_add" in msg and "(2, 3)" in msg and "(4,)" in msg
+
+
+@pytest.mark.parametrize("build, code", [
+    (lambda g, a: g.add_node("relu", [a], {"alpha": 1.0}), "unsupported_attribute_value"),
+    (lambda g, a: g.add_node("add", [a]), "verifier"),
+    (lambda g, a: g.add_node("no_such_op", [a]), "unsupported_op"),
+    (lambda g, a: g.add_node("add", [a, g.add_input("i", TensorType("int32", (2,)))]), "type_mismatch"),
+    (lambda g, a: g.add_node("sqrt", [g.add_input("s", TensorType("string", (2,)))]), "type_mismatch"),
+])
+def test_verifier_rejects(build, code):
+    g = Graph()
+    a = g.add_input("a", TensorType("float32", (2,)))
+    node = build(g, a)
+    g.outputs = list(node.outputs)
+    with pytest.raises(VerifyError) as ei:
+        verify.run(g)
+    assert ei.value.code == code

@@ -1,0 +1,80 @@
+"""Dtype legalization, driven by the backend's column of ``dtypes.yaml``.
+
+A value whose dtype the backend lacks (its cell is not ``native``) takes the first
+substitute in ``SUBSTITUTES`` that the backend has: ``int64 → int32`` (constants are
+range-checked: a value that does not fit is ``unsupported_dtype`` with the tensor's
+name), ``float64 → float32``, ... Graph inputs and outputs are legalized too, and every
+change is returned as a warning line: legalization is reported, never silent.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import numpy_dtype
+from ..errors import Unsupported
+from ..ir import Graph, TensorType, Value
+from ..tables import Tables, load_tables
+
+requires = ("verified",)
+ensures = ("dtypes_legal",)
+SUBSTITUTES: dict[str, tuple[str, ...]] = {
+    "int64": ("int32",), "uint64": ("uint32", "int32"), "uint32": ("int64", "int32"), "int16": ("int32",),
+    "uint16": ("int32",), "int8": ("int32",), "uint8": ("int32",), "float64": ("float32",),
+    "bfloat16": ("float32",), "float16": ("float32",), "bool": ("uint8", "int32"),
+}
+CAST_OPS = ("cast",)
+
+
+def backend_dtypes(backend: str, tables: Tables) -> frozenset[str]:
+    return frozenset(d.id for d in tables.dtypes.values()
+                     if (c := d.backends.get(backend)) is not None and c.status == "native")
+
+
+def _target(dtype: str, legal: frozenset[str], backend: str, what: str) -> str:
+    for sub in SUBSTITUTES.get(dtype, ()):
+        if sub in legal:
+            return sub
+    raise Unsupported("cast", backend, "unsupported_dtype", f"{what}: {dtype} has no legal substitute on {backend}")
+
+
+def _retype(v: Value, new: str) -> None:
+    v.type = TensorType(new, v.type.shape, v.type.kind, v.type.elem)
+
+
+def run(graph: Graph, backend: str, tables: Tables | None = None) -> list[str]:
+    tables = tables or load_tables()
+    legal = backend_dtypes(backend, tables)
+    warnings: list[str] = []
+    enum_of: dict[str, int] = {}
+    try:
+        from ..frontends.onnx import onnx_dtype_map
+
+        enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
+    except ImportError:
+        pass
+    for v in list(graph.values()):
+        d = v.type.dtype
+        if d is None or d in legal or v.type.kind != "tensor":
+            continue
+        new = _target(d, legal, backend, f"value {v.name!r}")
+        if v.is_const:
+            arr = np.asarray(v.const)
+            target = numpy_dtype(new)
+            if arr.dtype.kind in "iu" and np.dtype(target).kind in "iu" and arr.size:
+                info = np.iinfo(target)
+                if arr.min() < info.min or arr.max() > info.max:
+                    raise Unsupported("cast", backend, "unsupported_dtype",
+                                      f"constant {v.name!r} ({d}) has values outside {new}'s range")
+            v.const = arr.astype(target)
+        kind = "input" if v in graph.inputs else "output" if v in graph.outputs else "constant" if v.is_const else "value"
+        if kind in ("input", "output", "constant"):
+            warnings.append(f"{backend}: {kind} {v.name!r} {d} -> {new}")
+        _retype(v, new)
+    for node in graph.nodes:
+        if node.op in CAST_OPS and "to" in node.attrs and enum_of:
+            to = next((k for k, e in enum_of.items() if e == int(node.attrs["to"])), None)
+            if to is not None and to not in legal:
+                new = _target(to, legal, backend, f"cast node {node.name!r}")
+                node.attrs["to"] = enum_of[new]
+                warnings.append(f"{backend}: cast {node.name!r} to {to} -> {new}")
+    return warnings
