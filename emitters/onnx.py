@@ -208,6 +208,49 @@ class _Emitter:
         return helper.make_attribute(key, v)
 
 
+def _onnx_type_str(dtype: str, enum_of: dict[str, int]) -> str | None:
+    import onnx
+
+    e = enum_of.get(dtype)
+    if e is None:
+        return None
+    name = onnx.TensorProto.DataType.Name(e).lower()
+    return "tensor(" + {"float": "float", "double": "double"}.get(name, name) + ")"
+
+
+def _opset_accepts(opset: int, tables: Tables) -> Any:
+    """Node check: the ONNX schema in force at the target opset takes the node's input types."""
+    import onnx.defs
+
+    from translator.frontends.onnx import onnx_dtype_map
+
+    enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
+
+    def accepts(node: Any) -> str | None:
+        op = tables.ops.get(node.op)
+        cell = op.backends.get(NAME) if op else None
+        if cell is None or cell.status != "native" or cell.names[0].startswith("com."):
+            return None
+        op_type = cell.names[0]
+        try:
+            schema = onnx.defs.get_schema(op_type, opset, "")
+        except Exception:  # noqa: BLE001
+            return f"ONNX {op_type} does not exist at opset {opset}"
+        allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+        formals = list(schema.inputs)
+        for i, v in enumerate(node.inputs):
+            if v is None or v.type.dtype is None or v.type.kind != "tensor" or not formals:
+                continue
+            f = formals[min(i, len(formals) - 1)]
+            ok = allowed.get(f.type_str, {f.type_str})
+            t = _onnx_type_str(v.type.dtype, enum_of)
+            if t is not None and t not in ok:
+                return f"ONNX {op_type}-{schema.since_version} (opset {opset}) does not take {v.type.dtype} for {f.name}"
+        return None
+
+    return accepts
+
+
 def _doc_string(model: Model) -> str:
     from translator.render import render
 
@@ -228,7 +271,7 @@ def emit(model: Model, opset: int | None = None, ir_version: int | None = None, 
 
     prepare(model)
     supported = native_ops(NAME, tables)
-    lower_for(model.graph, NAME, supported, tables)
+    lower_for(model.graph, NAME, supported, tables, accepts=_opset_accepts(opset, tables))
     em = _Emitter(tables, opset)
     g = em.graph(model.graph, True)
     irv = ir_version or min(max_ir, onnx.IR_VERSION)
@@ -237,6 +280,7 @@ def emit(model: Model, opset: int | None = None, ir_version: int | None = None, 
     if any(n.domain == "com.microsoft" for n in proto.graph.node):
         proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     proto.doc_string = _doc_string(model)
+    _fill_output_types(proto)
     if check:
         try:
             onnx.checker.check_model(proto, full_check=True)
@@ -245,6 +289,29 @@ def emit(model: Model, opset: int | None = None, ir_version: int | None = None, 
 
             raise OpbridgeError("verifier", f"onnx.checker rejected the emitted model: {str(exc).splitlines()[0]}") from None
     return proto
+
+
+def _fill_output_types(proto: Any) -> None:
+    """Graph outputs whose shape the IR did not know get ONNX's own inferred type."""
+    import onnx
+
+    missing = [o for o in proto.graph.output if not o.type.tensor_type.HasField("shape") and o.type.HasField("tensor_type")]
+    if not missing:
+        return
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+    except Exception:  # noqa: BLE001 - best effort; the checker reports what remains
+        return
+    known = {v.name: v.type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for o in missing:
+        t = known.get(o.name)
+        if t is not None and t.tensor_type.HasField("shape"):
+            o.type.CopyFrom(t)
+        elif o.type.tensor_type.elem_type and t is not None and t.tensor_type.elem_type:
+            o.type.CopyFrom(t)
+        if not o.type.tensor_type.HasField("shape"):
+            o.type.tensor_type.shape.SetInParent()
+            o.type.tensor_type.ClearField("shape")
 
 
 def _version() -> str:

@@ -9,3 +9,54 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 SEEDS = ROOT.parent / "shared" / "seeds"
+
+import json
+
+import pytest
+
+_VERIFIED: dict = {}
+
+
+@pytest.fixture
+def record_verified():
+    """Record a passing (op, backend, dtype) cell; written to verified.json at the end."""
+    def rec(op_id: str, backend: str, dtype: str, how: str) -> None:
+        cell = _VERIFIED.setdefault(op_id, {}).setdefault(backend, {"status": how, "dtypes": [], "by": "tests/test_ops.py"})
+        if dtype not in cell["dtypes"]:
+            cell["dtypes"].append(dtype)
+            cell["dtypes"].sort()
+    return rec
+
+
+def _verified_dir() -> Path:
+    return ROOT / ".pytest_cache" / "verified"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if _VERIFIED:
+        d = _verified_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{worker or 'main'}.json").write_text(json.dumps(_VERIFIED))
+    if worker is None and exitstatus in (0, 1):
+        _merge_verified()
+
+
+def _merge_verified() -> None:
+    """Controller: merge the workers' records into verified.json (only after a test_ops run)."""
+    d = _verified_dir()
+    if not d.is_dir():
+        return
+    merged: dict = {}
+    for f in sorted(d.glob("*.json")):
+        for op_id, cells in json.loads(f.read_text()).items():
+            for backend, cell in cells.items():
+                m = merged.setdefault(op_id, {}).setdefault(backend, {"status": cell["status"], "dtypes": [], "by": cell["by"]})
+                m["dtypes"] = sorted(set(m["dtypes"]) | set(cell["dtypes"]))
+        f.unlink()
+    if merged:
+        out = ROOT / "verified.json"
+        ordered = {k: dict(sorted(v.items())) for k, v in sorted(merged.items())}
+        tmp = out.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(ordered, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, out)

@@ -292,7 +292,7 @@ def merge_fragments(doc: dict[str, Any]) -> dict[str, int]:
 
 def reorder(op: dict[str, Any]) -> dict[str, Any]:
     order = ("id", "title", "category", "formula", "precision", "broadcast", "aliases", "notes", "errata", "seed",
-             "signature", "decomposition", "tolerance", "backends")
+             "signature", "decomposition", "tolerance", "xfail", "backends")
     return {k: op[k] for k in order if k in op}
 
 

@@ -67,6 +67,15 @@ def _shape(n: Node) -> list:
     return [(max(0, min(end, r) - max(0, start)),)]
 
 
+@shape_rule("mean_variance_normalization", "lp_normalization", "layer_normalization", "instance_normalization",
+            "batch_normalization", "group_normalization", "rms_normalization", "lrn", "softmax", "log_softmax",
+            "hardmax", "cum_sum", "cum_prod", "clip", "dropout", "identity", "cast", "cast_like", "trilu",
+            "scatter_elements", "scatter_nd", "reverse_sequence", "reverse")
+def _same_as_first(n: Node) -> list:
+    s = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
+    return [s] + [None] * (len(n.outputs) - 1)
+
+
 @shape_rule("expand")
 def _expand(n: Node) -> list:
     x, shp = n.inputs[0].type.shape, _const(n.inputs[1])

@@ -53,56 +53,86 @@ def how(op: Op, backend: str, extra_native: Iterable[str] = ()) -> str:
 
 
 
+Accepts = Callable[[Node], "str | None"]
+
+
+def cell_accepts(backend: str, tables: Tables) -> Accepts:
+    """A node-level check from the table: the cell's ``dtypes`` constraint holds for the node."""
+
+    def accepts(node: Node) -> str | None:
+        op = tables.ops.get(node.op)
+        cell = op.backends.get(backend) if op else None
+        if cell is None or cell.dtypes is None:
+            return None
+        allowed = tables.expand_dtypes(cell.dtypes)
+        for v in node.inputs:
+            if v is not None and v.type.dtype is not None and v.type.dtype not in allowed:
+                return f"{backend} {cell.name} takes {', '.join(allowed)}; the input is {v.type.dtype}"
+            break
+        return None
+
+    return accepts
+
+
 def lower_for(graph: Graph, backend: str, supported: frozenset[str] | None = None,
-              tables: Tables | None = None) -> list[tuple[str, str]]:
-    """Decompose what the backend lacks; returns the (node name, op) pairs decomposed."""
+              tables: Tables | None = None, accepts: Accepts | None = None,
+              cell_constraints: bool = True) -> list[tuple[str, str]]:
+    """Decompose what the backend lacks; returns the (node name, op) pairs decomposed.
+
+    A node is native when its op is in ``supported`` and ``accepts(node)`` (default: the
+    cell's dtype constraint) gives no reason against it.
+    """
     tables = tables or load_tables()
     supported = supported if supported is not None else native_ops(backend, tables)
+    base = cell_accepts(backend, tables) if cell_constraints else (lambda node: None)
+
+    def check(node: Node) -> str | None:
+        return base(node) or (accepts(node) if accepts else None)
+
     done: list[tuple[str, str]] = []
-    _lower_graph(graph, backend, supported, tables, done, 0)
+    _lower_graph(graph, backend, supported, tables, done, 0, check)
     return done
 
 
 def _lower_graph(graph: Graph, backend: str, supported: frozenset[str], tables: Tables,
-                 done: list[tuple[str, str]], depth: int) -> None:
+                 done: list[tuple[str, str]], depth: int, check: Accepts) -> None:
     for node in list(graph.nodes):
         for sub in node.subgraphs():
-            _lower_graph(sub, backend, supported, tables, done, depth)
+            _lower_graph(sub, backend, supported, tables, done, depth, check)
+    _lower_nodes(graph, list(graph.nodes), backend, supported, tables, done, depth, check)
+
+
+def _lower_nodes(graph: Graph, nodes: list[Node], backend: str, supported: frozenset[str], tables: Tables,
+                 done: list[tuple[str, str]], depth: int, check: Accepts) -> None:
+    for node in nodes:
+        reason = None
         if node.op in supported:
-            continue
+            reason = check(node)
+            if reason is None:
+                continue
         fn = LOWERINGS.get((backend, node.op))
         if fn is not None and fn(node):
             continue
         op = tables.ops.get(node.op)
         if op is None:
             raise Unsupported(node.op, backend, "unsupported_op", "op is not in optable.yaml", node.name)
-        if not op.decomposition:
+        why_not = applies(op, node) if op.decomposition else None
+        if not op.decomposition or why_not is not None or depth >= MAX_DEPTH:
+            if reason is not None:
+                raise Unsupported(node.op, backend, "unsupported_dtype", reason, node.name)
             cell = op.backends.get(backend)
-            why = (cell.notes or "the table marks it unavailable") if cell and cell.status == "unavailable" else \
-                "no native mapping and no decomposition in optable.yaml"
-            raise Unsupported(node.op, backend, "unsupported_op", why, node.name)
-        if depth >= MAX_DEPTH:
-            raise Unsupported(node.op, backend, "unsupported_op", "decomposition nests too deep", node.name)
+            if why_not is not None:
+                detail = f"not native, and {why_not}"
+            elif depth >= MAX_DEPTH:
+                detail = "decomposition nests too deep"
+            elif cell is not None and cell.status == "unavailable":
+                detail = cell.notes or "the table marks it unavailable"
+            else:
+                detail = "no native mapping and no decomposition in optable.yaml"
+            raise Unsupported(node.op, backend, "unsupported_op", detail, node.name)
         new_nodes = expand(graph, node, op, tables)
         done.append((node.name, node.op))
-        _lower_nodes(graph, new_nodes, backend, supported, tables, done, depth + 1)
-
-
-def _lower_nodes(graph: Graph, nodes: list[Node], backend: str, supported: frozenset[str], tables: Tables,
-                 done: list[tuple[str, str]], depth: int) -> None:
-    for node in nodes:
-        if node.op in supported:
-            continue
-        fn = LOWERINGS.get((backend, node.op))
-        if fn is not None and fn(node):
-            continue
-        op = tables.ops.get(node.op)
-        if op is None or not op.decomposition or depth >= MAX_DEPTH:
-            raise Unsupported(node.op, backend, "unsupported_op",
-                              "no native mapping and no decomposition in optable.yaml", node.name)
-        new_nodes = expand(graph, node, op, tables)
-        done.append((node.name, node.op))
-        _lower_nodes(graph, new_nodes, backend, supported, tables, done, depth + 1)
+        _lower_nodes(graph, new_nodes, backend, supported, tables, done, depth + 1, check)
 
 
 def _literal(graph: Graph, value: Any, like: Value | None, name: str) -> Value:

@@ -51,6 +51,23 @@ SPECIAL: dict[str, dict[str, Any]] = {
 }
 
 
+NO_GENERIC_CATEGORIES = ("Sequence", "Optional", "String", "Signal processing", "Generation", "Imaging",
+                         "Control Flow", "Quantization", "Recurrent", "Attention", "Input", "Sparse", "NGram", "Loss")
+
+
+def generic_ok(op: Op) -> bool:
+    """Whether (2, 3, 4) tensors of one dtype for every required input make sense for the op.
+
+    True when every required input shares the first input's type variable and the op
+    is not of a category whose inputs have structure (sequences, windows, indices...).
+    """
+    sig = op.signature
+    if sig is None or not sig.inputs or any(op.category.startswith(c) for c in NO_GENERIC_CATEGORIES):
+        return False
+    t = sig.inputs[0].type
+    return all(p.type == t for p in sig.inputs if not p.optional)
+
+
 @dataclass
 class Sample:
     inputs: list[np.ndarray | None]
@@ -89,7 +106,7 @@ def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
     if "inputs" in spec:
         inputs = [_values(shape, dt or dtype, dom, rng) for shape, dt, dom in spec["inputs"]]
         return Sample(inputs, attrs)
-    if op.signature is None:
+    if op.signature is None or not generic_ok(op):
         return None
     inputs: list[np.ndarray | None] = []
     for p in op.signature.inputs:

@@ -137,6 +137,8 @@ class Op:
     #: when the decomposition applies: {attrs: {name: value}, dtype_kind: [float, ...], present: [input names]}
     decomposition_when: Mapping[str, Any] | None = None
     tolerance: Mapping[str, float] | None = None
+    #: expected failures of the generated op tests: ({backend, reason, dtype?}, ...)
+    xfail: tuple[Mapping[str, Any], ...] = ()
     backends: Mapping[str, Cell] = field(default_factory=lambda: MappingProxyType({}))
     line: int = 0
 
@@ -409,7 +411,7 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
 
 _OP_KEYS_REQ = ("id", "title", "category", "broadcast")
 _OP_KEYS_OPT = ("formula", "precision", "aliases", "notes", "errata", "seed", "signature", "decomposition",
-                "tolerance", "backends")
+                "tolerance", "xfail", "backends")
 
 
 def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
@@ -434,6 +436,15 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
         seed = node.get("seed")
         if seed is not None:
             ctx.mapping(seed, where + " seed", ("file",), ("line",))
+        xfails = node.get("xfail") or []
+        if not isinstance(xfails, list):
+            raise ctx.fail(node, where, "'xfail' must be a list", key="xfail")
+        for xf in xfails:
+            ctx.mapping(xf, where + " xfail", ("backend", "reason"), ("dtype",))
+            if xf["backend"] not in API_TITLES:
+                raise ctx.fail(xf, where + " xfail", f"unknown backend {xf['backend']!r}")
+            if "dtype" in xf and xf["dtype"] not in dtype_names:
+                raise ctx.fail(xf, where + " xfail", f"unknown dtype {xf['dtype']!r}")
         tol = node.get("tolerance")
         if tol is not None:
             ctx.mapping(tol, where + " tolerance", (), ("atol", "rtol", "ulp"))
@@ -449,6 +460,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
             errata=ctx.errata(node, where), seed=_freeze(_plain(seed)) if seed else None, signature=sig,
             decomposition=dec, decomposition_comment=dec_comment, decomposition_when=dec_when,
             tolerance=_freeze(_plain(tol)) if tol else None,
+            xfail=tuple(MappingProxyType(_plain(x)) for x in xfails),
             backends=_parse_backends(ctx, node, where, dtype_names), line=node.line,
         )
     for oid, dnode in decomp_nodes.items():  # dangling references in decompositions

@@ -48,8 +48,8 @@ def _source_coord(i, in_len, out_len, scale, mode, roi_start, roi_end):
     if mode == "asymmetric":
         return i / scale
     if mode == "tf_crop_and_resize":
-        if out_len > 1:
-            return roi_start * (in_len - 1) + i * (roi_end - roi_start) * (in_len - 1) / (out_len - 1)
+        if resized > 1:
+            return roi_start * (in_len - 1) + i * (roi_end - roi_start) * (in_len - 1) / (resized - 1)
         return np.full(i.shape, 0.5 * (roi_start + roi_end) * (in_len - 1))
     raise ValueError(f"resize: unknown coordinate_transformation_mode {mode!r}")
 

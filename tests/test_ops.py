@@ -1,0 +1,122 @@
+"""The generic cross-execution test, generated from the table.
+
+One case per (op, backend, dtype, sample): the op alone in a graph, converted for the
+backend and run, compared with the NumPy reference under the op's tolerance. Expected
+failures are data: an op's ``xfail`` entries in optable.yaml become strict xfails with
+their reason. Results are recorded into verified.json (see conftest.py) — the verified
+status `opbridge query` shows.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from translator import reference
+from translator.errors import Unsupported
+from translator.harness import backend_module, compare, single_op_model
+from translator.lowering import how
+from translator.samples import sample
+from translator.tables import load_tables
+
+TABLES = load_tables()
+BACKENDS = ("numpy", "onnx")
+DTYPES = {"float": [np.float32, np.float16], "int": [np.int32], "bool": [np.bool_]}
+
+
+def _kinds(op) -> list:
+    if op.signature is None or not op.signature.inputs:
+        return []
+    first = op.signature.inputs[0]
+    allowed = set(TABLES.expand_dtypes(op.signature.types.get(first.type, (first.type,))))
+    out = []
+    if "float32" in allowed:
+        out.append(np.float32)
+        if "float16" in allowed:
+            out.append(np.float16)
+    elif "int32" in allowed:
+        out.append(np.int32)
+    elif allowed == {"bool"}:
+        out.append(np.bool_)
+    return out
+
+
+def _valid_sample(op, dt):
+    """A sample the reference itself evaluates (an op the reference rejects gets none)."""
+    fn = reference.get(op.id)
+    if fn is None:
+        return None
+    smp = sample(op, dt)
+    if smp is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*smp.inputs, **smp.attrs)
+    except Exception:  # noqa: BLE001 - the sample does not fit the op: no case
+        return None
+    outs = out if isinstance(out, tuple) else (out,)
+    if not all(isinstance(o, np.ndarray) for o in outs):
+        return None
+    return smp, outs
+
+
+def _cases():
+    for op in TABLES.ops.values():
+        if op.category.startswith("Generation, Random") or op.id in ("bernoulli", "multinomial", "dropout"):
+            continue
+        for dt in _kinds(op):
+            got = _valid_sample(op, dt)
+            if got is None:
+                continue
+            smp, outs = got
+            for b in BACKENDS:
+                if b != "numpy" and how(op, b) == "unsupported":
+                    REFUSED.append(pytest.param(op.id, b, np.dtype(dt).name, smp, id=f"{op.id}-{b}-{np.dtype(dt).name}"))
+                    continue
+                marks = []
+                for xf in op.xfail:
+                    if xf["backend"] == b and xf.get("dtype") in (None, np.dtype(dt).name):
+                        marks.append(pytest.mark.xfail(reason=xf["reason"], strict=True))
+                yield pytest.param(op.id, b, np.dtype(dt).name, smp, outs, marks=marks,
+                                   id=f"{op.id}-{b}-{np.dtype(dt).name}")
+
+
+REFUSED: list = []
+CASES = list(_cases())
+
+
+def _tolerance(op, dtype: str) -> dict:
+    tol = {"rtol": 1e-3, "atol": 1e-5}
+    if dtype == "float16":
+        tol = {"rtol": 2e-2, "atol": 2e-3}
+    if op.tolerance:
+        tol.update({k: float(v) for k, v in op.tolerance.items() if k in ("rtol", "atol")})
+    return tol
+
+
+@pytest.mark.parametrize("op_id, backend, dtype, smp, expected", CASES)
+def test_op(op_id, backend, dtype, smp, expected, record_verified):
+    op = TABLES.ops[op_id]
+    model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=len(expected))
+    mod = backend_module(backend)
+    artifact = mod.emit(model)
+    got = list(mod.run(artifact, feeds))
+    assert len(got) == len(expected)
+    for e, g in zip(expected, got):
+        d = compare(e, g, **_tolerance(op, dtype))
+        assert d.ok, f"{op_id} on {backend} ({dtype}): {d.reason}"
+    record_verified(op_id, backend, dtype, "numeric")
+
+
+def test_enough_ops_are_cross_executed():
+    ops = {c.values[0] for c in CASES}
+    assert len(ops) >= 100, f"only {len(ops)} ops have a generated cross-execution case"
+
+
+@pytest.mark.parametrize("op_id, backend, dtype, smp", REFUSED)
+def test_declared_gap_is_refused_with_a_reason(op_id, backend, dtype, smp):
+    """Where the table gives a backend neither a native op nor a decomposition, conversion
+    stops with Unsupported naming the op and a reason code (never a crash or a wrong model)."""
+    model, _ = single_op_model(op_id, smp.inputs, smp.attrs)
+    with pytest.raises(Unsupported) as ei:
+        backend_module(backend).emit(model)
+    assert ei.value.op == op_id and ei.value.code in ("unsupported_op", "unsupported_dtype")
