@@ -144,6 +144,11 @@ class _Emitter:
             domain, op_type = "com.microsoft", op_type.split(".", 2)[2]
         schema = self._schema(op_type, n)
         attrs: dict[str, Any] = dict(cell.attrs)
+        if getattr(schema, "has_function", False) and op is not None and op.signature is not None:
+            # a function op's body reads its attributes: spell out the defaults
+            for a in op.signature.attributes:
+                if a.default is not None and a.name in schema.attributes:
+                    attrs.setdefault(a.name, list(a.default) if isinstance(a.default, tuple) else a.default)
         attrs.update(n.attrs)
         protos = []
         for k, v in attrs.items():
