@@ -290,6 +290,115 @@ def merge_fragments(doc: dict[str, Any]) -> dict[str, int]:
     return stats
 
 
+PARAM_ALIASES = {"depthwise_conv2d": "conv", "fully_connected": "gemm"}
+
+
+def merge_seed_params(doc: dict[str, Any]) -> dict[str, int]:
+    """Seeds 004/003/001 (tools/fragments/seed_params.yaml, keyed by ONNX op): attribute mappings,
+    descriptor fields, dtype/rank limits. Extends existing cells; ONNX cells only gain notes (their
+    ``attrs`` are the fixed attributes the frontend uses to pick an op)."""
+    f = ROOT / "tools" / "fragments" / "seed_params.yaml"
+    if not f.is_file():
+        return {}
+    frag = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+    by_id = {o["id"]: o for o in doc["ops"]}
+    onnx_to_id: dict[str, str] = {}
+    for o in doc["ops"]:
+        c = (o.get("backends") or {}).get("onnx")
+        if c and c["status"] == "native":
+            onnx_to_id.setdefault(c["name"] if isinstance(c["name"], str) else c["name"][0], o["id"])
+    stats = {"cells_extended": 0, "cells_added": 0, "cells_without_name_skipped": 0, "ops_added": 0}
+    for key, cells in frag.items():
+        if key.startswith("_other:"):
+            oid = PARAM_ALIASES.get(key[7:], key[7:])
+        else:
+            oid = onnx_to_id.get(key)
+        if oid is None:
+            raise SystemExit(f"{f}: no op for key {key!r}")
+        if oid not in by_id:
+            by_id[oid] = {"id": oid, "title": oid.replace("_", " ").title().replace("Nd", "ND"),
+                          "category": "Data reorganization", "broadcast": "none",
+                          "notes": ["Not in seed 000; added from seed 004 (NNAPI/clDNN parameter mapping)."],
+                          "backends": {}}
+            doc["ops"].append(by_id[oid])
+            stats["ops_added"] += 1
+        backends = by_id[oid].setdefault("backends", {})
+        for api, cell in cells.items():
+            srcs = cell["source"] if isinstance(cell["source"], list) else [cell["source"]]
+            old = backends.get(api)
+            if old is not None:
+                olds = old["source"] if isinstance(old["source"], list) else [old["source"]]
+                if all(x in olds for x in srcs):
+                    continue  # merged before
+                if cell.get("notes"):
+                    old["notes"] = (old.get("notes", "") + " " + cell["notes"]).strip()
+                if cell.get("attrs"):
+                    if api == "onnx":
+                        old["notes"] = (old.get("notes", "") + " Attributes: " +
+                                        "; ".join(f"{k}: {v}" for k, v in cell["attrs"].items())).strip()
+                    else:
+                        old.setdefault("attrs", {}).update(cell["attrs"])
+                for k in ("dtypes", "rank"):
+                    if k in cell:
+                        old[k] = cell[k]
+                if cell.get("name") and cell["name"] != old.get("name") and api != "onnx":
+                    if "seed" not in old and old.get("name"):
+                        old["seed"] = old["name"] if isinstance(old["name"], str) else ", ".join(old["name"])
+                    old["name"] = cell["name"]
+                    old["status"] = cell.get("status", "native")
+                old["source"] = olds + [x for x in srcs if x not in olds]
+                stats["cells_extended"] += 1
+            else:
+                if not cell.get("name") and cell.get("status") != "unavailable":
+                    stats["cells_without_name_skipped"] += 1
+                    continue
+                new = {"status": cell.get("status", "native"), **{k: v for k, v in cell.items() if k != "status"}}
+                order = ("status", "name", "seed", "attrs", "dtypes", "rank", "notes", "source", "verified")
+                backends[api] = {k: new[k] for k in order if k in new}
+                stats["cells_added"] += 1
+    return stats
+
+
+# Seed cells in the target columns that library introspection contradicted (reported by the
+# fill scripts; the verified cell is in the table, the seed text stays in its ``seed`` key).
+SEED_CELL_ERRATA = [
+    ("identity", "tflite", "tf.identity is a TensorFlow API, not a TFLite builtin; the converter drops it (no IDENTITY "
+     "builtin exists). Composite: RESHAPE to the input's own shape.", "introspect:tensorflow 2.21.0"),
+    ("identity", "coreml", "CopyLayerParams is a NeuralNetwork (pre-MIL) layer; the MIL op is identity.",
+     "introspect:coremltools 9.0"),
+    ("logical_not", "coreml", "LogicalNotLayerParams is a NeuralNetwork (pre-MIL) layer; the MIL op is logical_not.",
+     "introspect:coremltools 9.0"),
+    ("lp_normalization", "coreml", "L2NormalizeLayerParams is a NeuralNetwork layer; MIL l2_norm normalizes the three "
+     "rightmost dims together with epsilon 1e-6, so LpNormalization is x / reduce_l2_norm(x, axis) (composite).",
+     "introspect:coremltools 9.0"),
+    ("dequantize_linear", "tensorflow", "tf.quantization.dequantize takes a min/max range and a quantized dtype, not "
+     "scale and zero point; the exact composite is cast, subtract, multiply.", "introspect:tensorflow 2.21.0"),
+    ("dequantize_linear", "coreml", "constexpr_affine_dequantize (iOS16) only takes constant weights; runtime tensors "
+     "use dequantize (iOS17).", "introspect:coremltools 9.0"),
+    ("broadcast_dimensions", "tensorflow", "The seed says NA, but tf.broadcast_dynamic_shape computes exactly this.",
+     "introspect:tensorflow 2.21.0"),
+    ("broadcast_dimensions", "tflite", "The seed says NA, but the BROADCAST_ARGS builtin computes exactly this.",
+     "introspect:tensorflow 2.21.0"),
+]
+
+
+def add_seed_cell_errata(doc: dict[str, Any]) -> int:
+    by_id = {o["id"]: o for o in doc["ops"]}
+    n = 0
+    for op_id, api, note, source in SEED_CELL_ERRATA:
+        op = by_id[op_id]
+        cell = op.get("backends", {}).get(api, {})
+        field = f"backends.{api}.name"
+        errs = op.setdefault("errata", [])
+        if any(e.get("field") == field for e in errs):
+            continue
+        name = cell.get("name")
+        errs.append({"field": field, "seed": cell.get("seed", ""), "verified": ", ".join(name) if isinstance(name, list)
+                     else (name or cell.get("status", "")), "note": note, "source": source})
+        n += 1
+    return n
+
+
 def reorder(op: dict[str, Any]) -> dict[str, Any]:
     order = ("id", "title", "category", "formula", "precision", "broadcast", "aliases", "notes", "errata", "seed",
              "signature", "decomposition", "tolerance", "xfail", "backends")
@@ -305,6 +414,9 @@ def main() -> int:
     no = add_ops(doc, schemas)
     ns = add_signatures(doc, dt_doc, schemas)
     stats = merge_fragments(doc) if "--fragments" in sys.argv else {}
+    if "--fragments" in sys.argv:
+        stats["errata"] = add_seed_cell_errata(doc)
+        stats["seed_params"] = merge_seed_params(doc)
     doc["ops"] = [reorder(o) for o in doc["ops"]]
     op_path.write_text(dump(doc, HEADER), encoding="utf-8")
     dt_path.write_text(dump(dt_doc, DT_HEADER), encoding="utf-8")

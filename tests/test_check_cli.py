@@ -1,0 +1,60 @@
+"""``opbridge check`` on the bundled model: every backend agrees with the reference."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_bundled_model_is_up_to_date():
+    sys.path.insert(0, str(ROOT / "examples"))
+    import make_tiny_model
+
+    assert MODEL.read_bytes() == make_tiny_model.build().SerializeToString(deterministic=True)
+
+
+def test_check_json_reports_every_backend():
+    p = cli("check", str(MODEL), "--backends", "numpy,onnx", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert [b["backend"] for b in r["backends"]] == ["numpy", "onnx"]
+    for b in r["backends"]:
+        assert b["status"] == "pass" and b["outputs"][0]["max_abs"] <= 1e-5
+
+
+def test_check_with_user_inputs(tmp_path):
+    x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", input=x)
+    p = cli("check", str(MODEL), "--inputs", str(tmp_path / "in.npz"), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["inputs"]["input"]["shape"] == [1, 3, 16, 16]
+
+
+def test_mismatch_names_the_first_diverging_node(monkeypatch):
+    """A disagreement is caught and traced to the node that caused it (here the oracle's relu
+    is deliberately perturbed, so onnxruntime's correct relu1 is the first divergence)."""
+    from translator import reference
+    from translator.check import check_model, model_loader
+
+    build = model_loader(str(MODEL))
+    reference.get("relu")  # load the registry before patching it
+    monkeypatch.setitem(reference.REGISTRY, "relu", lambda x: np.maximum(x, 0) + np.where(x < 0, 0.5, 0).astype(x.dtype))
+    res = check_model(build, ["onnx"])
+    rep = res["backends"][0]
+    assert rep.status == "fail", rep
+    assert rep.first_divergence["op"] == "relu" and rep.first_divergence["node"] == "relu1"
+
+
+def test_unknown_backend_exits_2():
+    p = cli("check", str(MODEL), "--backends", "numpy,nosuch")
+    assert p.returncode == 2 and "unknown backend" in p.stderr
