@@ -175,6 +175,33 @@ DECOMPOSITIONS = {
          s("mul", ["n", "Scale"], "ns"), s("add", ["ns", "B"], "Y")], {"attrs": {"axis": -1}, "present": ["B"]}),
     "size": ("size(x) = reduce_prod(shape(x))",
              [s("shape", ["data"], "shp"), s("reduce_prod", ["shp"], "size", keepdims=0)], None),
+    "depth_to_space": (
+        "depth_to_space(x) (DCR) = reshape(transpose(reshape(x, [n, b, b, c/b^2, h, w]), [0, 3, 4, 1, 5, 2]), "
+        "[n, c/b^2, h*b, w*b])",
+        [s("shape", ["input"], "shp"),
+         s("slice", ["shp", {"value": [0], "dtype": "int64"}, {"value": [1], "dtype": "int64"}], "n"),
+         s("slice", ["shp", {"value": [1], "dtype": "int64"}, {"value": [2], "dtype": "int64"}], "c"),
+         s("slice", ["shp", {"value": [2], "dtype": "int64"}, {"value": [3], "dtype": "int64"}], "h"),
+         s("slice", ["shp", {"value": [3], "dtype": "int64"}, {"value": [4], "dtype": "int64"}], "w"),
+         s("mul", ["@blocksize:1d", "@blocksize:1d"], "bb"), s("div", ["c", "bb"], "c2"),
+         s("concat", ["n", "@blocksize:1d", "@blocksize:1d", "c2", "h", "w"], "shape6", axis=0),
+         s("reshape", ["input", "shape6"], "x6"), s("transpose", ["x6"], "t6", perm=[0, 3, 4, 1, 5, 2]),
+         s("mul", ["h", "@blocksize:1d"], "hb"), s("mul", ["w", "@blocksize:1d"], "wb"),
+         s("concat", ["n", "c2", "hb", "wb"], "shape4", axis=0), s("reshape", ["t6", "shape4"], "output")],
+        {"attrs": {"mode": "DCR"}}),
+    "space_to_depth": (
+        "space_to_depth(x) = reshape(transpose(reshape(x, [n, c, h/b, b, w/b, b]), [0, 3, 5, 1, 2, 4]), "
+        "[n, c*b^2, h/b, w/b])",
+        [s("shape", ["input"], "shp"),
+         s("slice", ["shp", {"value": [0], "dtype": "int64"}, {"value": [1], "dtype": "int64"}], "n"),
+         s("slice", ["shp", {"value": [1], "dtype": "int64"}, {"value": [2], "dtype": "int64"}], "c"),
+         s("slice", ["shp", {"value": [2], "dtype": "int64"}, {"value": [3], "dtype": "int64"}], "h"),
+         s("slice", ["shp", {"value": [3], "dtype": "int64"}, {"value": [4], "dtype": "int64"}], "w"),
+         s("div", ["h", "@blocksize:1d"], "hb"), s("div", ["w", "@blocksize:1d"], "wb"),
+         s("concat", ["n", "c", "hb", "@blocksize:1d", "wb", "@blocksize:1d"], "shape6", axis=0),
+         s("reshape", ["input", "shape6"], "x6"), s("transpose", ["x6"], "t6", perm=[0, 3, 5, 1, 2, 4]),
+         s("mul", ["@blocksize:1d", "@blocksize:1d"], "bb"), s("mul", ["c", "bb"], "cbb"),
+         s("concat", ["n", "cbb", "hb", "wb"], "shape4", axis=0), s("reshape", ["t6", "shape4"], "output")], None),
     "clip": ("clip(x, lo, hi) = min(max(x, lo), hi)  (both bounds given)",
              [s("max", ["input", "min"], "lo"), s("min", ["lo", "max"], "output")], {"present": ["min", "max"]}),
 }

@@ -48,6 +48,8 @@ SPECIAL: dict[str, dict[str, Any]] = {
     "softmax": {"attrs": {"axis": -1}},
     "log_softmax": {"attrs": {"axis": -1}},
     "size": {"inputs": [(S, None, "any")]},
+    "depth_to_space": {"inputs": [((1, 8, 2, 3), None, "any")], "attrs": {"blocksize": 2}},
+    "space_to_depth": {"inputs": [((1, 2, 4, 6), None, "any")], "attrs": {"blocksize": 2}},
 }
 
 
