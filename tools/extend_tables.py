@@ -375,6 +375,12 @@ SEED_CELL_ERRATA = [
      "scale and zero point; the exact composite is cast, subtract, multiply.", "introspect:tensorflow 2.21.0"),
     ("dequantize_linear", "coreml", "constexpr_affine_dequantize (iOS16) only takes constant weights; runtime tensors "
      "use dequantize (iOS17).", "introspect:coremltools 9.0"),
+    ("identity", "numpy", "numpy.identity builds an n x n identity matrix; the identity op is numpy.copy.",
+     "introspect:numpy 2.4.6"),
+    ("broadcast_dimensions", "numpy", "The seed says NA, but numpy.broadcast_shapes computes exactly this.",
+     "introspect:numpy 2.4.6"),
+    ("broadcast_dimensions", "pytorch", "The seed says NA, but torch.broadcast_shapes computes exactly this.",
+     "introspect:torch 2.13.0+cpu"),
     ("broadcast_dimensions", "tensorflow", "The seed says NA, but tf.broadcast_dynamic_shape computes exactly this.",
      "introspect:tensorflow 2.21.0"),
     ("broadcast_dimensions", "tflite", "The seed says NA, but the BROADCAST_ARGS builtin computes exactly this.",

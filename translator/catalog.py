@@ -85,6 +85,8 @@ def build_index(tables: Tables) -> dict[str, Any]:
             put(exact, spelling.lower(), op.id, via)
             put(loose_, loose(spelling), op.id, via)
         for api, cell in op.backends.items():
+            if cell.status != "native":
+                continue  # a composite names its building blocks, not this op
             for n in cell.names:
                 put(exact, n.lower(), op.id, api)
                 put(loose_, loose(n), op.id, api)

@@ -15,7 +15,7 @@ import os
 from . import paths
 from .constants import API_KEYS, API_TITLES, BACKEND_ALIASES, loose
 
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 
 
 class NotFound(LookupError):
