@@ -25,9 +25,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.harness import BACKENDS, classify, compare  # noqa: E402
+from translator.harness import BACKENDS, classify  # noqa: E402
 
-RTOL, ATOL = 1e-3, 1e-5
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers._common import ATOL, RTOL, as_value, check_outputs, feeds_for  # noqa: E402,F401
+
 
 
 def load_cases(pattern: str | None, limit: int | None) -> list[Any]:
@@ -41,41 +43,6 @@ def load_cases(pattern: str | None, limit: int | None) -> list[Any]:
         cases = [c for c in cases if rx.search(c.name)]
     cases.sort(key=lambda c: c.name)
     return cases[:limit] if limit else cases
-
-
-def as_value(x: Any) -> Any:
-    """Case data → what runtimes take: arrays (TensorProto and numpy scalars converted), lists."""
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-
-    if isinstance(x, onnx.TensorProto):
-        return numpy_helper.to_array(x)
-    if isinstance(x, onnx.SequenceProto):
-        return [as_value(t) for t in numpy_helper.to_list(x)]
-    if isinstance(x, onnx.OptionalProto):
-        return as_value(numpy_helper.to_optional(x))
-    if isinstance(x, list):
-        return [as_value(t) for t in x]
-    if isinstance(x, np.generic):
-        return np.asarray(x)
-    return x
-
-
-def feeds_for(model: Any, inputs: list[Any]) -> dict[str, Any]:
-    inits = {t.name for t in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in inits]
-    return dict(zip(names, (as_value(x) for x in inputs)))
-
-
-def check_outputs(expected: list[Any], got: list[Any]) -> tuple[bool, str]:
-    if len(got) < len(expected):
-        return False, "missing_outputs"
-    for e, g in zip(expected, got):
-        d = compare(as_value(e), g, RTOL, ATOL)
-        if not d.ok:
-            return False, "mismatch"
-    return True, ""
 
 
 def run_opbridge(case: Any, backend: str) -> tuple[str, str]:
@@ -96,53 +63,20 @@ def run_opbridge(case: Any, backend: str) -> tuple[str, str]:
         return classify(exc)
 
 
-def run_onnxruntime(case: Any) -> tuple[str, str]:
-    import onnxruntime as ort
+def load_peers() -> dict[str, Any]:
+    """Peers are modules in bench/peers/ exposing ``run(case) -> (status, reason)``."""
+    import importlib
 
-    from translator.ort_run import run_session
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 4
-    try:
-        sess = ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # noqa: BLE001
-        msg = str(exc)
-        code = "unsupported_ir_version" if "IR version" in msg or "ir_version" in msg else \
-            "unsupported_opset" if "opset" in msg.lower() else "load_error"
-        return "unsupported", code
-    try:
-        for inputs, expected in case.data_sets:
-            got = run_session(sess, feeds_for(case.model, inputs))
-            ok, why = check_outputs(expected, got)
-            if not ok:
-                return "fail", why
-        return "pass", ""
-    except Exception as exc:  # noqa: BLE001
-        return "error", f"runtime_error:{type(exc).__name__}"
+    out = {}
+    for f in sorted((Path(__file__).parent / "peers").glob("*.py")):
+        if f.stem.startswith("_"):
+            continue
+        mod = importlib.import_module(f"peers.{f.stem}")
+        out[f.stem] = mod.run
+    return out
 
 
-def run_onnx_reference(case: Any) -> tuple[str, str]:
-    """onnx's own Python reference evaluator on the original model (the peer of our NumPy reference)."""
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        ev = ReferenceEvaluator(case.model)
-    except Exception as exc:  # noqa: BLE001
-        return "unsupported", f"load_error:{type(exc).__name__}"
-    try:
-        for inputs, expected in case.data_sets:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = ev.run(None, feeds_for(case.model, inputs))
-            ok, why = check_outputs(expected, list(got))
-            if not ok:
-                return "fail", why
-        return "pass", ""
-    except Exception as exc:  # noqa: BLE001
-        return "error", f"runtime_error:{type(exc).__name__}"
-
-
-PEERS = {"onnxruntime": run_onnxruntime, "onnx_reference": run_onnx_reference}
+PEERS = load_peers()
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ status `opbridge query` shows.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,18 @@ from translator.samples import sample
 from translator.tables import load_tables
 
 TABLES = load_tables()
-BACKENDS = ("numpy", "onnx")
+def _available_backends() -> tuple[str, ...]:
+    """Every backend with an emitter module (emitters/<name>.py) whose framework imports here."""
+    import importlib.util
+
+    from translator.harness import BACKENDS as ALL
+
+    only = os.environ.get("OPBRIDGE_TEST_BACKENDS")
+    names = only.split(",") if only else ALL
+    return tuple(b for b in names if importlib.util.find_spec(f"emitters.{b}") is not None)
+
+
+BACKENDS = _available_backends()
 DTYPES = {"float": [np.float32, np.float16], "int": [np.int32], "bool": [np.bool_]}
 
 

@@ -1,0 +1,1 @@
+"""Node-test peers, one module each: ``run(case) -> (status, reason)``."""
