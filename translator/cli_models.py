@@ -53,8 +53,126 @@ def cmd_check(args: "argparse.Namespace") -> int:
 
 
 def register(sub: "Any", add: "Callable[..., Any]") -> None:
+    register_convert(sub, add)
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
     c.add_argument("model")
     c.add_argument("--backends", default="numpy,onnx", help="comma-separated (default: numpy,onnx)")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
+    c.add_argument("--quiet", "-q", action="store_true")
+
+
+SUFFIX = {"onnx": ".onnx", "pytorch": "_pytorch", "tensorflow": "_savedmodel", "tflite": ".tflite",
+          "openvino": "_openvino", "coreml": ".mlpackage"}
+
+
+def _save(mod: "Any", artifact: "Any", path: "str") -> "str":
+    """Every emitter module offers ``save(artifact, path)`` (atomic) and returns what it wrote."""
+    out = mod.save(artifact, path)
+    return str(out if out is not None else path)
+
+
+def cmd_convert(args: "argparse.Namespace") -> int:
+    import os
+    import time
+
+    from .check import check_model, load_inputs, model_loader, report_json
+    from .errors import OpbridgeError
+    from .harness import BACKENDS, backend_module, classify
+
+    targets = [t.strip() for t in args.to.split(",") if t.strip()]
+    if targets == ["all"]:
+        targets = [b for b in BACKENDS if b != "numpy"]
+    unknown = [t for t in targets if t not in BACKENDS or t == "numpy"]
+    if unknown:
+        raise UserError(f"unknown target(s) {', '.join(unknown)} (known: {', '.join(b for b in BACKENDS if b != 'numpy')}, all)")
+    quiet = args.quiet or args.json
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"[convert] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        t0 = time.perf_counter()
+        say(f"reading {args.model}")
+        build = model_loader(args.model)
+        n_nodes = len(build().graph.nodes)
+        say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
+        feeds = load_inputs(args.inputs) if args.inputs else None
+    except OpbridgeError as exc:
+        raise UserError(str(exc)) from None
+    stem = os.path.splitext(os.path.basename(args.model))[0]
+    results = []
+    worst = 0
+    for t in targets:
+        rec: dict = {"target": t, "status": "ok"}
+        t1 = time.perf_counter()
+        try:
+            mod = backend_module(t)
+            say(f"{t}: lowering and emitting")
+            kwargs = {}
+            if args.opset and t == "onnx":
+                kwargs["opset"] = args.opset
+            if args.target and t == "coreml":
+                kwargs["target"] = args.target
+            artifact = mod.emit(build(), **kwargs)
+            out = args.output if len(targets) == 1 else os.path.join(args.output, stem + SUFFIX[t])
+            rec["output"] = _save(mod, artifact, out)
+            say(f"{t}: wrote {rec['output']} ({time.perf_counter() - t1:.2f} s)")
+            for k in ("transposes", "warnings"):
+                v = getattr(artifact, k, None)
+                if v is not None:
+                    rec[k] = v
+        except Exception as exc:  # noqa: BLE001 - reported with a reason code
+            status, code = classify(exc)
+            rec.update(status="failed", reason=code, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            say(f"{t}: cannot convert: {rec['detail']}")
+            worst = 2
+            results.append(rec)
+            continue
+        if args.check:
+            say(f"{t}: checking against the NumPy reference")
+            res = report_json(check_model(build, [t], feeds))
+            b = res["backends"][0]
+            rec["check"] = b
+            if b["status"] == "fail":
+                rec["status"] = "check_failed"
+                worst = max(worst, 1)
+            elif b["status"] != "pass":
+                rec["check_note"] = f"{b['status']}: {b['reason']} {b['detail']}".strip()
+        results.append(rec)
+    if args.json:
+        print(json.dumps({"model": args.model, "nodes": n_nodes, "targets": results}, indent=2))
+    else:
+        for r in results:
+            line = f"{r['target']}: {r['status']}"
+            if "output" in r:
+                line += f" -> {r['output']}"
+            if "reason" in r:
+                line += f" [{r['reason']}] {r['detail']}"
+            if "check" in r:
+                outs = r["check"]["outputs"]
+                if outs:
+                    line += "; max abs " + ", ".join(f"{o['name']}={o['max_abs']:.3g}" for o in outs)
+                if r["check"].get("first_divergence"):
+                    line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
+            if "transposes" in r:
+                line += f"; transposes {r['transposes']}"
+            print(line)
+            for w in r.get("warnings") or []:
+                print(f"  warning: {w}")
+    return worst
+
+
+def register_convert(sub: "Any", add: "Callable[..., Any]") -> None:
+    c = add("convert", cmd_convert, "convert a model to one or more backends, optionally checking the outputs")
+    c.add_argument("model")
+    c.add_argument("--to", required=True, help="onnx, pytorch, tensorflow, tflite, coreml, openvino (comma-separated) or all")
+    c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--check", dest="check", action="store_true", default=True,
+                   help="run source and target on the same inputs and compare (default)")
+    g.add_argument("--no-check", dest="check", action="store_false")
+    c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
+    c.add_argument("--opset", type=int, help="ONNX opset to write (default: newest onnxruntime loads)")
+    c.add_argument("--target", help="CoreML deployment target (e.g. iOS17)")
     c.add_argument("--quiet", "-q", action="store_true")

@@ -1,0 +1,50 @@
+"""``opbridge convert``: atomic output, check on by default, reason codes and exit codes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_convert_to_onnx_checks_by_default(tmp_path):
+    out = tmp_path / "m.onnx"
+    p = cli("convert", str(MODEL), "--to", "onnx", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["targets"][0]
+    assert r["status"] == "ok" and r["check"]["status"] == "pass"
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    assert [f.name for f in tmp_path.iterdir()] == ["m.onnx"]
+
+
+def test_progress_goes_to_stderr_and_quiet_silences_it(tmp_path):
+    p = cli("convert", str(MODEL), "--to", "onnx", "-o", str(tmp_path / "a.onnx"))
+    assert "[convert] onnx: lowering and emitting" in p.stderr
+    p = cli("convert", str(MODEL), "--to", "onnx", "-o", str(tmp_path / "b.onnx"), "--quiet", "--no-check")
+    assert p.returncode == 0 and p.stderr == ""
+
+
+def test_cannot_convert_exits_2_with_a_reason_and_writes_nothing(tmp_path):
+    g = helper.make_graph([helper.make_node("Reverse", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    p = cli("convert", str(bad), "--to", "onnx", "-o", str(tmp_path / "out.onnx"))
+    assert p.returncode == 2 and "Reverse" in p.stderr
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_unknown_target_exits_2():
+    p = cli("convert", str(MODEL), "--to", "caffe", "-o", "/tmp/never")
+    assert p.returncode == 2 and "unknown target" in p.stderr
