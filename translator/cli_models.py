@@ -52,8 +52,74 @@ def cmd_check(args: "argparse.Namespace") -> int:
     return 1 if failed else 0
 
 
+def _write_atomic(path: str, text: str) -> None:
+    import os
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cmd_report(args: "argparse.Namespace") -> int:
+    from . import report as R
+    from .errors import OpbridgeError
+
+    if args.table:
+        m = R.table_matrix()
+        if args.html:
+            _write_atomic(args.html, R.table_html(m))
+        if args.md:
+            md = R.table_markdown(m)
+            if args.md == "-":
+                print(md)
+            else:
+                _write_atomic(args.md, md)
+        if args.json:
+            print(R.dumps(m))
+        elif not args.md == "-":
+            print(R.coverage_markdown(m))
+        return 0
+    if not args.model:
+        raise UserError("give a MODEL, or --table for the whole operator table")
+    backends = [b.strip() for b in args.backends.split(",")] if args.backends else list(R.REPORT_BACKENDS)
+    bad = [b for b in backends if b not in R.REPORT_BACKENDS]
+    if bad:
+        raise UserError(f"unknown backend(s) {', '.join(bad)} (known: {', '.join(R.REPORT_BACKENDS)})")
+    from .check import model_loader
+
+    try:
+        model = model_loader(args.model)()
+        plans = R.plan_model(model, backends)
+    except OpbridgeError as exc:
+        raise UserError(str(exc)) from None
+    if args.html:
+        _write_atomic(args.html, R.model_html(args.model, plans))
+    if args.md:
+        md = R.model_markdown(args.model, plans)
+        if args.md == "-":
+            print(md)
+        else:
+            _write_atomic(args.md, md)
+    if args.json:
+        print(R.dumps(R.model_json(args.model, plans)))
+    elif args.md != "-":
+        print(R.model_text(plans))
+    return 0
+
+
 def register(sub: "Any", add: "Callable[..., Any]") -> None:
     register_convert(sub, add)
+    r = add("report", cmd_report, "pre-flight compatibility of a model on every backend, or of the whole table")
+    r.add_argument("model", nargs="?")
+    r.add_argument("--table", action="store_true", help="the operator x API matrix instead of a model")
+    r.add_argument("--backends", help="comma-separated (default: all six targets)")
+    r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
+    r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
     c.add_argument("model")
     c.add_argument("--backends", default="numpy,onnx", help="comma-separated (default: numpy,onnx)")

@@ -1,0 +1,104 @@
+"""``opbridge report``: per-node plans, the whole-table matrix, escaping, and README drift."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from onnx import TensorProto, helper
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+HOSTILE = "</td><script>alert(1)</script><td>"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def _hostile_model(tmp_path: Path) -> Path:
+    g = helper.make_graph([helper.make_node("Relu", ["x"], [HOSTILE], name=HOSTILE),
+                           helper.make_node("Neg", [HOSTILE], ["y"], name="neg"),
+                           helper.make_node("StringNormalizer", ["s"], ["t"], name="norm", case_change_action="LOWER")],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("t", TensorProto.STRING, [2])])
+    p = tmp_path / "hostile.onnx"
+    p.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return p
+
+
+def test_model_report_json_has_every_node_and_backend():
+    p = cli("report", str(MODEL), "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert set(r["backends"]) == {"onnx", "pytorch", "tensorflow", "tflite", "coreml", "openvino"}
+    onnx_nodes = r["backends"]["onnx"]["nodes"]
+    assert len(onnx_nodes) == 10 and all(n["status"] == "native" for n in onnx_nodes)
+    assert r["backends"]["onnx"]["summary"].startswith("onnx: 10/10 nodes")
+
+
+def test_unsupported_nodes_carry_a_reason_code(tmp_path):
+    p = cli("report", str(_hostile_model(tmp_path)), "--backends", "onnx,pytorch", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["backends"]
+    (norm,) = [n for n in r["pytorch"]["nodes"] if n["node"] == "norm"]
+    assert norm["status"] == "unsupported" and norm["reason"] == "unsupported_op" and norm["detail"]
+    assert all(n["status"] == "native" for n in r["onnx"]["nodes"])
+    assert "1 unsupported: string_normalizer" in r["pytorch"]["summary"]
+
+
+def test_html_escapes_everything(tmp_path):
+    out = tmp_path / "r.html"
+    p = cli("report", str(_hostile_model(tmp_path)), "--html", str(out))
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert "<script>alert(1)</script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "http://" not in text and "https://" not in text  # self-contained: no network
+
+
+def test_markdown_and_table_reports(tmp_path):
+    p = cli("report", str(MODEL), "--md", str(tmp_path / "r.md"))
+    assert p.returncode == 0 and "| node | op |" in (tmp_path / "r.md").read_text()
+    p = cli("report", "--table", "--json")
+    m = json.loads(p.stdout)
+    assert len(m["ops"]) >= 150 and m["coverage"]["onnx"]["available_pct"] > 90
+    p = cli("report", "--table", "--html", str(tmp_path / "t.html"), "--md", str(tmp_path / "t.md"))
+    assert p.returncode == 0 and "<table id='m'>" in (tmp_path / "t.html").read_text()
+
+
+def test_readme_support_matrix_is_generated_from_the_table():
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "update_docs.py"), "--check"], capture_output=True, text=True)
+    assert p.returncode == 0, f"README/docs drifted from the tables; run tools/update_docs.py ({p.stderr.strip()})"
+
+
+def test_report_without_model_or_table_exits_2():
+    p = cli("report")
+    assert p.returncode == 2 and "--table" in p.stderr
+
+
+@pytest.mark.slow
+def test_html_report_renders_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("Debian chromium is required for this test (.ci/run installs it: apt-get install chromium)")
+    html_path = tmp_path / "table.html"
+    assert cli("report", "--table", "--html", str(html_path)).returncode == 0
+    shot = tmp_path / "shot.png"
+    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--no-first-run", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                        "--window-size=1400,900", f"--screenshot={shot}", html_path.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 20_000, p.stderr[-2000:]
+    console_errors = [ln for ln in p.stderr.splitlines() if "CONSOLE" in ln and ("Error" in ln or "Uncaught" in ln)]
+    assert console_errors == []
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--no-first-run", f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom", html_path.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert "conv" in dom.stdout and "<table" in dom.stdout

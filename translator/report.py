@@ -1,0 +1,340 @@
+"""Compatibility reports: one model across every backend, or the whole table.
+
+Per node and backend a model report says ``native``, ``decomposed`` (into which ops),
+``legalized`` (which dtype change) or ``unsupported`` (reason code, detail), and how the
+(op, backend, dtype) cell is backed: ``verified`` by execution (verified.json, written by
+the generated tests), ``structural`` (built and serialized, not run), or only
+``claimed`` by the table. Nothing is converted: the planner runs the same lowering the
+emitters run, on a scratch copy of each node.
+
+Renderers: terminal text, Markdown, JSON, and one self-contained HTML file (no network,
+every string escaped, sortable and filterable with a few lines of inline script).
+"""
+from __future__ import annotations
+
+import html
+import importlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from .constants import API_KEYS, API_TITLES, TARGETS
+from .errors import OpbridgeError, Unsupported
+from .ir import Graph, Model, Node, Value
+from .lowering import lower_for, native_ops
+from .tables import Tables, load_tables
+
+REPORT_BACKENDS = TARGETS
+
+
+@dataclass
+class NodePlan:
+    node: str
+    op: str
+    dtype: str | None
+    status: str  # native | decomposed | legalized | unsupported
+    detail: str = ""
+    reason: str = ""
+    evidence: str = "claimed"  # verified | structural | claimed
+
+
+@dataclass
+class BackendPlan:
+    backend: str
+    nodes: list[NodePlan] = field(default_factory=list)
+
+    def summary(self) -> str:
+        n = len(self.nodes)
+        bad = [p for p in self.nodes if p.status == "unsupported"]
+        ok = n - len(bad)
+        s = f"{self.backend}: {ok}/{n} nodes"
+        if bad:
+            ops = sorted({p.op for p in bad})
+            s += f", {len(bad)} unsupported: " + ", ".join(ops[:8]) + (" …" if len(ops) > 8 else "")
+        counts = {k: sum(1 for p in self.nodes if p.status == k) for k in ("native", "decomposed", "legalized")}
+        return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
+
+
+def _capabilities(backend: str, tables: Tables) -> tuple[frozenset[str], Callable[[Node], str | None] | None]:
+    """What an emitter supports: its ``supported_ops()``/``accepts()`` when it has them, else its table column."""
+    try:
+        mod = importlib.import_module(f"emitters.{backend}")
+    except ImportError:
+        mod = None
+    if mod is not None and hasattr(mod, "supported_ops"):
+        supported = mod.supported_ops()
+    else:  # no emitter here yet: what the table says the library has, natively or as a composite
+        supported = native_ops(backend, tables) | frozenset(
+            op.id for op in tables.ops.values()
+            if (c := op.backends.get(backend)) is not None and c.status == "composite")
+    accepts = mod.accepts if mod is not None and hasattr(mod, "accepts") else None
+    if backend == "onnx" and mod is not None:
+        try:
+            from emitters.onnx import _opset_accepts, runtime_limits
+
+            accepts = _opset_accepts(runtime_limits()[0], tables)
+        except Exception:  # noqa: BLE001 - onnxruntime missing: the table alone decides
+            accepts = None
+    return frozenset(supported), accepts
+
+
+def _scratch(node: Node) -> Model:
+    g = Graph(f"plan_{node.name}")
+    ins: list[Value | None] = []
+    for i, v in enumerate(node.inputs):
+        if v is None:
+            ins.append(None)
+        elif v.is_const:
+            ins.append(g.add_constant(v.name, v.const, v.type.dtype or "float32"))
+        else:
+            ins.append(g.add_input(v.name or f"in{i}", v.type))
+    n = g.add_node(node.op, ins, dict(node.attrs), outputs=[o.name for o in node.outputs], name=node.name,
+                   types=[o.type for o in node.outputs])
+    g.outputs = list(n.outputs)
+    return Model(g)
+
+
+def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None) -> str:
+    cell = verified.get(op, {}).get(backend)
+    if not cell:
+        return "claimed"
+    if dtype is not None and cell.get("dtypes") and dtype not in cell["dtypes"]:
+        return "claimed"
+    return "verified" if cell.get("status") == "numeric" else cell.get("status", "claimed")
+
+
+def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
+               verified: dict[str, Any] | None = None) -> list[BackendPlan]:
+    from .passes.legalize_dtypes import SUBSTITUTES, backend_dtypes
+    from .pipeline import prepare
+    from .quick import load_verified
+
+    tables = tables or load_tables()
+    verified = load_verified() if verified is None else verified
+    prepare(model)
+    plans = []
+    for b in backends:
+        supported, accepts = _capabilities(b, tables)
+        legal = backend_dtypes(b, tables)
+        bp = BackendPlan(b)
+        for node in model.graph.walk():
+            first = next((v for v in node.inputs if v is not None), None)
+            dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
+            plan = NodePlan(node.name, node.op, dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
+            cell = tables.ops[node.op].backends.get(b) if node.op in tables.ops else None
+            if cell is not None and cell.status == "composite" and node.op in supported:
+                plan.status, plan.detail = "decomposed", "library composite: " + ", ".join(cell.names)
+            try:
+                scratch = _scratch(node)
+                done = lower_for(scratch.graph, b, supported, tables, accepts=accepts)
+                if done:
+                    plan.status = "decomposed"
+                    plan.detail = "into " + ", ".join(sorted({n.op for n in scratch.graph.nodes}))
+                    ev = {_evidence(verified, n.op, b, dtype) for n in scratch.graph.nodes}
+                    plan.evidence = "verified" if ev == {"verified"} else "claimed" if "claimed" in ev else "structural"
+            except Unsupported as exc:
+                plan.status, plan.reason, plan.detail = "unsupported", exc.code, exc.detail
+            except OpbridgeError as exc:
+                plan.status, plan.reason, plan.detail = "unsupported", exc.code, exc.detail
+            if plan.status != "unsupported" and dtype is not None and legal and dtype not in legal:
+                sub = next((s for s in SUBSTITUTES.get(dtype, ()) if s in legal), None)
+                if sub is None:
+                    plan.status, plan.reason = "unsupported", "unsupported_dtype"
+                    plan.detail = f"{b} has no {dtype} and no legal substitute"
+                else:
+                    plan.status = "legalized"
+                    plan.detail = (plan.detail + "; " if plan.detail else "") + f"dtype {dtype} -> {sub}"
+            bp.nodes.append(plan)
+        plans.append(bp)
+    return plans
+
+
+# ----------------------------------------------------------------------------- the whole table
+def table_matrix(tables: Tables | None = None, verified: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every op × every API: status, name, and (for the targets) verified-by-execution status."""
+    from .quick import load_verified
+
+    tables = tables or load_tables()
+    verified = load_verified() if verified is None else verified
+    rows = []
+    for op in tables.ops.values():
+        cells = {}
+        for api in API_KEYS:
+            c = op.backends.get(api)
+            entry: dict[str, Any] = {"status": c.status if c else "unknown", "name": list(c.names) if c else []}
+            v = verified.get(op.id, {}).get(api) if api in TARGETS else None  # "numpy" in verified.json is our reference
+            if v:
+                entry["verified"] = v.get("status")
+                entry["dtypes"] = v.get("dtypes", [])
+            cells[api] = entry
+        rows.append({"id": op.id, "title": op.title, "category": op.category,
+                     "decomposition": bool(op.decomposition), "cells": cells})
+    coverage = {}
+    for api in API_KEYS:
+        native = sum(1 for r in rows if r["cells"][api]["status"] == "native")
+        avail = sum(1 for r in rows if r["cells"][api]["status"] in ("native", "composite"))
+        ver = sum(1 for r in rows if r["cells"][api].get("verified"))
+        coverage[api] = {"native": native, "available": avail, "verified": ver, "ops": len(rows),
+                         "available_pct": round(100.0 * avail / len(rows), 1) if rows else 0.0}
+    return {"apis": list(API_KEYS), "titles": dict(API_TITLES), "ops": rows, "coverage": coverage}
+
+
+# ----------------------------------------------------------------------------- renderers
+def model_json(source: str, plans: list[BackendPlan]) -> dict[str, Any]:
+    return {"model": source, "backends": {p.backend: {"summary": p.summary(), "nodes": [asdict(n) for n in p.nodes]}
+                                          for p in plans}}
+
+
+def _cell_text(n: NodePlan) -> str:
+    s = n.status
+    if n.status == "unsupported":
+        s += f" ({n.reason}: {n.detail})"
+    elif n.detail:
+        s += f" ({n.detail})"
+    return s
+
+
+def model_markdown(source: str, plans: list[BackendPlan]) -> str:
+    lines = [f"# Compatibility of `{_md(source)}`", ""]
+    lines += [f"- {_md(p.summary())}" for p in plans]
+    lines += ["", "| node | op | " + " | ".join(p.backend for p in plans) + " |",
+              "|---|---|" + "---|" * len(plans)]
+    for i, n in enumerate(plans[0].nodes if plans else []):
+        cells = [f"{_md(_cell_text(p.nodes[i]))} · {p.nodes[i].evidence}" for p in plans]
+        lines.append(f"| {_md(n.node)} | {_md(n.op)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table_markdown(m: dict[str, Any], apis: list[str] | None = None) -> str:
+    apis = apis or list(m["apis"])
+    cov = m["coverage"]
+    lines = ["| op | " + " | ".join(m["titles"][a] for a in apis) + " |", "|---|" + "---|" * len(apis)]
+    mark = {"native": "✓", "composite": "≈", "unavailable": "✗", "unknown": ""}
+    for r in m["ops"]:
+        cells = []
+        for a in apis:
+            c = r["cells"][a]
+            t = mark[c["status"]]
+            if c.get("verified") == "numeric":
+                t += "ᵛ"
+            elif c.get("verified") == "structural":
+                t += "ˢ"
+            cells.append(t)
+        lines.append(f"| {r['id']} | " + " | ".join(cells) + " |")
+    lines.append("| **available** | " + " | ".join(f"{cov[a]['available_pct']}%" for a in apis) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+_HTML_HEAD = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<title>{title}</title>
+<style>
+body{{font:13px system-ui,sans-serif;margin:16px;color:#222}}
+h1{{font-size:18px}} .sum li{{margin:2px 0}}
+table{{border-collapse:collapse;font-size:12px}} th,td{{border:1px solid #ccc;padding:2px 6px;vertical-align:top}}
+th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
+.native{{background:#e3f6e3}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
+.unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#999}}
+#q{{margin:8px 0;padding:4px;width:320px}}
+</style></head><body>
+<h1>{title}</h1>
+"""
+
+_HTML_SCRIPT = """<script>
+(function(){
+  var t=document.getElementById('m'), q=document.getElementById('q');
+  q.addEventListener('input',function(){
+    var s=q.value.toLowerCase(), rows=t.tBodies[0].rows;
+    for(var i=0;i<rows.length;i++){rows[i].style.display=rows[i].textContent.toLowerCase().indexOf(s)>=0?'':'none';}
+  });
+  var ths=t.tHead.rows[0].cells;
+  for(var c=0;c<ths.length;c++){(function(col){
+    ths[col].addEventListener('click',function(){
+      var body=t.tBodies[0], rows=Array.prototype.slice.call(body.rows), asc=ths[col].getAttribute('data-asc')!=='1';
+      rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent;return asc?x.localeCompare(y):y.localeCompare(x);});
+      for(var i=0;i<rows.length;i++){body.appendChild(rows[i]);}
+      ths[col].setAttribute('data-asc',asc?'1':'0');
+    });
+  })(c);}
+})();
+</script></body></html>
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def model_html(source: str, plans: list[BackendPlan]) -> str:
+    out = [_HTML_HEAD.format(title=_e(f"opbridge compatibility report: {source}"))]
+    out.append("<ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
+    out.append("<input id='q' placeholder='filter rows (node, op, status…)'>")
+    out.append("<table id='m'><thead><tr><th>node</th><th>op</th>" +
+               "".join(f"<th>{_e(p.backend)}</th>" for p in plans) + "</tr></thead><tbody>")
+    for i, n in enumerate(plans[0].nodes if plans else []):
+        tds = "".join(f"<td class='{_e(p.nodes[i].status)}' title='{_e(p.nodes[i].evidence)}'>"
+                      f"{_e(_cell_text(p.nodes[i]))}<br><small>{_e(p.nodes[i].evidence)}</small></td>" for p in plans)
+        out.append(f"<tr><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
+    out.append("</tbody></table>")
+    out.append(_HTML_SCRIPT)
+    return "".join(out)
+
+
+def table_html(m: dict[str, Any]) -> str:
+    apis = m["apis"]
+    out = [_HTML_HEAD.format(title="opbridge operator × backend matrix")]
+    cov = m["coverage"]
+    out.append("<p>✓ native · ≈ composite · ✗ unavailable · blank unknown; "
+               "ᵛ verified by execution, ˢ built and serialized only.</p>")
+    out.append("<input id='q' placeholder='filter ops (id, category, name…)'>")
+    out.append("<table id='m'><thead><tr><th>op</th><th>category</th>" +
+               "".join(f"<th>{_e(m['titles'][a])}<br><small>{cov[a]['available_pct']}%</small></th>" for a in apis) +
+               "</tr></thead><tbody>")
+    mark = {"native": "✓", "composite": "≈", "unavailable": "✗", "unknown": ""}
+    for r in m["ops"]:
+        tds = []
+        for a in apis:
+            c = r["cells"][a]
+            v = {"numeric": "ᵛ", "structural": "ˢ"}.get(c.get("verified", ""), "")
+            tds.append(f"<td class='{_e(c['status'])}' title='{_e(', '.join(c['name']))}'>{mark[c['status']]}{v}</td>")
+        out.append(f"<tr><td>{_e(r['id'])}</td><td>{_e(r['category'])}</td>{''.join(tds)}</tr>")
+    out.append("</tbody></table>")
+    out.append(_HTML_SCRIPT)
+    return "".join(out)
+
+
+def model_text(plans: list[BackendPlan]) -> str:
+    return "\n".join(p.summary() for p in plans)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def coverage_markdown(m: dict[str, Any]) -> str:
+    cov = m["coverage"]
+    lines = ["| API | native | native or composite | verified by execution |", "|---|---|---|---|"]
+    for a in m["apis"]:
+        c = cov[a]
+        lines.append(f"| {m['titles'][a]} | {c['native']} | {c['available']} ({c['available_pct']}%) | {c['verified'] or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+README_BEGIN, README_END = "<!-- support-matrix:begin (generated by `opbridge report --table --md`; do not edit) -->", \
+    "<!-- support-matrix:end -->"
+
+
+def readme_section(m: dict[str, Any]) -> str:
+    return (f"{README_BEGIN}\n{coverage_markdown(m)}\nOf {len(m['ops'])} ops. The full operator × API matrix is "
+            f"[docs/SUPPORT.md](docs/SUPPORT.md).\n{README_END}")
+
+
+def support_doc(m: dict[str, Any]) -> str:
+    return ("# Support matrix\n\nGenerated from the tables and verified.json by `tools/update_docs.py`; do not edit.\n"
+            "✓ native · ≈ composite · ✗ unavailable · blank unknown; ᵛ verified by execution, ˢ built and "
+            "serialized only.\n\n" + table_markdown(m))
