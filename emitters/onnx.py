@@ -230,6 +230,15 @@ def _opset_accepts(opset: int, tables: Tables) -> Any:
     from translator.frontends.onnx import onnx_dtype_map
 
     enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
+    schemas: dict[str, Any] = {}
+
+    def schema_of(op_type: str) -> Any:
+        if op_type not in schemas:
+            try:
+                schemas[op_type] = onnx.defs.get_schema(op_type, opset, "")
+            except Exception:  # noqa: BLE001
+                schemas[op_type] = None
+        return schemas[op_type]
 
     def accepts(node: Any) -> str | None:
         op = tables.ops.get(node.op)
@@ -237,9 +246,8 @@ def _opset_accepts(opset: int, tables: Tables) -> Any:
         if cell is None or cell.status != "native" or cell.names[0].startswith("com."):
             return None
         op_type = cell.names[0]
-        try:
-            schema = onnx.defs.get_schema(op_type, opset, "")
-        except Exception:  # noqa: BLE001
+        schema = schema_of(op_type)
+        if schema is None:
             return f"ONNX {op_type} does not exist at opset {opset}"
         allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
         formals = list(schema.inputs)

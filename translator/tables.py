@@ -166,6 +166,9 @@ class DType:
     line: int = 0
 
 
+_EXPAND_MEMO: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
+
+
 @dataclass(frozen=True)
 class Tables:
     ops: Mapping[str, Op]
@@ -177,7 +180,15 @@ class Tables:
         return self.ops[op_id]
 
     def expand_dtypes(self, names: Iterable[str]) -> tuple[str, ...]:
-        """Dtype ids and group names → dtype ids, in ``dtypes.yaml`` order."""
+        """Dtype ids and group names → dtype ids, in ``dtypes.yaml`` order (memoized)."""
+        key = (id(self), tuple(names))
+        hit = _EXPAND_MEMO.get(key)
+        if hit is not None:
+            return hit
+        hit = _EXPAND_MEMO[key] = self._expand(key[1])
+        return hit
+
+    def _expand(self, names: tuple[str, ...]) -> tuple[str, ...]:
         want: set[str] = set()
         for n in names:
             if n in DTYPE_GROUPS:
