@@ -18,7 +18,7 @@ from translator.errors import Unsupported
 from translator.harness import backend_module, compare, single_op_model
 from translator.lowering import how
 from translator.samples import sample
-from translator.tables import load_tables
+from translator.tables import TARGETS, load_tables
 
 TABLES = load_tables()
 def _available_backends() -> tuple[str, ...]:
@@ -117,7 +117,8 @@ def test_op(op_id, backend, dtype, smp, expected, record_verified):
     for e, g in zip(expected, got):
         d = compare(e, g, **_tolerance(op, dtype))
         assert d.ok, f"{op_id} on {backend} ({dtype}): {d.reason}"
-    record_verified(op_id, backend, dtype, "numeric")
+    if backend in TARGETS:  # the numpy backend is our reference itself, not the NumPy column's names
+        record_verified(op_id, backend, dtype, "numeric")
 
 
 def test_enough_ops_are_cross_executed():
