@@ -132,8 +132,9 @@ SUFFIX = {"onnx": ".onnx", "pytorch": "_pytorch", "tensorflow": "_savedmodel", "
 
 
 def _save(mod: "Any", artifact: "Any", path: "str") -> "str":
-    """Every emitter module offers ``save(artifact, path)`` (atomic) and returns what it wrote."""
-    out = mod.save(artifact, path)
+    """An emitter module's ``save(artifact, path)``, else the artifact's ``save(path)`` (both atomic)."""
+    saver = getattr(mod, "save", None)
+    out = saver(artifact, path) if saver is not None else artifact.save(path)
     return str(out if out is not None else path)
 
 
