@@ -405,6 +405,45 @@ def add_seed_cell_errata(doc: dict[str, Any]) -> int:
     return n
 
 
+def merge_emitter_fragments(doc: dict[str, Any], only: tuple[str, ...] = ()) -> dict[str, int]:
+    """Expected failures (``xfail_<backend>.yaml``) and cell corrections (``cells_<backend>.yaml``)
+    found while building the emitters: xfails join the op's ``xfail`` list (deduplicated), a
+    correction replaces the backend cell, keeping the previous name as ``seed`` text when it came
+    from a seed."""
+    frag_dir = ROOT / "tools" / "fragments"
+    by_id = {o["id"]: o for o in doc["ops"]}
+    stats = {"xfail": 0, "cells": 0}
+    for f in sorted(frag_dir.glob("xfail_*.yaml")):
+        backend = f.stem[len("xfail_"):]
+        if only and backend not in only:
+            continue
+        for op_id, entries in (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).items():
+            if op_id not in by_id:
+                raise SystemExit(f"{f}: unknown op id {op_id!r}")
+            lst = by_id[op_id].setdefault("xfail", [])
+            for e in entries:
+                item = {"backend": backend, **({"dtype": e["dtype"]} if e.get("dtype") else {}), "reason": e["reason"]}
+                if not any(x.get("backend") == backend and x.get("dtype") == item.get("dtype") for x in lst):
+                    lst.append(item)
+                    stats["xfail"] += 1
+    for f in sorted(frag_dir.glob("cells_*.yaml")):
+        backend = f.stem[len("cells_"):]
+        if only and backend not in only:
+            continue
+        for op_id, cell in (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).items():
+            if op_id not in by_id:
+                raise SystemExit(f"{f}: unknown op id {op_id!r}")
+            backends = by_id[op_id].setdefault("backends", {})
+            old = backends.get(backend)
+            new = dict(cell)
+            if old is not None and "seed" in old and "seed" not in new:
+                new["seed"] = old["seed"]
+            order = ("status", "name", "seed", "attrs", "dtypes", "rank", "notes", "source", "verified")
+            backends[backend] = {k: new[k] for k in order if k in new}
+            stats["cells"] += 1
+    return stats
+
+
 def reorder(op: dict[str, Any]) -> dict[str, Any]:
     order = ("id", "title", "category", "formula", "precision", "broadcast", "aliases", "notes", "errata", "seed",
              "signature", "decomposition", "tolerance", "xfail", "backends")
@@ -423,6 +462,9 @@ def main() -> int:
     if "--fragments" in sys.argv:
         stats["errata"] = add_seed_cell_errata(doc)
         stats["seed_params"] = merge_seed_params(doc)
+    if "--emitter-fragments" in sys.argv:
+        only = tuple(a.split("=", 1)[1] for a in sys.argv if a.startswith("--only="))
+        stats["emitters"] = merge_emitter_fragments(doc, tuple(x for o in only for x in o.split(",")))
     doc["ops"] = [reorder(o) for o in doc["ops"]]
     op_path.write_text(dump(doc, HEADER), encoding="utf-8")
     dt_path.write_text(dump(dt_doc, DT_HEADER), encoding="utf-8")

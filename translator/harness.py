@@ -113,7 +113,8 @@ class BackendResult:
 
 
 UNSUPPORTED_CODES = ("unsupported_op", "unsupported_dtype", "unsupported_attribute_value", "unknown_domain",
-                     "rank_limit", "requires_constant_input", "dynamic_shape", "no_reference")
+                     "rank_limit", "requires_constant_input", "dynamic_shape", "no_reference",
+                     "structural_only")
 
 
 def classify(exc: BaseException) -> tuple[str, str]:

@@ -41,9 +41,11 @@ def _retype(v: Value, new: str) -> None:
     v.type = TensorType(new, v.type.shape, v.type.kind, v.type.elem)
 
 
-def run(graph: Graph, backend: str, tables: Tables | None = None) -> list[str]:
+def run(graph: Graph, backend: str, tables: Tables | None = None,
+        legal: frozenset[str] | None = None) -> list[str]:
+    """``legal``: the backend's dtypes when they differ from its column (e.g. per deployment target)."""
     tables = tables or load_tables()
-    legal = backend_dtypes(backend, tables)
+    legal = backend_dtypes(backend, tables) if legal is None else legal
     warnings: list[str] = []
     enum_of: dict[str, int] = {}
     try:

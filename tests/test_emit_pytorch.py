@@ -1,0 +1,386 @@
+"""The PyTorch emitter: a standalone module, safe names, determinism, atomic saves,
+torch.export, runtime helpers and the snippet table."""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+torch = pytest.importorskip("torch")
+
+from emitters import numpy as numpy_backend  # noqa: E402
+from emitters import pytorch as pt  # noqa: E402
+from emitters import pytorch_ops  # noqa: E402
+from translator.errors import Unsupported  # noqa: E402
+from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
+from translator.harness import compare, single_op_model  # noqa: E402
+from translator.ir import Graph, Model, TensorType  # noqa: E402
+from translator.tables import load_tables  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+RNG = np.random.default_rng(7)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _reference(model_fn, feeds):
+    return numpy_backend.run(numpy_backend.emit(model_fn()), feeds)
+
+
+def _onnx_model(nodes, inputs, outputs, inits=(), opset=21):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+# ----------------------------------------------------------------------------- the artifact
+def test_tiny_cnn_matches_the_reference():
+    x = _x(1, 3, 16, 16)
+    art = pt.emit(load_onnx(MODEL))
+    (got,) = pt.run(art, {"input": x})
+    (want,) = _reference(lambda: load_onnx(MODEL), {"input": x})
+    assert compare(want, got).ok
+
+
+def test_saved_module_runs_without_opbridge(tmp_path):
+    """The saved folder is all a user needs: model.py imports torch and safetensors only."""
+    art = pt.emit(load_onnx(MODEL))
+    out = art.save(tmp_path / "tiny")
+    assert sorted(p.name for p in out.iterdir()) == [pt.MODULE_FILE, pt.WEIGHTS_FILE]
+    imported = set()
+    for n in ast.walk(ast.parse(art.source)):
+        if isinstance(n, ast.Import):
+            imported |= {a.name.split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ImportFrom):
+            imported.add((n.module or "").split(".")[0])
+    assert imported <= {"math", "os", "torch", "safetensors"}
+    x = _x(1, 3, 16, 16)
+    np.save(tmp_path / "x.npy", x)
+    script = (
+        "import importlib.util, sys, numpy as np, torch\n"
+        f"spec = importlib.util.spec_from_file_location('generated', {str(out / pt.MODULE_FILE)!r})\n"
+        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+        "m = mod.load()\n"
+        f"x = torch.from_numpy(np.load({str(tmp_path / 'x.npy')!r}))\n"
+        "with torch.no_grad(): y = m(x)[0]\n"
+        f"np.save({str(tmp_path / 'y.npy')!r}, y.numpy())\n"
+        "assert not any(k == 'translator' or k.startswith(('translator.', 'emitters')) for k in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-I", "-c", script], check=True, cwd=tmp_path, env=env, timeout=300)
+    (want,) = pt.run(art, {"input": x})
+    assert compare(want, np.load(tmp_path / "y.npy")).ok
+
+
+def test_same_input_gives_byte_identical_files(tmp_path):
+    a = pt.emit(load_onnx(MODEL)).save(tmp_path / "a")
+    b = pt.emit(load_onnx(MODEL)).save(tmp_path / "b")
+    for name in (pt.MODULE_FILE, pt.WEIGHTS_FILE):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    art = pt.emit(load_onnx(MODEL))
+    import safetensors.torch
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(safetensors.torch, "save", boom)
+    with pytest.raises(RuntimeError):
+        art.save(tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    art.save(tmp_path / "out")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    monkeypatch.setattr(safetensors.torch, "save", boom)
+    with pytest.raises(RuntimeError):
+        art.save(tmp_path / "out")  # a failed overwrite leaves the previous files as they were
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_weights_are_buffers_and_small_constants_are_literals():
+    art = pt.emit(load_onnx(MODEL))
+    assert "c1_w" in art.weights and art.weights["c1_w"].shape == (8, 3, 3, 3)
+    assert "self.register_buffer('c1_w', torch.empty([8, 3, 3, 3], dtype=torch.float32))" in art.source
+    model, feeds = single_op_model("reshape", [_x(2, 3, 4), np.array([4, -1], np.int64)], {})
+    shape = model.graph.inputs[1]
+    c = model.graph.add_constant("target_shape", np.array([4, -1], np.int64), "int64")
+    model.graph.nodes[0].replace_input(1, c)
+    model.graph.inputs.remove(shape)
+    art = pt.emit(model)
+    assert ".reshape([4, -1])" in art.source and not art.weights
+
+
+# ----------------------------------------------------------------------------- names
+HOSTILE = ['x); import os; os.system("echo pwned") #', "self", "torch", "class", "1st input", "F", "x.y",
+           "x-y", "x y", "__init__", "forward", "training", "os", "float", "a\nb", '"""', ""]
+
+
+def _hostile_model() -> tuple[Model, dict]:
+    g = Graph("bad name\"'\n")
+    feeds = {}
+    ins = []
+    for i, name in enumerate(HOSTILE[:8]):
+        v = g.add_input(name, TensorType("float32", (2, 3)))
+        feeds[v.name] = _x(2, 3)
+        ins.append(v)
+    acc = ins[0]
+    for i, v in enumerate(ins[1:]):
+        acc = g.add_node("add", [acc, v], outputs=[HOSTILE[(i + 8) % len(HOSTILE)]], name=HOSTILE[i]).outputs[0]
+    w = g.add_constant("training", np.arange(6, dtype=np.float32).reshape(2, 3), "float32")
+    out = g.add_node("mul", [acc, w], outputs=['"""'], name="eval").outputs[0]
+    g.outputs = [out, acc]
+    return Model(g, source='/tmp/""" + __import__("os").system("x") + """.onnx', source_format="ir"), feeds
+
+
+def test_hostile_names_become_safe_identifiers():
+    model, feeds = _hostile_model()
+    art = pt.emit(model)
+    tree = ast.parse(art.source)  # compiles
+    calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert not any("system" in c or "__import__" in c for c in calls)
+    fwd = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    params = [a.arg for a in fwd.args.args]
+    assert len(params) == len(set(params)) == 9 and all(p.isidentifier() for p in params)
+    assert not {"torch", "F", "os", "float", "class"} & set(params[1:])
+    model2, _ = _hostile_model()
+    got = pt.run(art, feeds)
+    want = _reference(lambda: model2, feeds)
+    assert all(compare(w, g).ok for w, g in zip(want, got))
+
+
+def test_duplicate_sanitized_names_are_deduplicated():
+    g = Graph("dups")
+    a = g.add_input("a.b", TensorType("float32", (3,)))
+    b = g.add_input("a b", TensorType("float32", (3,)))
+    c = g.add_input("a-b", TensorType("float32", (3,)))
+    s = g.add_node("add", [a, b], outputs=["a:b"]).outputs[0]
+    t = g.add_node("add", [s, c], outputs=["a/b"]).outputs[0]
+    g.outputs = [t]
+    art = pt.emit(Model(g, source="dups", source_format="ir"))
+    assert "def forward(self, a_b, a_b_1, a_b_2):" in art.source
+    feeds = {"a.b": _x(3), "a b": _x(3), "a-b": _x(3)}
+    (got,) = pt.run(art, feeds)
+    assert compare(feeds["a.b"] + feeds["a b"] + feeds["a-b"], got).ok
+
+
+# ----------------------------------------------------------------------------- torch.export / compile
+def _export_ok(art, feeds) -> None:
+    m = art.instantiate()
+    args = tuple(pt.to_torch(feeds[n]) for n in art.input_names)
+    ep = torch.export.export(m, args)
+    with torch.no_grad():
+        want = m(*args)
+        got = ep.module()(*args)
+    for w, g in zip(want, got):
+        assert torch.allclose(w, g, atol=1e-6, equal_nan=True)
+
+
+def test_tiny_cnn_passes_torch_export():
+    x = _x(1, 3, 16, 16)
+    _export_ok(pt.emit(load_onnx(MODEL)), {"input": x})
+
+
+def _const_inputs_model(op: str, inputs: list, attrs: dict, const_from: int = 1) -> tuple[Model, dict]:
+    """A one-node model whose inputs from index ``const_from`` on are constants."""
+    model, feeds = single_op_model(op, inputs, attrs)
+    g = model.graph
+    node = g.nodes[0]
+    for i in range(const_from, len(inputs)):
+        if inputs[i] is None:
+            continue
+        old = node.inputs[i]
+        arr = np.asarray(inputs[i])
+        c = g.add_constant(f"k{i}", arr, old.type.dtype)
+        node.replace_input(i, c)
+        g.inputs.remove(old)
+        feeds.pop(old.name)
+    return model, feeds
+
+
+EXPORT_CASES = {
+    "conv_asymmetric_pads": ("conv", [_x(1, 2, 7, 7), _x(3, 2, 3, 3)], {"pads": [0, 1, 2, 1], "strides": [2, 1]}),
+    "reduce_sum_axes_input": ("reduce_sum", [_x(2, 3, 4), np.array([0, -1], np.int64)], {"keepdims": 0}),
+    "resize_linear_scales": ("resize", [_x(1, 1, 3, 4), None, np.array([1, 1, 2, 1.5], np.float32)], {"mode": "linear"}),
+    "resize_cubic_helper": ("resize", [_x(1, 1, 3, 4), None, np.array([1, 1, 2, 2], np.float32)],
+                            {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}),
+    "gather_negative_axis": ("gather", [_x(3, 4, 5), np.array([[0, -1], [2, 1]], np.int64)], {"axis": -2}),
+    "scatter_elements_add": ("scatter_elements", [_x(3, 4), np.array([[0, 1], [2, 0]], np.int64), _x(2, 2)],
+                             {"axis": 1, "reduction": "add"}),
+    "slice_negative_step": ("slice", [_x(5, 6), np.array([4, -1], np.int64), np.array([0, -7], np.int64),
+                                      np.array([0, 1], np.int64), np.array([-2, -1], np.int64)], {}),
+    "pad_reflect": ("pad", [_x(1, 2, 4, 5), np.array([0, 0, 1, 3, 0, 0, 2, 1], np.int64)], {"mode": "reflect"}),
+    "max_pool_ceil": ("max_pool", [_x(1, 1, 6, 7)], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPORT_CASES))
+def test_ops_pass_torch_export_and_match_the_reference(case):
+    op, inputs, attrs = EXPORT_CASES[case]
+    model, feeds = _const_inputs_model(op, inputs, attrs)
+    art = pt.emit(model)
+    got = pt.run(art, feeds)
+    want = _reference(lambda: _const_inputs_model(op, inputs, attrs)[0], feeds)
+    assert all(compare(w, g).ok for w, g in zip(want, got)), case
+    _export_ok(art, feeds)
+
+
+def test_tiny_cnn_is_dynamo_traceable():
+    art = pt.emit(load_onnx(MODEL))
+    m = art.instantiate()
+    x = torch.from_numpy(_x(1, 3, 16, 16))
+    compiled = torch.compile(m, backend="eager", fullgraph=True)
+    with torch.no_grad():
+        assert torch.allclose(compiled(x)[0], m(x)[0])
+
+
+@pytest.mark.slow
+def test_tiny_cnn_compiles_with_inductor():
+    art = pt.emit(load_onnx(MODEL))
+    m = art.instantiate()
+    x = torch.from_numpy(_x(1, 3, 16, 16))
+    with torch.no_grad():
+        assert torch.allclose(torch.compile(m)(x)[0], m(x)[0], atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- dynamic values, subgraphs
+def test_runtime_shape_input_uses_a_helper():
+    x = _x(2, 3, 4)
+    model, feeds = single_op_model("reshape", [x, np.array([0, -1], np.int64)], {})
+    art = pt.emit(model)
+    assert "def _reshape(" in art.source
+    (got,) = pt.run(art, feeds)
+    assert got.shape == (2, 12)
+    (got,) = pt.run(art, {**feeds, "in1": np.array([8, 0], np.int64)})
+    assert got.shape == (8, 3)
+
+
+def test_loop_body_is_a_nested_function():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "step"], ["acc_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("scan_out", TensorProto.FLOAT, [2])])
+    m = _onnx_model([helper.make_node("Loop", ["n", "", "init"], ["final", "scans"], body=body)],
+                    [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+                     helper.make_tensor_value_info("init", TensorProto.FLOAT, [2]),
+                     helper.make_tensor_value_info("step", TensorProto.FLOAT, [2])],
+                    [helper.make_tensor_value_info("final", TensorProto.FLOAT, [2]),
+                     helper.make_tensor_value_info("scans", TensorProto.FLOAT, [None, 2])])
+    art = pt.emit(from_proto(m))
+    assert "def body_fn(" in art.source and "_loop(" in art.source
+    feeds = {"n": np.array(3, np.int64), "init": np.zeros(2, np.float32), "step": np.array([1, 2], np.float32)}
+    final, scans = pt.run(art, feeds)
+    assert final.tolist() == [3.0, 6.0] and scans.shape == (3, 2)
+
+
+def test_a_gap_is_refused_with_the_op_and_a_reason():
+    model, _ = single_op_model("string_concat", [np.array(["a"], dtype=object), np.array(["b"], dtype=object)], {})
+    with pytest.raises(Unsupported) as ei:
+        pt.emit(model)
+    assert ei.value.op == "string_concat" and ei.value.code in ("unsupported_op", "unsupported_dtype")
+
+
+def test_an_op_without_snippet_is_decomposed():
+    """mean_variance_normalization has no snippet or lowering: the table's decomposition runs."""
+    x = _x(2, 3, 4, 5)
+    model, feeds = single_op_model("mean_variance_normalization", [x], {})
+    art = pt.emit(model)
+    assert [op for _, op in art.decomposed] == ["mean_variance_normalization"]
+    (got,) = pt.run(art, feeds)
+    (want,) = _reference(lambda: single_op_model("mean_variance_normalization", [x], {})[0], feeds)
+    assert compare(want, got, rtol=1e-3, atol=1e-4).ok
+
+
+# ----------------------------------------------------------------------------- the tables
+def test_snippets_name_real_ops_inputs_and_attributes():
+    tables = load_tables()
+    for op_id, text in pytorch_ops.snippets().items():
+        op = tables.ops.get(op_id)
+        assert op is not None and op.signature is not None, op_id
+        cell = op.backends.get(pt.NAME)
+        assert cell is not None and cell.status in ("native", "composite"), op_id
+        names = {p.name for p in op.signature.inputs} | {a.name for a in op.signature.attributes} | {"dtype"}
+        assert set(pytorch_ops.placeholders(text)) <= names, op_id
+        assert op_id not in pytorch_ops.LOWERINGS, f"{op_id} has both a snippet and a lowering"
+
+
+def test_supported_ops_need_a_cell_and_code():
+    tables = load_tables()
+    sup = pt.supported_ops(tables)
+    assert len(sup) >= 150
+    for op_id in sup:
+        assert tables.ops[op_id].backends[pt.NAME].status in ("native", "composite")
+    assert "sequence_at" not in sup  # unavailable in the table: never claimed
+
+
+def test_helpers_stand_alone():
+    """Each helper compiles with only torch, F, math and the helpers it declares."""
+    for name in pytorch_ops._helpers():
+        src = "\n\n".join(pytorch_ops.helper_source(h) for h in pytorch_ops.helper_deps(name))
+        ns = {"torch": torch, "F": torch.nn.functional, "math": __import__("math")}
+        exec(compile(src, name, "exec"), ns)  # noqa: S102 - our own helper file
+        assert callable(ns[name])
+
+
+def test_reflect_pad_helper_matches_numpy():
+    ns = {"torch": torch, "F": torch.nn.functional, "math": __import__("math")}
+    exec(compile("\n\n".join(pytorch_ops.helper_source(h) for h in pytorch_ops.helper_deps("_pad")), "h", "exec"), ns)
+    x = _x(3, 5)
+    for mode, np_mode in (("reflect", "reflect"), ("edge", "edge"), ("wrap", "wrap")):
+        got = ns["_pad"](torch.from_numpy(x), torch.tensor([2, 7, 1, 0]), None, None, mode)
+        assert np.array_equal(got.numpy(), np.pad(x, [(2, 1), (7, 0)], mode=np_mode)), mode
+
+
+def test_xfail_fragment_names_real_ops():
+    import yaml
+
+    path = ROOT / "tools" / "fragments" / "xfail_pytorch.yaml"
+    if not path.exists():
+        pytest.skip("no xfail fragment")
+    data = yaml.safe_load(path.read_text()) or {}
+    tables = load_tables()
+    for op_id, entries in data.items():
+        assert op_id in tables.ops
+        assert all(isinstance(e, dict) and e.get("reason") for e in entries)
+
+
+@pytest.mark.slow
+def test_node_tests_pass_1250_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py)."""
+    import json
+
+    out = tmp_path / "pytorch.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "pytorch", "--peers", "none",
+                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["counts"]["pass"] >= 1250
+    assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
+
+
+def test_uint16_is_widened_reported_and_returned_as_uint16():
+    a = np.array([65535, 7, 0], np.uint16)
+    b = np.array([1, 9, 3], np.uint16)
+    model, feeds = single_op_model("add", [a, b], {})
+    art = pt.emit(model)
+    assert art.legalized and "LEGALIZED = [" in art.source
+    (got,) = pt.run(art, feeds)
+    assert got.dtype == np.uint16 and got.tolist() == [0, 16, 3]  # wraps like uint16 arithmetic
+    model, _ = single_op_model("add", [a.astype(np.uint64), b.astype(np.uint64)], {})
+    with pytest.raises(Unsupported) as ei:
+        pt.emit(model)
+    assert ei.value.code == "unsupported_dtype"
