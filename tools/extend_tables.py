@@ -444,6 +444,28 @@ def merge_emitter_fragments(doc: dict[str, Any], only: tuple[str, ...] = ()) -> 
     return stats
 
 
+def merge_dtype_fragments(dt_doc: dict[str, Any]) -> int:
+    """``dtypes_<backend>.yaml``: corrections of a backend's dtype column found while building its emitter."""
+    by_id = {d["id"]: d for d in dt_doc["dtypes"]}
+    n = 0
+    for f in sorted((ROOT / "tools" / "fragments").glob("dtypes_*.yaml")):
+        backend = f.stem[len("dtypes_"):]
+        for did, cell in (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).items():
+            if did not in by_id:
+                raise SystemExit(f"{f}: unknown dtype {did!r}")
+            backends = by_id[did].setdefault("backends", {})
+            old = backends.get(backend)
+            new = dict(cell)
+            if old is not None and "seed" not in new:
+                seed = old.get("seed") or old.get("name")
+                if seed:
+                    new["seed"] = seed if isinstance(seed, str) else ", ".join(seed)
+            order = ("status", "name", "seed", "notes", "source", "verified")
+            backends[backend] = {k: new[k] for k in order if k in new}
+            n += 1
+    return n
+
+
 def reorder(op: dict[str, Any]) -> dict[str, Any]:
     order = ("id", "title", "category", "formula", "precision", "broadcast", "aliases", "notes", "errata", "seed",
              "signature", "decomposition", "tolerance", "xfail", "backends")
@@ -465,6 +487,7 @@ def main() -> int:
     if "--emitter-fragments" in sys.argv:
         only = tuple(a.split("=", 1)[1] for a in sys.argv if a.startswith("--only="))
         stats["emitters"] = merge_emitter_fragments(doc, tuple(x for o in only for x in o.split(",")))
+        stats["dtype_cells"] = merge_dtype_fragments(dt_doc)
     doc["ops"] = [reorder(o) for o in doc["ops"]]
     op_path.write_text(dump(doc, HEADER), encoding="utf-8")
     dt_path.write_text(dump(dt_doc, DT_HEADER), encoding="utf-8")

@@ -1,0 +1,474 @@
+"""IR → Core ML ML program, through a generated MIL builder script.
+
+``emit(model)`` lowers the IR for Core ML (verify, fold shape subgraphs, legalize dtypes,
+native / lowering / decomposition), writes a standalone builder script
+(``templates/coreml/builder.py.j2``: per-op one-line snippets from ``snippets.yaml`` or
+Python lowerings from ``coreml_ops.py``) plus its weights, executes that very script to
+build the MIL program, and converts it with coremltools' own pipeline
+(``ct.convert(prog, convert_to="mlprogram")``, fp32 kept). The package is saved with
+deterministic bytes and loaded back (``MLModel(path, skip_model_load=True)``) to check
+its interface: input/output names, shapes and dtypes.
+
+What ``run`` can claim depends on the machine:
+
+* macOS with Core ML: ``predict`` on the saved package (CPU only).
+* elsewhere: coremltools' MIL value inference. The script is built again with the inputs
+  as constants (``mb.const``); ops that implement ``value_inference`` compute their
+  outputs while the program is built. When every output got a value, those numbers are
+  returned ("numerically verified"); otherwise ``run`` raises
+  ``Unsupported(..., "structural_only", ...)`` naming the ops without value inference:
+  the model was built, converted, serialized and reloaded, nothing more.
+
+Values are legalized for MIL (``legal_dtypes``): int64 → int32, float64 → float32, ...
+through ``translator/passes/legalize_dtypes.py``; every change is in
+``artifact.warnings``, and ``run`` converts inputs and outputs at the boundary.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+import weakref
+import zipfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from translator.errors import OpbridgeError, Unsupported
+from translator.ir import Model, Node
+from translator.tables import Tables, load_tables
+
+NAME = "coreml"
+DEFAULT_TARGET = "iOS17"
+#: Core ML I/O dtype per MIL dtype: coremltools exchanges bool tensors as fp32 at the boundary
+SCRIPT = "<opbridge coreml builder.py>"
+IO_DTYPE = {"fp32": "FLOAT32", "fp16": "FLOAT16", "int32": "INT32", "bool": "FLOAT32"}
+
+
+# ----------------------------------------------------------------------------- capabilities
+@lru_cache(maxsize=None)
+def snippets() -> Mapping[str, str]:
+    """op id → one-line snippet (``templates/coreml/snippets.yaml``)."""
+    import yaml
+
+    from translator import paths
+
+    path = os.path.join(paths.templates_dir(), NAME, "snippets.yaml")
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    for op_id, text in data.items():
+        if not isinstance(text, str) or "\n" in text.strip():
+            raise OpbridgeError("bad_model", f"{path}: snippet of {op_id!r} must be one line of text")
+    return dict(data)
+
+
+def supported_ops(tables: Tables | None = None) -> frozenset[str]:
+    """Ops native here: a native or composite coreml cell AND a snippet or a Python lowering."""
+    from emitters import coreml_ops
+
+    tables = tables or load_tables()
+    have = set(snippets()) | set(coreml_ops.LOWER)
+    return frozenset(op.id for op in tables.ops.values()
+                     if (c := op.backends.get(NAME)) is not None and c.status in ("native", "composite") and op.id in have)
+
+
+def legal_dtypes(tables: Tables) -> frozenset[str]:
+    """The dtypes MIL programs compute in, from the coreml column of dtypes.yaml.
+
+    The column lists Core ML's MLMultiArray types (NeuralNetwork I/O). For ML programs two
+    cells differ (proposed in tools/fragments/dtypes_coreml.yaml): float64 is not a MIL
+    runtime type (coremltools turns fp64 into fp32), and bool is (comparisons produce it;
+    coremltools casts bool I/O to fp32 at the model boundary).
+    """
+    from translator.passes.legalize_dtypes import backend_dtypes
+
+    return (backend_dtypes(NAME, tables) - {"float64"}) | {"bool"}
+
+
+# ----------------------------------------------------------------------------- the artifact
+@dataclass
+class Port:
+    """A model input or output: IR name, Core ML name, dtypes before/after legalization, shape."""
+
+    name: str
+    coreml: str
+    dtype: str
+    legal: str
+    shape: tuple[Any, ...] | None
+
+
+@dataclass
+class CoreMLArtifact:
+    source: str
+    weights: dict[str, np.ndarray]
+    target: str
+    inputs: list[Port]
+    outputs: list[Port]
+    #: legalizations and other reported changes
+    warnings: list[str] = field(default_factory=list)
+    decomposed: list[tuple[str, str]] = field(default_factory=list)
+    #: MIL op name → IR op id, to name the IR op behind a MIL error
+    origin: dict[str, str] = field(default_factory=dict)
+    #: the saved, normalized .mlpackage (a temporary directory owned by the artifact)
+    package: Path | None = None
+    #: what the reloaded package declares: {"inputs": [(name, dtype, shape)], "outputs": [...]}
+    interface: dict[str, Any] = field(default_factory=dict)
+    namespace: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+# ----------------------------------------------------------------------------- emission
+def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = None) -> CoreMLArtifact:
+    """IR → builder script + weights → MIL program → converted, saved, reloaded .mlpackage."""
+    from translator.infer import infer
+    from translator.lowering import cell_accepts, lower_for
+    from translator.passes import fold_constants, legalize_dtypes
+    from translator.pipeline import prepare
+
+    from emitters import coreml_ops
+
+    tables = tables or load_tables()
+    prepare(model)
+    g = model.graph
+    if any(True for n in g.nodes for _ in n.subgraphs()):
+        sub = next(n for n in g.nodes if any(True for _ in n.subgraphs()))
+        raise Unsupported(sub.op, NAME, "unsupported_op", "control flow (subgraphs) is not lowered to MIL yet", sub.name)
+    in_dtypes = [v.type.dtype for v in g.inputs]
+    out_dtypes = [v.type.dtype for v in g.outputs]
+    fold_constants.run(g)
+    if coreml_ops.fold_cast_like(g):
+        fold_constants.run(g)
+    coreml_ops.clamp_index_constants(g)
+    legal = legal_dtypes(tables)
+    warnings = legalize_dtypes.run(g, NAME, tables, legal=legal)
+    table_check = cell_accepts(NAME, tables)
+
+    def accepts(node: Node) -> str | None:
+        """Nodes a decomposition just inserted are typed and legalized before they are judged."""
+        vals = [v for v in list(node.inputs) + list(node.outputs) if v is not None]
+        if any(v.type.dtype is None for v in vals):
+            infer(g, tables)
+        if any(v.type.dtype not in legal and v.type.kind == "tensor" and v.type.dtype is not None for v in vals):
+            warnings.extend(legalize_dtypes.run(g, NAME, tables, legal=legal))
+        return table_check(node) or coreml_ops.accepts(node)
+
+    decomposed = lower_for(g, NAME, supported_ops(tables), tables, accepts=accepts, cell_constraints=False)
+    if decomposed:
+        infer(g, tables)
+        warnings += legalize_dtypes.run(g, NAME, tables, legal=legal)
+    gen = coreml_ops.Gen(g, tables)
+    inputs = [Port(v.name, gen.reserve(v), d or v.type.dtype or "float32", v.type.dtype or "float32", v.type.shape)
+              for v, d in zip(g.inputs, in_dtypes)]
+    outputs = [Port(v.name, "", d or v.type.dtype or "", v.type.dtype or "", v.type.shape)
+               for v, d in zip(g.outputs, out_dtypes)]
+    out_vars = gen.generate(outputs)
+    for p, (var, name) in zip(outputs, out_vars):
+        p.coreml = name
+    source = _render(model, gen, inputs, [v for v, _ in out_vars], target)
+    art = CoreMLArtifact(source, dict(gen.weights), target, inputs, outputs, warnings, decomposed, dict(gen.origin))
+    prog = _build(art)
+    _complete_outputs(art, prog)
+    _convert_and_save(art, prog)
+    return art
+
+
+def _complete_outputs(art: CoreMLArtifact, prog: Any) -> None:
+    """Outputs whose dtype the IR did not infer take the dtype MIL inferred."""
+    from coremltools.converters.mil.mil import types
+
+    from translator.dtypes import dtype_id
+
+    for p, var in zip(art.outputs, prog.functions["main"].outputs):
+        if not p.legal:
+            p.legal = dtype_id(types.nptype_from_builtin(var.dtype))
+            p.dtype = p.dtype or p.legal
+
+
+def _mil_dtype(dtype: str) -> str:
+    from emitters.coreml_ops import mil_dtype
+
+    return mil_dtype(dtype)
+
+
+def _render(model: Model, gen: Any, inputs: list[Port], outputs: list[str], target: str) -> str:
+    from translator import __version__
+    from translator.render import render
+
+    specs = []
+    for p in inputs:
+        if p.shape is None or not all(isinstance(d, int) for d in p.shape):
+            raise Unsupported("input", NAME, "dynamic_shape", f"input {p.name!r} has shape {p.shape}; "
+                              "the builder declares static input shapes", None)
+        specs.append((p.coreml, _mil_dtype(p.legal), tuple(int(d) for d in p.shape)))
+    return render(NAME, "builder.py.j2", source=model.source or "<model>", version=__version__, target=target,
+                  ops=model.op_histogram(), input_specs=specs, output_names=[o for o in gen.output_names],
+                  inputs=[{"var": gen.pyvar(p.coreml), "name": p.coreml} for p in inputs],
+                  weights=[{"var": var, "key": key} for var, key in gen.weight_vars],
+                  body=gen.lines, outputs=outputs)
+
+
+@lru_cache(maxsize=1)
+def _ct() -> Any:
+    """coremltools, imported once and quietly (it probes TensorFlow and PyTorch on import)."""
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        import coremltools as ct
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    return ct
+
+
+@contextlib.contextmanager
+def _fresh_names() -> Any:
+    """coremltools names unnamed ops with a process-wide counter; start it at zero for each
+    build so the same model gives the same op names (deterministic packages)."""
+    from coremltools.converters.mil.mil import Builder as mb
+
+    saved = mb.name_count
+    mb.name_count = type(saved)(int)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        mb.name_count = saved
+
+
+def _namespace(art: CoreMLArtifact) -> dict[str, Any]:
+    if not art.namespace:
+        _ct()
+        ns: dict[str, Any] = {"__name__": "opbridge_coreml_builder", "__file__": "builder.py"}
+        exec(compile(art.source, SCRIPT, "exec"), ns)  # noqa: S102 - our own rendered script
+        art.namespace = ns
+    return art.namespace
+
+
+def _build(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray] | None = None) -> Any:
+    ns = _namespace(art)
+    try:
+        with _fresh_names():
+            return ns["build"](art.weights, feeds)
+    except OpbridgeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MIL type inference: name the op and why
+        raise _mil_error(art, exc, "the MIL builder") from None
+
+
+def _mil_error(art: CoreMLArtifact, exc: BaseException, where: str) -> OpbridgeError:
+    import re
+    import traceback
+
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    op, node = "?", None
+    lines = art.source.splitlines()
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == SCRIPT and 0 < lineno <= len(lines):
+            m = re.search(r"name='([^']*)'\)\s*$", lines[lineno - 1])
+            if m and m.group(1) in art.origin:
+                op, node = art.origin[m.group(1)], m.group(1)
+    for mil_name, op_id in art.origin.items():
+        if node is not None:
+            break
+        if f"named {mil_name}," in msg or f"'{mil_name}'" in msg or f'"{mil_name}"' in msg:
+            op, node = op_id, mil_name
+            break
+    low = msg.lower()
+    if "supports tensors with rank <=" in low:
+        return Unsupported(op, NAME, "rank_limit", f"{where}: {msg[:300]}", node)
+    if "const" in low and ("must be" in low or "should be" in low or "not const" in low or "expected" in low):
+        return Unsupported(op, NAME, "requires_constant_input", f"{where}: {msg[:300]}", node)
+    return Unsupported(op, NAME, "runtime_error", f"{where}: {type(exc).__name__}: {msg[:300]}", node)
+
+
+def _convert_and_save(art: CoreMLArtifact, prog: Any) -> None:
+    ns = _namespace(art)
+    try:
+        with _fresh_names():
+            mlmodel = ns["convert"](prog, skip_model_load=not _can_predict())
+    except Exception as exc:  # noqa: BLE001 - a pass or the serializer refused the program
+        raise _mil_error(art, exc, "coremltools conversion") from None
+    tmp = Path(tempfile.mkdtemp(prefix="opbridge-coreml-"))
+    weakref.finalize(art, shutil.rmtree, str(tmp), True)
+    pkg = tmp / "model.mlpackage"
+    with contextlib.redirect_stderr(io.StringIO()):
+        mlmodel.save(str(pkg))
+    _normalize_package(pkg, art)
+    art.package = pkg
+    art.interface = _check_interface(art)
+
+
+def _normalize_package(pkg: Path, art: CoreMLArtifact) -> None:
+    """Same model → same bytes: item identifiers derived from their paths, no conversion date."""
+    from coremltools.proto import Model_pb2
+
+    from translator import __version__
+
+    manifest = pkg / "Manifest.json"
+    data = json.loads(manifest.read_text())
+    ids = {}
+    for old, item in sorted(data.get("itemInfoEntries", {}).items(), key=lambda kv: kv[1].get("path", "")):
+        ids[old] = str(uuid.uuid5(uuid.NAMESPACE_URL, "opbridge-coreml:" + item.get("path", "")))
+    data["itemInfoEntries"] = {ids[k]: v for k, v in data.get("itemInfoEntries", {}).items()}
+    data["rootModelIdentifier"] = ids.get(data.get("rootModelIdentifier"), data.get("rootModelIdentifier"))
+    manifest.write_text(json.dumps(data, indent=4, sort_keys=True) + "\n")
+    for item in data["itemInfoEntries"].values():
+        if item.get("name") == "model.mlmodel" or str(item.get("path", "")).endswith(".mlmodel"):
+            spec_path = pkg / "Data" / item["path"]
+            spec = Model_pb2.Model()
+            spec.ParseFromString(spec_path.read_bytes())
+            meta = spec.description.metadata.userDefined
+            meta.pop("com.github.apple.coremltools.conversion_date", None)
+            meta["opbridge.version"] = __version__
+            meta["opbridge.target"] = art.target
+            spec_path.write_bytes(spec.SerializeToString(deterministic=True))
+
+
+def _check_interface(art: CoreMLArtifact) -> dict[str, Any]:
+    """Load the package back (no compilation) and check what it declares against the IR."""
+    ct = _ct()
+    with contextlib.redirect_stderr(io.StringIO()):
+        m = ct.models.MLModel(str(art.package), skip_model_load=True)
+    desc = m.get_spec().description
+
+    def ports(features: Any) -> list[tuple[str, str, tuple[int, ...]]]:
+        out = []
+        for f in features:
+            arr = f.type.multiArrayType
+            dt = ct.proto.FeatureTypes_pb2.ArrayFeatureType.ArrayDataType.Name(arr.dataType)
+            out.append((f.name, dt, tuple(int(d) for d in arr.shape)))
+        return out
+
+    got = {"inputs": ports(desc.input), "outputs": ports(desc.output)}
+    want_in = [(p.coreml, IO_DTYPE[_mil_dtype(p.legal)], tuple(int(d) for d in p.shape) or (1,)) for p in art.inputs]
+    if got["inputs"] != want_in:
+        raise OpbridgeError("verifier", f"coreml: the saved package declares inputs {got['inputs']}, expected {want_in}")
+    for (name, dt, shape), p in zip(got["outputs"], art.outputs):
+        want_shape = tuple(p.shape) if p.shape is not None and all(isinstance(d, int) for d in p.shape) else None
+        if name != p.coreml or dt != IO_DTYPE[_mil_dtype(p.legal)] or (want_shape and shape and shape != want_shape):
+            raise OpbridgeError("verifier", f"coreml: the saved package declares output {(name, dt, shape)}, expected "
+                                f"{(p.coreml, IO_DTYPE[_mil_dtype(p.legal)], want_shape)}")
+    if len(got["outputs"]) != len(art.outputs):
+        raise OpbridgeError("verifier", f"coreml: the saved package has {len(got['outputs'])} outputs, "
+                            f"expected {len(art.outputs)}")
+    return got
+
+
+# ----------------------------------------------------------------------------- saving
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """An .npz with fixed timestamps (np.savez stamps the current time): same arrays, same bytes."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        for key, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
+            z.writestr(info, buf.getvalue())
+
+
+def save(art: CoreMLArtifact, path: str | os.PathLike[str]) -> Path:
+    """Write ``path/`` = builder.py + weights.npz + model.mlpackage, atomically (temp dir + rename)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    old = out.with_name(f".{out.name}.{os.getpid()}.old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir()
+        (tmp / "builder.py").write_text(art.source, encoding="utf-8")
+        _write_npz(tmp / "weights.npz", art.weights)
+        if art.package is None:
+            raise OpbridgeError("verifier", "coreml: the artifact has no converted package")
+        shutil.copytree(art.package, tmp / "model.mlpackage")
+        if out.exists():
+            os.replace(out, old)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- running
+def _can_predict() -> bool:
+    """Core ML prediction exists only on macOS (coremltools' native extension)."""
+    if sys.platform != "darwin":
+        return False
+    try:
+        import coremltools.libcoremlpython  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _feeds(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    from translator.dtypes import numpy_dtype
+
+    feeds = {}
+    for p in art.inputs:
+        if p.name not in inputs:
+            raise OpbridgeError("bad_model", f"coreml: input {p.name!r} is not fed")
+        x = np.asarray(inputs[p.name])
+        target = numpy_dtype(p.legal)
+        if x.dtype.kind in "iu" and np.dtype(target).kind in "iu" and x.size:
+            info = np.iinfo(target)
+            if x.min() < info.min or x.max() > info.max:
+                raise Unsupported("cast", NAME, "unsupported_dtype",
+                                  f"input {p.name!r} has values outside {p.legal} (legalized from {p.dtype})")
+        feeds[p.coreml] = x.astype(target)
+    return feeds
+
+
+def _back(art: CoreMLArtifact, values: list[Any]) -> list[np.ndarray]:
+    from translator.dtypes import numpy_dtype
+
+    out = []
+    for p, v in zip(art.outputs, values):
+        a = np.asarray(v)
+        if p.shape is not None and len(p.shape) == 0 and a.shape == (1,):
+            a = a.reshape(())
+        out.append(a.astype(numpy_dtype(p.dtype)))
+    return out
+
+
+def run(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> list[np.ndarray]:
+    """Outputs in graph order: Core ML predict on macOS, else MIL value inference, else
+    ``Unsupported(structural_only)``."""
+    feeds = _feeds(art, inputs)
+    if _can_predict():
+        return _predict(art, feeds)
+    prog = _build(art, feeds)
+    fn = prog.functions["main"]
+    vals = [o.val for o in fn.outputs]
+    if any(v is None for v in vals):
+        missing = sorted({op.op_type for op in fn.operations
+                          if any(o.val is None for o in op.outputs)
+                          and all(getattr(i, "val", None) is not None for i in _op_inputs(op))})
+        first = next((art.origin.get(op.name, "?") for op in fn.operations
+                      if op.op_type in missing and any(o.val is None for o in op.outputs)), "?")
+        raise Unsupported(first, NAME, "structural_only",
+                          f"built, converted and saved; coremltools has no value inference for {', '.join(missing) or '?'}")
+    return _back(art, vals)
+
+
+def _op_inputs(op: Any) -> list[Any]:
+    out = []
+    for v in op.inputs.values():
+        out.extend(v if isinstance(v, (list, tuple)) else [v])
+    return out
+
+
+def _predict(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """macOS: Core ML itself runs the saved package (CPU only); bool I/O travels as fp32."""
+    ct = _ct()
+    m = ct.models.MLModel(str(art.package), compute_units=ct.ComputeUnit.CPU_ONLY)
+    io_feeds = {k: (v.astype(np.float32) if v.dtype == np.bool_ else v) for k, v in feeds.items()}
+    got = m.predict(io_feeds)
+    return _back(art, [got[p.coreml] for p in art.outputs])
+
+
+__all__ = ["NAME", "DEFAULT_TARGET", "emit", "run", "save", "supported_ops", "legal_dtypes", "CoreMLArtifact"]

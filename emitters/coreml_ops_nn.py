@@ -1,0 +1,484 @@
+"""Core ML lowerings: convolution, pooling, normalization, losses, attention (registered on import)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from translator.errors import Unsupported
+from translator.ir import Node, Value
+from translator.render import pyrepr
+
+from .coreml_ops import (NAME, Gen, _axis, _np, lit, lowering, mil_dtype, need_const, need_rank, np_lit,
+                         static_shape)
+
+
+# ----------------------------------------------------------------------------- convolution and pooling
+_PAD_TYPE = {"NOTSET": "custom", "VALID": "valid", "SAME_UPPER": "same", "SAME_LOWER": "same_lower"}
+
+
+def _spatial(gen: Gen, node: Node, k: int) -> dict[str, Any]:
+    """ONNX window attributes → MIL: pad_type, pad ([b1, e1, b2, e2, ...]), strides, dilations."""
+    auto = str(gen.attr(node, "auto_pad") or "NOTSET")
+    pads = gen.attr(node, "pads") or [0] * (2 * k)
+    mil_pad = [int(x) for pair in zip(pads[:k], pads[k:]) for x in pair]
+    return {"pad_type": _PAD_TYPE[auto], "pad": mil_pad, "strides": [int(s) for s in (gen.attr(node, "strides") or [1] * k)],
+            "dilations": [int(d) for d in (gen.attr(node, "dilations") or [1] * k)]}
+
+
+def _conv_check(node: Node) -> tuple[str, str] | None:
+    x = node.inputs[0]
+    if x.type.rank not in (3, 4, 5):
+        return ("rank_limit", "Core ML conv takes 1-D, 2-D or 3-D convolutions")
+    if node.inputs[1].type.rank is None:
+        return ("dynamic_shape", "the weight rank is unknown")
+    return None
+
+
+@lowering("conv", check=_conv_check)
+def _conv(gen: Gen, node: Node) -> None:
+    x, w = node.inputs[0], node.inputs[1]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    k = x.type.rank - 2
+    sp = _spatial(gen, node, k)
+    pad = f", pad={lit(sp['pad'])}" if sp["pad_type"] == "custom" else ""
+    bias_const = b is not None and b.is_const
+    bias = f", bias={gen.var(b)}" if bias_const else ""
+    var, nm = (gen.out(node), gen.name(node)) if b is None or bias_const else gen.tmp(node, "nobias")
+    gen.emit(f"{var} = mb.conv(x={gen.var(x)}, weight={gen.var(w)}{bias}, strides={lit(sp['strides'])}, "
+             f"pad_type={pyrepr(sp['pad_type'])}{pad}, dilations={lit(sp['dilations'])}, "
+             f"groups={lit(int(gen.attr(node, 'group')))}, name={nm})")
+    if b is not None and not bias_const:
+        rb, rbn = gen.tmp(node, "bias")
+        gen.emit(f"{rb} = mb.reshape(x={gen.var(b)}, shape={lit([-1] + [1] * k)}, name={rbn})")
+        gen.emit(f"{gen.out(node)} = mb.add(x={var}, y={rb}, name={gen.name(node)})")
+
+
+def _conv_t_check(node: Node) -> tuple[str, str] | None:
+    why = _conv_check(node) or need_const(1, 2)(node)
+    if why:
+        return why
+    if static_shape(node.outputs[0]) is None:
+        return ("dynamic_shape", "conv_transpose needs its static output shape")
+    return None
+
+
+@lowering("conv_transpose", check=_conv_t_check)
+def _conv_transpose(gen: Gen, node: Node) -> None:
+    x, w = node.inputs[0], node.inputs[1]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    k = x.type.rank - 2
+    sp = _spatial(gen, node, k)
+    out = static_shape(node.outputs[0])
+    auto = str(gen.attr(node, "auto_pad") or "NOTSET")
+    pad_type, pad = ("custom", sp["pad"]) if auto == "NOTSET" else (_PAD_TYPE[auto], [0] * (2 * k))
+    if gen.attr(node, "output_shape") is not None or gen.attr(node, "output_padding"):
+        pad_type, pad = "custom", [0] * (2 * k)  # output_shape below fixes the extent
+    bias = f", bias={gen.var(b)}" if b is not None else ""
+    gen.emit(f"{gen.out(node)} = mb.conv_transpose(x={gen.var(x)}, weight={gen.var(w)}{bias}, pad_type={pyrepr(pad_type)}, "
+             f"pad={lit(pad)}, output_shape={lit(list(out))}, strides={lit(sp['strides'])}, "
+             f"dilations={lit(sp['dilations'])}, groups={lit(int(gen.attr(node, 'group')))}, name={gen.name(node)})")
+
+
+def _pool_check(node: Node) -> tuple[str, str] | None:
+    x = node.inputs[0]
+    if x.type.rank not in (3, 4, 5):
+        return ("rank_limit", "Core ML pools take 1-D, 2-D or 3-D windows")
+    if any(d != 1 for d in (node.attrs.get("dilations") or [])):
+        return ("unsupported_attribute_value", "Core ML pools have no dilations")
+    if node.op == "max_pool" and len(node.outputs) > 1:
+        return ("unsupported_attribute_value", "Core ML max_pool has no indices output")
+    if node.op == "lp_pool" and int(node.attrs.get("p", 2)) != 2:
+        return ("unsupported_attribute_value", "Core ML l2_pool is p=2 only")
+    return None
+
+
+def _same_pads(in_dims: Sequence[int], kernel: Sequence[int], strides: Sequence[int], lower: bool) -> list[int]:
+    """ONNX SAME_UPPER / SAME_LOWER padding as explicit MIL pads [b1, e1, b2, e2, ...]."""
+    out = []
+    for d, k, s in zip(in_dims, kernel, strides):
+        total = max(0, (-(-d // s) - 1) * s + k - d)
+        small, big = total // 2, total - total // 2
+        out += [big, small] if lower else [small, big]
+    return out
+
+
+@lowering("average_pool", "max_pool", "lp_pool", check=_pool_check)
+def _pool(gen: Gen, node: Node) -> None:
+    x = node.inputs[0]
+    k = x.type.rank - 2
+    sp = _spatial(gen, node, k)
+    kernel = [int(v) for v in gen.attr(node, "kernel_shape")]
+    shape = static_shape(x)
+    if sp["pad_type"] in ("same", "same_lower") and shape is not None:
+        sp["pad"] = _same_pads(shape[2:], kernel, sp["strides"], sp["pad_type"] == "same_lower")
+        sp["pad_type"] = "custom"
+    elif sp["pad_type"] == "same_lower":
+        raise Unsupported(node.op, NAME, "dynamic_shape", "SAME_LOWER pooling needs a static input shape", node.name)
+    pad = f", pad={lit(sp['pad'])}" if sp["pad_type"] == "custom" else ""
+    fn = {"average_pool": "avg_pool", "max_pool": "max_pool", "lp_pool": "l2_pool"}[node.op]
+    extra = ""
+    if node.op == "average_pool":
+        extra = f", exclude_padding_from_average={not bool(int(gen.attr(node, 'count_include_pad')))}"
+    ceil = f", ceil_mode={bool(int(gen.attr(node, 'ceil_mode') or 0))}" if node.op != "lp_pool" else ""
+    pt = sp["pad_type"]
+    gen.emit(f"{gen.out(node)} = mb.{fn}(x={gen.var(x)}, kernel_sizes={lit(kernel)}, strides={lit(sp['strides'])}, "
+             f"pad_type={pyrepr(pt)}{pad}{ceil}{extra}, name={gen.name(node)})")
+
+
+@lowering("global_average_pool", "global_max_pool", "global_lp_pool", check=need_rank(0))
+def _global_pool(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    if node.op == "global_lp_pool":
+        p = int(gen.attr(node, "p"))
+        if p not in (1, 2):
+            raise Unsupported(node.op, NAME, "unsupported_attribute_value", "global_lp_pool takes p=1 or 2", node.name)
+        fn = "reduce_l2_norm" if p == 2 else "reduce_l1_norm"
+    else:
+        fn = "reduce_mean" if node.op == "global_average_pool" else "reduce_max"
+    gen.emit(f"{gen.out(node)} = mb.{fn}(x={gen.var(node.inputs[0])}, axes={lit(list(range(2, r)))}, keep_dims=True, "
+             f"name={gen.name(node)})")
+
+
+# ----------------------------------------------------------------------------- normalization
+def _bn_check(node: Node) -> tuple[str, str] | None:
+    if int(node.attrs.get("training_mode", 0)) or len(node.outputs) > 1:
+        return ("unsupported_attribute_value", "training-mode batch normalization")
+    return need_rank(0)(node)
+
+
+def _channel_shape(x: Value) -> list[int]:
+    return [-1] + [1] * (x.type.rank - 2)
+
+
+@lowering("batch_normalization", check=_bn_check)
+def _batch_norm(gen: Gen, node: Node) -> None:
+    x, scale, b, mean, var = node.inputs[:5]
+    eps = float(gen.attr(node, "epsilon"))
+    dt = x.type.dtype
+    if all(v.is_const for v in (scale, b, mean, var)) and x.type.rank in (3, 4, 5):
+        gen.emit(f"{gen.out(node)} = mb.batch_norm(x={gen.var(x)}, mean={gen.var(mean)}, variance={gen.var(var)}, "
+                 f"gamma={gen.var(scale)}, beta={gen.var(b)}, epsilon={np_lit(eps, dt)}, name={gen.name(node)})")
+        return
+    # y = (x - mean) * scale / sqrt(var + eps) + B, parameters broadcast over axis 1
+    cs = lit(_channel_shape(x))
+    rs = {}
+    for key, v in (("mean", mean), ("var", var), ("scale", scale), ("b", b)):
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = mb.reshape(x={gen.var(v)}, shape={cs}, name={tn})")
+        rs[key] = t
+    steps = [("centered", f"mb.sub(x={gen.var(x)}, y={rs['mean']}"), ("veps", f"mb.add(x={rs['var']}, y={np_lit(eps, dt)}"),
+             ("std", "mb.sqrt(x={veps}"), ("scaled", "mb.mul(x={centered}, y=" + rs["scale"]),
+             ("normed", "mb.real_div(x={scaled}, y={std}")]
+    env: dict[str, str] = {}
+    for key, call in steps:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call.format(**env)}, name={tn})")
+        env[key] = t
+    gen.emit(f"{gen.out(node)} = mb.add(x={env['normed']}, y={rs['b']}, name={gen.name(node)})")
+
+
+@lowering("instance_normalization", check=need_rank(0))
+def _instance_norm(gen: Gen, node: Node) -> None:
+    x, scale, b = node.inputs[:3]
+    eps = float(gen.attr(node, "epsilon"))
+    dt = x.type.dtype
+    r = x.type.rank
+    if scale.is_const and b.is_const and r in (3, 4):
+        gen.emit(f"{gen.out(node)} = mb.instance_norm(x={gen.var(x)}, gamma={gen.var(scale)}, beta={gen.var(b)}, "
+                 f"epsilon={np_lit(eps, dt)}, name={gen.name(node)})")
+        return
+    _normalize(gen, node, x, list(range(2, r)), eps, scale, b, _channel_shape(x))
+
+
+def _normalize(gen: Gen, node: Node, x: Value, axes: list[int], eps: float, scale: Value | None, b: Value | None,
+               param_shape: list[int] | None) -> None:
+    """y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * scale + b over ``axes`` (elementwise MIL ops)."""
+    dt = x.type.dtype
+    xv = gen.var(x)
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    mean = step("mean", f"mb.reduce_mean(x={xv}, axes={lit(axes)}, keep_dims=True")
+    cen = step("centered", f"mb.sub(x={xv}, y={mean}")
+    sq = step("sq", f"mb.mul(x={cen}, y={cen}")
+    var = step("var", f"mb.reduce_mean(x={sq}, axes={lit(axes)}, keep_dims=True")
+    veps = step("veps", f"mb.add(x={var}, y={np_lit(eps, dt)}")
+    std = step("std", f"mb.sqrt(x={veps}")
+    acc = step("normed", f"mb.real_div(x={cen}, y={std}")
+    if len(node.outputs) > 1:  # layer_normalization's Mean and InvStdDev (in their own dtype)
+        inv = step("invstd", f"mb.inverse(x={std}, epsilon=0.0")
+        for i, stat in ((1, mean), (2, inv)):
+            if i < len(node.outputs):
+                o = node.outputs[i]
+                if o.type.dtype and o.type.dtype != dt:
+                    gen.emit(f"{gen.out(node, i)} = mb.cast(x={stat}, dtype={pyrepr(mil_dtype(o.type.dtype))}, "
+                             f"name={gen.name(node, i)})")
+                else:
+                    gen.emit(f"{gen.out(node, i)} = mb.identity(x={stat}, name={gen.name(node, i)})")
+    for key, p in (("scale", scale), ("bias", b)):
+        if p is None:
+            continue
+        pv = gen.var(p)
+        if param_shape is not None:
+            pv = step(f"{key}_r", f"mb.reshape(x={pv}, shape={lit(param_shape)}")
+        fn = "mul" if key == "scale" else "add"
+        last = key == "bias" or b is None
+        if last:
+            gen.emit(f"{gen.out(node)} = mb.{fn}(x={acc}, y={pv}, name={gen.name(node)})")
+            return
+        acc = step(key, f"mb.{fn}(x={acc}, y={pv}")
+    gen.emit(f"{gen.out(node)} = mb.identity(x={acc}, name={gen.name(node)})")
+
+
+def _stats_wanted(node: Node) -> bool:
+    outs = node.graph.outputs if node.graph is not None else []
+    return any(o.uses or any(o is g for g in outs) for o in node.outputs[1:])
+
+
+@lowering("layer_normalization", check=need_rank(0))
+def _layer_norm(gen: Gen, node: Node) -> None:
+    x, scale = node.inputs[0], node.inputs[1]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    r = x.type.rank
+    axis = _axis(int(gen.attr(node, "axis")), r)
+    axes = list(range(axis, r))
+    eps = float(gen.attr(node, "epsilon"))
+    norm_shape = [x.type.shape[a] for a in axes]
+    if scale.is_const and (b is None or b.is_const) and list(np.asarray(scale.const).shape) == norm_shape \
+            and not _stats_wanted(node):
+        beta = f", beta={gen.var(b)}" if b is not None else ""
+        gen.emit(f"{gen.out(node)} = mb.layer_norm(x={gen.var(x)}, axes={lit(axes)}, gamma={gen.var(scale)}{beta}, "
+                 f"epsilon={np_lit(eps, x.type.dtype)}, name={gen.name(node)})")
+        return
+    _normalize(gen, node, x, axes, eps, scale, b, None)
+
+
+@lowering("lrn", check=need_rank(0))
+def _lrn(gen: Gen, node: Node) -> None:
+    gen.emit(f"{gen.out(node)} = mb.local_response_norm(x={gen.var(node.inputs[0])}, size={lit(int(gen.attr(node, 'size')))}, "
+             f"alpha={lit(float(gen.attr(node, 'alpha')))}, beta={lit(float(gen.attr(node, 'beta')))}, "
+             f"k={lit(float(gen.attr(node, 'bias')))}, name={gen.name(node)})")
+
+
+def _rms_check(node: Node) -> tuple[str, str] | None:
+    return need_rank(0)(node)
+
+
+@lowering("rms_normalization", check=_rms_check)
+def _rms_norm(gen: Gen, node: Node) -> None:
+    """y = x / sqrt(mean(x^2 over axis..) + eps) * scale."""
+    x, scale = node.inputs[0], node.inputs[1]
+    r = x.type.rank
+    axes = list(range(_axis(int(gen.attr(node, "axis")), r), r))
+    eps = float(gen.attr(node, "epsilon"))
+    xv, dt = gen.var(x), x.type.dtype
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    sq = step("sq", f"mb.mul(x={xv}, y={xv}")
+    ms = step("ms", f"mb.reduce_mean(x={sq}, axes={lit(axes)}, keep_dims=True")
+    veps = step("veps", f"mb.add(x={ms}, y={np_lit(eps, dt)}")
+    rms = step("rms", f"mb.sqrt(x={veps}")
+    normed = step("normed", f"mb.real_div(x={xv}, y={rms}")
+    gen.emit(f"{gen.out(node)} = mb.mul(x={normed}, y={gen.var(scale)}, name={gen.name(node)})")
+
+
+# ----------------------------------------------------------------------------- losses
+def _loss_check(node: Node) -> tuple[str, str] | None:
+    if node.inputs[0].type.rank is None or node.inputs[1].type.rank is None:
+        return ("dynamic_shape", "loss inputs need known ranks")
+    return None
+
+
+def _nll(gen: Gen, node: Node, log_prob: str, dt: str) -> None:
+    """loss = -log_prob[n, t[n, ...], ...] * w[t]; ignored targets weigh 0; mean = sum / sum(w)."""
+    target, weight = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
+    ii = gen.attr(node, "ignore_index")
+    reduction = gen.attr(node, "reduction")
+    t = gen.var(target)
+
+    def step(key: str, call: str) -> str:
+        v, vn = gen.tmp(node, key)
+        gen.emit(f"{v} = {call}, name={vn})")
+        return v
+
+    keep = None
+    if ii is not None:
+        keep = step("kept", f"mb.not_equal(x={t}, y=np.int32({int(ii)})")
+        t = step("target_safe", f"mb.select(cond={keep}, a={t}, b=np.int32(0)")
+    idx = step("target_ax", f"mb.expand_dims(x={t}, axes=[1]")
+    picked = step("picked_ax", f"mb.gather_along_axis(x={log_prob}, indices={idx}, axis=1, validate_indices=False")
+    picked = step("picked", f"mb.squeeze(x={picked}, axes=[1]")
+    w = None
+    if weight is not None:
+        w = step("w", f"mb.gather(x={gen.var(weight)}, indices={t}, axis=0, validate_indices=False")
+    if keep is not None:
+        kf = step("kept_f", f"mb.cast(x={keep}, dtype={pyrepr(mil_dtype(dt))}")
+        w = step("w_kept", f"mb.mul(x={w}, y={kf}") if w is not None else kf
+    last = reduction == "none"
+    negw = step("neg_w", f"mb.mul(x={w}, y={np_lit(-1, dt)}") if w is not None else np_lit(-1, dt)
+    var, nm = (gen.out(node), gen.name(node)) if last else gen.tmp(node, "loss_each")
+    gen.emit(f"{var} = mb.mul(x={picked}, y={negw}, name={nm})")
+    if last:
+        return
+    r = static_shape(node.inputs[1])
+    axes = lit(list(range(len(r)))) if r is not None else lit(list(range(node.inputs[1].type.rank)))
+    if reduction == "sum" or (reduction == "mean" and w is None):
+        fn = "reduce_sum" if reduction == "sum" else "reduce_mean"
+        gen.emit(f"{gen.out(node)} = mb.{fn}(x={var}, axes={axes}, keep_dims=False, name={gen.name(node)})")
+        return
+    total = step("loss_sum", f"mb.reduce_sum(x={var}, axes={axes}, keep_dims=False")
+    wsum = step("w_sum", f"mb.reduce_sum(x={w}, axes={axes}, keep_dims=False")
+    gen.emit(f"{gen.out(node)} = mb.real_div(x={total}, y={wsum}, name={gen.name(node)})")
+
+
+@lowering("negative_log_likelihood_loss", check=_loss_check)
+def _nll_loss(gen: Gen, node: Node) -> None:
+    _nll(gen, node, gen.var(node.inputs[0]), node.inputs[0].type.dtype)
+
+
+@lowering("softmax_cross_entropy_loss", check=_loss_check)
+def _sce_loss(gen: Gen, node: Node) -> None:
+    """NLL of log_softmax(scores, axis=1) = scores - max - log(sum(exp(scores - max)))."""
+    x, dt = node.inputs[0], node.inputs[0].type.dtype
+    lp_var, lp_name = (gen.out(node, 1), gen.name(node, 1)) if len(node.outputs) > 1 else gen.tmp(node, "log_prob")
+    m, mn = gen.tmp(node, "max")
+    gen.emit(f"{m} = mb.reduce_max(x={gen.var(x)}, axes=[1], keep_dims=True, name={mn})")
+    sh, shn = gen.tmp(node, "shifted")
+    gen.emit(f"{sh} = mb.sub(x={gen.var(x)}, y={m}, name={shn})")
+    lse, lsen = gen.tmp(node, "lse")
+    gen.emit(f"{lse} = mb.reduce_log_sum_exp(x={sh}, axes=[1], keep_dims=True, name={lsen})")
+    gen.emit(f"{lp_var} = mb.sub(x={sh}, y={lse}, name={lp_name})")
+    _nll(gen, node, lp_var, dt)
+
+
+# ----------------------------------------------------------------------------- attention
+def _attn_check(node: Node) -> tuple[str, str] | None:
+    ins = list(node.inputs) + [None] * (7 - len(node.inputs))
+    if any(static_shape(v) is None for v in ins[:3]):
+        return ("dynamic_shape", "attention needs static Q, K, V shapes here")
+    if ins[6] is not None and (int(node.attrs.get("is_causal", 0)) or int(node.attrs.get("left_window_size", -1)) >= 0
+                               or int(node.attrs.get("right_window_size", -1)) >= 0 or ins[4] is not None):
+        return ("unsupported_attribute_value", "nonpad_kv_seqlen with a causal/window mask or a KV cache")
+    if ins[3] is not None and static_shape(ins[3]) is None:
+        return ("dynamic_shape", "the attention mask needs a static shape")
+    return None
+
+
+@lowering("attention", check=_attn_check)
+def _attention(gen: Gen, node: Node) -> None:
+    """softmax(mask(softcap(scale * Q K^T))) V with MHA/GQA heads and a KV cache, as MIL ops.
+
+    Masks that depend on shapes only (causal, sliding window: key j allowed for query i when
+    j <= i + past, ...) are computed here as constants; bool/float attn_mask and
+    nonpad_kv_seqlen are applied at run time. A fully masked row gives zeros, not NaN."""
+    ins = list(node.inputs) + [None] * (7 - len(node.inputs))
+    Q, K, V, mask, past_k, past_v, nonpad = ins[:7]
+    dt = Q.type.dtype
+    outs = node.outputs
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    def heads(v: Value, n: Any, key: str) -> tuple[str, tuple[int, ...]]:
+        shp = static_shape(v)
+        if len(shp) == 4:
+            return gen.var(v), shp
+        n = int(n)
+        r = step(f"{key}_split", f"mb.reshape(x={gen.var(v)}, shape={lit([shp[0], shp[1], n, shp[2] // n])}")
+        return step(f"{key}_heads", f"mb.transpose(x={r}, perm=[0, 2, 1, 3]"), (shp[0], n, shp[1], shp[2] // n)
+
+    q, (b, hq, lq, d) = heads(Q, gen.attr(node, "q_num_heads"), "q")
+    k, (_, hkv, lk, _) = heads(K, gen.attr(node, "kv_num_heads"), "k")
+    v, (_, _, _, dv) = heads(V, gen.attr(node, "kv_num_heads"), "v")
+    past = 0
+    if past_k is not None:
+        past = static_shape(past_k)[2]
+        k = step("k_all", f"mb.concat(values=[{gen.var(past_k)}, {k}], axis=2, interleave=False")
+        v = step("v_all", f"mb.concat(values=[{gen.var(past_v)}, {v}], axis=2, interleave=False")
+    lkv = past + lk
+    for i, t in ((1, k), (2, v)):
+        if i < len(outs):
+            gen.emit(f"{gen.out(node, i)} = mb.identity(x={t}, name={gen.name(node, i)})")
+    group = hq // hkv
+    if group > 1:  # GQA: every K/V head serves `group` query heads (numpy repeat on axis 1)
+        for key in ("k", "v"):
+            t = k if key == "k" else v
+            e = step(f"{key}_g", f"mb.expand_dims(x={t}, axes=[2]")
+            tt = step(f"{key}_rep", f"mb.tile(x={e}, reps=[1, 1, {group}, 1, 1]")
+            rr = step(f"{key}_gqa", f"mb.reshape(x={tt}, shape={lit([b, hq, lkv, d if key == 'k' else dv])}")
+            k, v = (rr, v) if key == "k" else (k, rr)
+    scale = gen.attr(node, "scale")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    qk = step("qk", f"mb.matmul(x={q}, y={k}, transpose_y=True")
+    raw = step("raw", f"mb.mul(x={qk}, y={np_lit(scale, dt)}")
+    capped = raw
+    softcap = float(gen.attr(node, "softcap") or 0.0)
+    if softcap:
+        t = step("cap_in", f"mb.real_div(x={raw}, y={np_lit(softcap, dt)}")
+        t = step("cap_tanh", f"mb.tanh(x={t}")
+        capped = step("capped", f"mb.mul(x={t}, y={np_lit(softcap, dt)}")
+    # shape-only masks, as a constant (1, 1, lq, lkv)
+    pos = past + np.arange(lq)[:, None]
+    key = np.arange(lkv)[None, :]
+    allowed = np.ones((lq, lkv), bool)
+    if int(gen.attr(node, "is_causal")):
+        allowed &= key <= pos
+    left, right = int(gen.attr(node, "left_window_size")), int(gen.attr(node, "right_window_size"))
+    if left >= 0:
+        allowed &= key >= pos - left
+    if right >= 0:
+        allowed &= key <= pos + right
+    allow = gen.const(node, "allowed", allowed.reshape(1, 1, lq, lkv)) if not allowed.all() else None
+    biased = capped
+    if mask is not None:
+        mshape = static_shape(mask)
+        m = gen.var(mask)
+        short = lkv - mshape[-1]
+        if short > 0:  # a shorter mask counts as masked beyond its end
+            fill = np.zeros(mshape[:-1] + (short,), bool) if mask.type.dtype == "bool" else \
+                np.full(mshape[:-1] + (short,), -np.inf, _np(dt))
+            m = step("mask_full", f"mb.concat(values=[{m}, {gen.const(node, 'mask_pad', fill)}], axis=-1, interleave=False")
+        if mask.type.dtype == "bool":
+            allow = step("allow_m", f"mb.logical_and(x={allow}, y={m}") if allow else m
+        else:
+            biased = step("biased_m", f"mb.add(x={capped}, y={m}")
+    if nonpad is not None:
+        nr = step("nonpad", f"mb.reshape(x={gen.var(nonpad)}, shape={lit([b, 1, 1, 1])}")
+        kr = gen.const(node, "keys", np.arange(lkv, dtype=np.int32).reshape(1, 1, 1, lkv))
+        kn = step("allow_n", f"mb.less(x={kr}, y={nr}")
+        allow = step("allow_all", f"mb.logical_and(x={allow}, y={kn}") if allow else kn
+    if allow is not None:
+        biased = step("biased", f"mb.select(cond={allow}, a={biased}, b={np_lit(-np.inf, dt)}")
+    if biased == raw and mask is None:
+        probs = step("probs", f"mb.softmax(x={biased}, axis=-1")
+    else:  # softmax where a row without any finite logit gives 0
+        mx = step("rowmax", f"mb.reduce_max(x={biased}, axes=[-1], keep_dims=True")
+        fin = step("rowfinite", f"mb.greater(x={mx}, y={np_lit(-np.inf, dt)}")
+        safe = step("rowmax_safe", f"mb.select(cond={fin}, a={mx}, b={np_lit(0, dt)}")
+        sh = step("shifted", f"mb.sub(x={biased}, y={safe}")
+        ex = step("exp", f"mb.exp(x={sh}")
+        tot = step("total", f"mb.reduce_sum(x={ex}, axes=[-1], keep_dims=True")
+        pos_t = step("has_mass", f"mb.greater(x={tot}, y={np_lit(0, dt)}")
+        tot1 = step("total_safe", f"mb.select(cond={pos_t}, a={tot}, b={np_lit(1, dt)}")
+        probs = step("probs", f"mb.real_div(x={ex}, y={tot1}")
+    y4 = step("y4", f"mb.matmul(x={probs}, y={v}")
+    if Q.type.rank == 3:
+        yt = step("y_t", f"mb.transpose(x={y4}, perm=[0, 2, 1, 3]")
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={yt}, shape={lit([b, lq, -1])}, name={gen.name(node)})")
+    else:
+        gen.emit(f"{gen.out(node)} = mb.identity(x={y4}, name={gen.name(node)})")
+    if len(outs) > 3:
+        mode = int(gen.attr(node, "qk_matmul_output_mode"))
+        src = {0: raw, 1: capped, 2: biased, 3: probs}[mode]
+        gen.emit(f"{gen.out(node, 3)} = mb.identity(x={src}, name={gen.name(node, 3)})")

@@ -1,0 +1,518 @@
+"""Core ML lowerings: shapes, indexing, reductions (registered into coreml_ops.LOWER on import)."""
+from __future__ import annotations
+
+import numpy as np
+
+from translator.errors import Unsupported
+from translator.ir import Node
+from translator.render import pyrepr
+
+from .coreml_ops import (NAME, Gen, _axis, _np, all_of, cell_name, const_of, lit, lowering, need_const, need_rank,
+                         np_lit, static_shape)
+
+
+# ----------------------------------------------------------------------------- shape manipulation
+@lowering("transpose", check=need_rank(0))
+def _transpose(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    perm = gen.attr(node, "perm")
+    perm = list(range(r))[::-1] if perm is None else [_axis(p, r) for p in perm]
+    gen.emit(f"{gen.out(node)} = mb.transpose(x={gen.var(node.inputs[0])}, perm={lit(perm)}, name={gen.name(node)})")
+
+
+def _reshape_target(node: Node) -> list[int] | None:
+    out = static_shape(node.outputs[0])
+    if out is not None:
+        return list(out)
+    c = const_of(node.inputs[1])
+    shape = static_shape(node.inputs[0])
+    if c is None:
+        return None
+    c = [int(d) for d in c]
+    if not int(node.attrs.get("allowzero", 0)):
+        if 0 in c and shape is None:
+            return None
+        c = [shape[i] if d == 0 else d for i, d in enumerate(c)]
+    return c
+
+
+@lowering("reshape")
+def _reshape(gen: Gen, node: Node) -> None:
+    target = _reshape_target(node)
+    x = gen.var(node.inputs[0])
+    if target is not None:
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={lit(target)}, name={gen.name(node)})")
+    else:
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={gen.var(node.inputs[1])}, name={gen.name(node)})")
+
+
+@lowering("flatten", check=need_rank(0))
+def _flatten(gen: Gen, node: Node) -> None:
+    out = static_shape(node.outputs[0])
+    x = gen.var(node.inputs[0])
+    if out is not None:
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={lit(list(out))}, name={gen.name(node)})")
+    else:
+        axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+        gen.emit(f"{gen.out(node)} = mb.flatten2d(x={x}, axis={lit(axis)}, name={gen.name(node)})")
+
+
+def _axes_input(node: Node, idx: int) -> list[int] | None:
+    v = node.inputs[idx] if idx < len(node.inputs) else None
+    c = const_of(v)
+    return None if c is None else [int(a) for a in np.asarray(c).reshape(-1)]
+
+
+@lowering("squeeze", check=all_of(need_const(1), need_rank(0)))
+def _squeeze(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    axes = _axes_input(node, 1)
+    x = gen.var(node.inputs[0])
+    if axes is None:
+        shape = node.inputs[0].type.shape
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = sorted(_axis(a, r) for a in axes)
+    if not axes:
+        gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
+    else:
+        gen.emit(f"{gen.out(node)} = mb.squeeze(x={x}, axes={lit(axes)}, name={gen.name(node)})")
+
+
+@lowering("unsqueeze", check=all_of(need_const(1), need_rank(0)))
+def _unsqueeze(gen: Gen, node: Node) -> None:
+    axes = _axes_input(node, 1) or []
+    r = node.inputs[0].type.rank + len(axes)
+    axes = sorted(_axis(a, r) for a in axes)
+    gen.emit(f"{gen.out(node)} = mb.expand_dims(x={gen.var(node.inputs[0])}, axes={lit(axes)}, name={gen.name(node)})")
+
+
+@lowering("concat", check=need_rank(0))
+def _concat(gen: Gen, node: Node) -> None:
+    ins = [v for v in node.inputs if v is not None]
+    r = ins[0].type.rank
+    axis = _axis(int(gen.attr(node, "axis")), r)
+    vals = "[" + ", ".join(gen.var(v) for v in ins) + "]"
+    gen.emit(f"{gen.out(node)} = mb.concat(values={vals}, axis={lit(axis)}, interleave=False, name={gen.name(node)})")
+
+
+@lowering("expand")
+def _expand(gen: Gen, node: Node) -> None:
+    """Static shapes: reshape + tile. Otherwise ONNX's bidirectional broadcast made explicit:
+    x * fill(shape, 1) (x OR fill(shape, False) for bool), which MIL broadcasts like numpy."""
+    src, out = static_shape(node.inputs[0]), static_shape(node.outputs[0])
+    x = gen.var(node.inputs[0])
+    if src is not None and out is not None:
+        padded = (1,) * (len(out) - len(src)) + src
+        if padded != src:
+            t, tn = gen.tmp(node, "rank")
+            gen.emit(f"{t} = mb.reshape(x={x}, shape={lit(list(padded))}, name={tn})")
+            x = t
+        reps = [o // p if p else 1 for o, p in zip(out, padded)]
+        if all(r == 1 for r in reps):
+            gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
+        else:
+            gen.emit(f"{gen.out(node)} = mb.tile(x={x}, reps={lit(reps)}, name={gen.name(node)})")
+        return
+    dt = node.inputs[0].type.dtype
+    shape = _axes_input(node, 1)
+    s = lit(shape) if shape is not None else gen.var(node.inputs[1])
+    f, fn = gen.tmp(node, "ones")
+    one, op = (np_lit(False, dt), "logical_or") if dt == "bool" else (np_lit(1, dt), "mul")
+    gen.emit(f"{f} = mb.fill(shape={s}, value={one}, name={fn})")
+    gen.emit(f"{gen.out(node)} = mb.{op}(x={x}, y={f}, name={gen.name(node)})")
+
+
+@lowering("tile")
+def _tile(gen: Gen, node: Node) -> None:
+    reps = _axes_input(node, 1)
+    r = gen.var(node.inputs[1]) if reps is None else lit(reps)
+    gen.emit(f"{gen.out(node)} = mb.tile(x={gen.var(node.inputs[0])}, reps={r}, name={gen.name(node)})")
+
+
+def _split_check(node: Node) -> tuple[str, str] | None:
+    why = need_const(1)(node) or need_rank(0)(node)
+    if why:
+        return why
+    if len(node.inputs) < 2 or node.inputs[1] is None:
+        shape = static_shape(node.inputs[0])
+        if shape is None:
+            return ("dynamic_shape", "an even split needs a static input shape")
+    return None
+
+
+@lowering("split", check=_split_check)
+def _split(gen: Gen, node: Node) -> None:
+    x = node.inputs[0]
+    r = x.type.rank
+    axis = _axis(int(gen.attr(node, "axis")), r)
+    sizes = _axes_input(node, 1)
+    n = len(node.outputs)
+    if sizes is None:
+        dim = static_shape(x)[axis]
+        per = -(-dim // n)
+        sizes = [min(per, dim - i * per) for i in range(n)]
+    outs = ", ".join(gen.var(v) for v in node.outputs)
+    if n == 1:
+        gen.emit(f"{outs} = mb.identity(x={gen.var(x)}, name={gen.name(node)})")
+        return
+    gen.emit(f"{outs} = mb.split(x={gen.var(x)}, split_sizes={lit(sizes)}, axis={lit(axis)}, name={gen.name(node)})")
+
+
+def _slice_check(node: Node) -> tuple[str, str] | None:
+    if static_shape(node.inputs[0]) is None:
+        return ("dynamic_shape", "slice needs a static input shape here")
+    return need_const(1, 2, 3, 4)(node)
+
+
+@lowering("slice", check=_slice_check)
+def _slice(gen: Gen, node: Node) -> None:
+    shape = static_shape(node.inputs[0])
+    r = len(shape)
+    starts = _axes_input(node, 1)
+    ends = _axes_input(node, 2)
+    axes = _axes_input(node, 3) if len(node.inputs) > 3 and node.inputs[3] is not None else list(range(len(starts)))
+    steps = _axes_input(node, 4) if len(node.inputs) > 4 and node.inputs[4] is not None else [1] * len(starts)
+    begin, end, stride = [0] * r, list(shape), [1] * r
+    bmask, emask = [True] * r, [True] * r
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = _axis(a, r)
+        dim = shape[a]
+        # python slice semantics (ONNX clamps like Python): resolve to explicit indices
+        idx = range(dim)[slice(s, e, st)]
+        stride[a] = st
+        if len(idx) == 0:
+            begin[a], end[a], bmask[a], emask[a] = 0, 0, False, False
+            stride[a] = 1
+            continue
+        first, last = idx[0], idx[-1]
+        begin[a], bmask[a] = first, False
+        nxt = last + st
+        if nxt < 0 or nxt >= dim:
+            emask[a] = True
+            end[a] = 0
+        else:
+            end[a], emask[a] = nxt, False
+    gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={lit(begin)}, end={lit(end)}, "
+             f"stride={lit(stride)}, begin_mask={lit(bmask)}, end_mask={lit(emask)}, name={gen.name(node)})")
+
+
+@lowering("gather", check=need_rank(0))
+def _gather(gen: Gen, node: Node) -> None:
+    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    gen.emit(f"{gen.out(node)} = mb.gather(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
+             f"axis={lit(axis)}, validate_indices=False, name={gen.name(node)})")
+
+
+@lowering("gather_elements", check=need_rank(0))
+def _gather_elements(gen: Gen, node: Node) -> None:
+    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    gen.emit(f"{gen.out(node)} = mb.gather_along_axis(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
+             f"axis={lit(axis)}, validate_indices=False, name={gen.name(node)})")
+
+
+@lowering("gather_nd")
+def _gather_nd(gen: Gen, node: Node) -> None:
+    gen.emit(f"{gen.out(node)} = mb.gather_nd(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
+             f"batch_dims={lit(int(gen.attr(node, 'batch_dims')))}, validate_indices=False, name={gen.name(node)})")
+
+
+_SCATTER_MODE = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+@lowering("scatter_elements", check=need_rank(0))
+def _scatter_elements(gen: Gen, node: Node) -> None:
+    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    mode = _SCATTER_MODE[gen.attr(node, "reduction")]
+    gen.emit(f"{gen.out(node)} = mb.scatter_along_axis(data={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
+             f"updates={gen.var(node.inputs[2])}, axis={lit(axis)}, mode={pyrepr(mode)}, validate_indices=False, "
+             f"name={gen.name(node)})")
+
+
+@lowering("scatter_nd")
+def _scatter_nd(gen: Gen, node: Node) -> None:
+    mode = _SCATTER_MODE[gen.attr(node, "reduction")]
+    gen.emit(f"{gen.out(node)} = mb.scatter_nd(data={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
+             f"updates={gen.var(node.inputs[2])}, mode={pyrepr(mode)}, validate_indices=False, name={gen.name(node)})")
+
+
+def _pad_check(node: Node) -> tuple[str, str] | None:
+    why = need_const(2, 3)(node) or need_rank(0)(node)
+    if why:
+        return why
+    if not node.inputs[1].is_const and (node.attrs.get("mode", "constant") != "constant"
+                                        or (len(node.inputs) > 3 and node.inputs[3] is not None)):
+        return ("requires_constant_input", "runtime pads are for constant mode over every axis")
+    if node.attrs.get("mode", "constant") not in ("constant", "reflect", "edge"):
+        return ("unsupported_attribute_value", f"pad mode {node.attrs.get('mode')!r}")
+    return None
+
+
+@lowering("pad", check=_pad_check)
+def _pad(gen: Gen, node: Node) -> None:
+    x = node.inputs[0]
+    r = x.type.rank
+    pads = _axes_input(node, 1)
+    if pads is None:  # runtime pads [b0.., e0..] -> MIL's [b0, e0, b1, e1, ...]
+        cv = const_of(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
+        val = float(np.asarray(cv).reshape(-1)[0]) if cv is not None and np.asarray(cv).size else 0.0
+        p2, p2n = gen.tmp(node, "pads2")
+        gen.emit(f"{p2} = mb.reshape(x={gen.var(node.inputs[1])}, shape=[2, {r}], name={p2n})")
+        pt, ptn = gen.tmp(node, "padsT")
+        gen.emit(f"{pt} = mb.transpose(x={p2}, perm=[1, 0], name={ptn})")
+        pf, pfn = gen.tmp(node, "pads")
+        gen.emit(f"{pf} = mb.reshape(x={pt}, shape=[{2 * r}], name={pfn})")
+        gen.emit(f"{gen.out(node)} = mb.pad(x={gen.var(x)}, pad={pf}, mode='constant', "
+                 f"constant_val={np_lit(val, x.type.dtype)}, name={gen.name(node)})")
+        return
+    axes = _axes_input(node, 3) if len(node.inputs) > 3 and node.inputs[3] is not None else list(range(r))
+    full = [0] * (2 * r)
+    for k, a in enumerate(axes):
+        a = _axis(a, r)
+        full[2 * a], full[2 * a + 1] = pads[k], pads[k + len(axes)]
+    mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[gen.attr(node, "mode")]
+    cv = const_of(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
+    val = float(np.asarray(cv).reshape(-1)[0]) if cv is not None and np.asarray(cv).size else 0.0
+    extra = f", constant_val={np_lit(val, x.type.dtype)}" if mode == "constant" else ""
+    if mode != "constant":  # MIL pads reflect/replicate on trailing dims only: drop leading zero pairs
+        while len(full) > 2 and full[0] == 0 and full[1] == 0:
+            full = full[2:]
+    gen.emit(f"{gen.out(node)} = mb.pad(x={gen.var(x)}, pad={lit(full)}, mode={pyrepr(mode)}{extra}, name={gen.name(node)})")
+
+
+@lowering("shape", check=need_rank(0))
+def _shape(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    start, end = gen.attr(node, "start"), gen.attr(node, "end")
+    start = _axis(int(start or 0), r)
+    end = r if end is None else min(_axis(int(end), r), r)
+    full = start == 0 and end == r
+    var, nm = (gen.out(node), gen.name(node)) if full else gen.tmp(node, "full")
+    gen.emit(f"{var} = mb.shape(x={gen.var(node.inputs[0])}, name={nm})")
+    if not full:
+        gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={var}, begin={lit([start])}, end={lit([max(start, end)])}, "
+                 f"name={gen.name(node)})")
+
+
+@lowering("constant_of_shape")
+def _constant_of_shape(gen: Gen, node: Node) -> None:
+    value = gen.attr(node, "value")
+    dt = node.outputs[0].type.dtype or "float32"
+    val = np.asarray(value).reshape(-1)[0] if value is not None else 0
+    shape = _axes_input(node, 0)
+    s = lit(shape) if shape is not None else gen.var(node.inputs[0])
+    if shape is not None and 0 in shape:
+        gen.emit(f"{gen.out(node)} = mb.const(val=np.zeros({lit(shape)}, dtype={pyrepr(np.dtype(_np(dt)).name)}), "
+                 f"name={gen.name(node)})")
+        return
+    gen.emit(f"{gen.out(node)} = mb.fill(shape={s}, value={np_lit(val, dt)}, name={gen.name(node)})")
+
+
+def _broadcast_static(gen: Gen, node: Node, var: str, src: tuple[int, ...], out: tuple[int, ...], key: str) -> str:
+    """``var`` (static shape ``src``) broadcast to ``out`` with reshape + tile."""
+    padded = (1,) * (len(out) - len(src)) + tuple(src)
+    if padded != tuple(src):
+        t, tn = gen.tmp(node, f"{key}_rank")
+        gen.emit(f"{t} = mb.reshape(x={var}, shape={lit(list(padded))}, name={tn})")
+        var = t
+    reps = [o // p if p else 1 for o, p in zip(out, padded)]
+    if any(r != 1 for r in reps):
+        t, tn = gen.tmp(node, f"{key}_tiled")
+        gen.emit(f"{t} = mb.tile(x={var}, reps={lit(reps)}, name={tn})")
+        var = t
+    return var
+
+
+@lowering("where")
+def _where(gen: Gen, node: Node) -> None:
+    """MIL select. coremltools types select's output as broadcast(a, b) and ignores cond's
+    shape (value inference uses np.where over all three): when cond is what widens the result,
+    ``a`` is broadcast to the output shape first."""
+    c, a, b = node.inputs[:3]
+    av = gen.var(a)
+    sa, sb, out = static_shape(a), static_shape(b), static_shape(node.outputs[0])
+    if sa is not None and sb is not None and out is not None:
+        from translator.infer import broadcast_shapes
+
+        if tuple(broadcast_shapes(sa, sb)) != out:
+            av = _broadcast_static(gen, node, av, sa, out, "a")
+    gen.emit(f"{gen.out(node)} = mb.select(cond={gen.var(c)}, a={av}, b={gen.var(b)}, name={gen.name(node)})")
+
+
+@lowering("range", check=lambda n: None if n.inputs[0].type.dtype in ("float32", "float16", "int32")
+          else ("unsupported_dtype", "range takes fp16/fp32/int32 here"))
+def _range(gen: Gen, node: Node) -> None:
+    gen.emit(f"{gen.out(node)} = mb.range_1d(start={gen.var(node.inputs[0])}, end={gen.var(node.inputs[1])}, "
+             f"step={gen.var(node.inputs[2])}, name={gen.name(node)})")
+
+
+def _block_check(node: Node) -> tuple[str, str] | None:
+    if node.inputs[0].type.rank != 4:
+        return ("rank_limit", "Core ML depth/space rearrangements take rank-4 NCHW tensors")
+    if node.op == "depth_to_space" and node.attrs.get("mode", "DCR") not in ("DCR", "CRD"):
+        return ("unsupported_attribute_value", f"mode {node.attrs.get('mode')!r}")
+    return None
+
+
+@lowering("depth_to_space", "space_to_depth", check=_block_check)
+def _depth_space(gen: Gen, node: Node) -> None:
+    bs = lit(int(gen.attr(node, "blocksize")))
+    x = gen.var(node.inputs[0])
+    if node.op == "space_to_depth":
+        gen.emit(f"{gen.out(node)} = mb.space_to_depth(x={x}, block_size={bs}, name={gen.name(node)})")
+    elif gen.attr(node, "mode") == "CRD":
+        gen.emit(f"{gen.out(node)} = mb.pixel_shuffle(x={x}, upscale_factor={bs}, name={gen.name(node)})")
+    else:
+        gen.emit(f"{gen.out(node)} = mb.depth_to_space(x={x}, block_size={bs}, name={gen.name(node)})")
+
+
+@lowering("reverse", check=need_rank(0))
+def _reverse(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    axes = gen.attr(node, "axes")
+    axes = list(range(r)) if axes is None else [_axis(a, r) for a in axes]
+    gen.emit(f"{gen.out(node)} = mb.reverse(x={gen.var(node.inputs[0])}, axes={lit(axes)}, name={gen.name(node)})")
+
+
+@lowering("cum_sum", check=all_of(need_const(1), need_rank(0)))
+def _cum_sum(gen: Gen, node: Node) -> None:
+    axis = _axis(int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0]), node.inputs[0].type.rank)
+    gen.emit(f"{gen.out(node)} = mb.cumsum(x={gen.var(node.inputs[0])}, axis={lit(axis)}, "
+             f"exclusive={bool(gen.attr(node, 'exclusive'))}, reverse={bool(gen.attr(node, 'reverse'))}, "
+             f"name={gen.name(node)})")
+
+
+def _trilu_check(node: Node) -> tuple[str, str] | None:
+    why = need_const(1)(node)
+    if why:
+        return why
+    k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
+    upper = int(node.attrs.get("upper", 1))
+    if (upper and k > 0) or (not upper and k < 0):
+        return ("unsupported_attribute_value", "band_part keeps whole diagonals: upper needs k <= 0, lower k >= 0")
+    return None
+
+
+@lowering("trilu", check=_trilu_check)
+def _trilu(gen: Gen, node: Node) -> None:
+    k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
+    lower, upper = (-k, -1) if int(gen.attr(node, "upper")) else (-1, k)
+    gen.emit(f"{gen.out(node)} = mb.band_part(x={gen.var(node.inputs[0])}, lower={lit(lower)}, upper={lit(upper)}, "
+             f"name={gen.name(node)})")
+
+
+@lowering("dropout", check=lambda n: ("unsupported_attribute_value", "training mode")
+          if len(n.inputs) > 2 and n.inputs[2] is not None and (not n.inputs[2].is_const or bool(np.asarray(n.inputs[2].const)))
+          else None)
+def _dropout(gen: Gen, node: Node) -> None:
+    gen.emit(f"{gen.out(node)} = mb.identity(x={gen.var(node.inputs[0])}, name={gen.name(node)})")
+    if len(node.outputs) > 1:
+        shape = static_shape(node.inputs[0])
+        if shape is None:
+            raise Unsupported(node.op, NAME, "dynamic_shape", "the mask of a dynamic-shape dropout", node.name)
+        gen.emit(f"{gen.out(node, 1)} = mb.const(val=np.ones({lit(list(shape))}, dtype=bool), name={gen.name(node, 1)})")
+
+
+# ----------------------------------------------------------------------------- reductions
+def _reduce_check(node: Node) -> tuple[str, str] | None:
+    return need_const(1)(node) or need_rank(0)(node)
+
+
+@lowering("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
+          "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", check=_reduce_check, any_dtype=True)
+def _reduce(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    axes = _axes_input(node, 1) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+    x = gen.var(node.inputs[0])
+    if node.inputs[0].type.dtype == "bool" and node.op in ("reduce_max", "reduce_min"):  # any / all
+        t, tn = gen.tmp(node, "int")
+        gen.emit(f"{t} = mb.cast(x={x}, dtype='int32', name={tn})")
+        x = t
+    if not axes:
+        if int(gen.attr(node, "noop_with_empty_axes")):
+            gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
+            return
+        axes = list(range(r))
+    axes = sorted({_axis(a, r) for a in axes})
+    keep = bool(int(gen.attr(node, "keepdims")))
+    if node.inputs[0].type.dtype == "bool" and node.op in ("reduce_max", "reduce_min"):
+        t, tn = gen.tmp(node, "reduced")
+        gen.emit(f"{t} = mb.{cell_name(gen, node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={tn})")
+        gen.emit(f"{gen.out(node)} = mb.cast(x={t}, dtype='bool', name={gen.name(node)})")
+        return
+    gen.emit(f"{gen.out(node)} = mb.{cell_name(gen, node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={gen.name(node)})")
+
+
+@lowering("arg_max", "arg_min", check=need_rank(0))
+def _arg(gen: Gen, node: Node) -> None:
+    r = node.inputs[0].type.rank
+    axis = _axis(int(gen.attr(node, "axis")), r)
+    fn = "reduce_argmax" if node.op == "arg_max" else "reduce_argmin"
+    keep = bool(int(gen.attr(node, "keepdims")))
+    x = gen.var(node.inputs[0])
+    if not int(gen.attr(node, "select_last_index")):
+        gen.emit(f"{gen.out(node)} = mb.{fn}(x={x}, axis={lit(axis)}, keep_dims={keep}, name={gen.name(node)})")
+        return
+    dim = static_shape(node.inputs[0])
+    if dim is None:
+        raise Unsupported(node.op, NAME, "dynamic_shape", "select_last_index needs a static axis length", node.name)
+    # the last extremum = (n - 1) - the first extremum of the reversed axis
+    rv, rvn = gen.tmp(node, "reversed")
+    gen.emit(f"{rv} = mb.reverse(x={x}, axes={lit([axis])}, name={rvn})")
+    ix, ixn = gen.tmp(node, "first")
+    gen.emit(f"{ix} = mb.{fn}(x={rv}, axis={lit(axis)}, keep_dims={keep}, name={ixn})")
+    gen.emit(f"{gen.out(node)} = mb.sub(x=np.int32({dim[axis] - 1}), y={ix}, name={gen.name(node)})")
+
+
+@lowering("top_k", check=all_of(need_const(1), need_rank(0)))
+def _top_k(gen: Gen, node: Node) -> None:
+    k = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
+    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    asc = not bool(int(gen.attr(node, "largest")))
+    sort = bool(int(gen.attr(node, "sorted")))
+    gen.emit(f"{gen.out(node)}, {gen.out(node, 1)} = mb.topk(x={gen.var(node.inputs[0])}, k={lit(k)}, axis={lit(axis)}, "
+             f"ascending={asc}, sort={sort}, name={gen.name(node)})")
+
+
+@lowering("hardmax", check=lambda n: None if static_shape(n.inputs[0]) is not None
+          else ("dynamic_shape", "hardmax needs a static shape"))
+def _hardmax(gen: Gen, node: Node) -> None:
+    x = node.inputs[0]
+    shape = static_shape(x)
+    axis = _axis(int(gen.attr(node, "axis")), len(shape))
+    am, amn = gen.tmp(node, "argmax")
+    gen.emit(f"{am} = mb.reduce_argmax(x={gen.var(x)}, axis={lit(axis)}, keep_dims=False, name={amn})")
+    gen.emit(f"{gen.out(node)} = mb.one_hot(indices={am}, one_hot_vector_size={lit(shape[axis])}, axis={lit(axis)}, "
+             f"on_value={np_lit(1, x.type.dtype)}, off_value={np_lit(0, x.type.dtype)}, name={gen.name(node)})")
+
+
+@lowering("eye_like", check=lambda n: None if static_shape(n.inputs[0]) is not None and n.outputs[0].type.dtype
+          else ("dynamic_shape", "eye_like needs a static shape"))
+def _eye_like(gen: Gen, node: Node) -> None:
+    shape = static_shape(node.inputs[0])
+    k = int(gen.attr(node, "k") or 0)
+    eye = np.eye(shape[0], shape[1], k=k).astype(_np(node.outputs[0].type.dtype))
+    gen.emit(f"{gen.out(node)} = mb.const(val={np_lit(eye, node.outputs[0].type.dtype)}, name={gen.name(node)})")
+
+
+@lowering("one_hot", check=need_const(1, 2))
+def _one_hot(gen: Gen, node: Node) -> None:
+    depth = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
+    values = np.asarray(const_of(node.inputs[2])).reshape(-1)
+    dt = node.inputs[2].type.dtype
+    gen.emit(f"{gen.out(node)} = mb.one_hot(indices={gen.var(node.inputs[0])}, one_hot_vector_size={lit(depth)}, "
+             f"axis={lit(int(gen.attr(node, 'axis')))}, on_value={np_lit(values[1], dt)}, "
+             f"off_value={np_lit(values[0], dt)}, name={gen.name(node)})")
+
+
+@lowering("non_zero")
+def _non_zero(gen: Gen, node: Node) -> None:
+    t, tn = gen.tmp(node, "nz")
+    gen.emit(f"{t} = mb.non_zero(x={gen.var(node.inputs[0])}, name={tn})")
+    gen.emit(f"{gen.out(node)} = mb.transpose(x={t}, perm=[1, 0], name={gen.name(node)})")
+
+
+@lowering("einsum")
+def _einsum(gen: Gen, node: Node) -> None:
+    vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
+    gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={pyrepr(str(gen.attr(node, 'equation')))}, "
+             f"name={gen.name(node)})")

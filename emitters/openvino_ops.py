@@ -1,0 +1,630 @@
+"""OpenVINO lowerings that need more than one line: IR node → a few builder-script lines.
+
+Each lowering is registered for an IR op id with ``@lowering(op, check=...)``; it reads
+the node through ``Gen`` (input variables, attributes with signature defaults) and writes
+straight-line code with ``Gen.let`` / ``Gen.out``. Literals always go through ``Gen.lit``
+(``render.pyrepr``). ``check(node)`` runs while lowering (``lower_for``'s ``accepts``):
+a reason string sends the node on to the table decomposition or to ``Unsupported``.
+
+Ops one line covers live in ``templates/openvino/snippets.yaml``. This module holds the
+registry, shared helpers and the elementwise / shape / indexing / reduction lowerings;
+the others register from their own modules: ``openvino_nn`` (linear algebra,
+convolution, pooling, normalization, resize, detection, losses), ``openvino_quant``,
+``openvino_control`` (If / Loop / Scan), ``openvino_rnn``, ``openvino_attention`` and
+``openvino_misc`` (windows, CenterCropPad, AffineGrid, RotaryEmbedding).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from translator.ir import Node
+
+if TYPE_CHECKING:
+    from .openvino import Gen
+
+#: a node check returns None (fine), a reason, or (reason code, reason)
+Check = Callable[[Node], "str | tuple[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class Lowering:
+    fn: "LowerFn"
+    check: Check | None = None
+
+
+#: IR op id → its OpenVINO lowering
+LOWERINGS: dict[str, Lowering] = {}
+INT64_MAX = np.iinfo(np.int64).max
+
+
+LowerFn = Callable[["Gen", Node], None]
+
+
+def lowering(*op_ids: str, check: Check | None = None) -> Callable[[LowerFn], LowerFn]:
+    def deco(fn: LowerFn) -> LowerFn:
+        for op in op_ids:
+            if op in LOWERINGS:
+                raise ValueError(f"OpenVINO lowering for {op!r} registered twice")
+            LOWERINGS[op] = Lowering(fn, check)
+        return fn
+
+    return deco
+
+
+# ----------------------------------------------------------------------------- helpers
+def attr(node: Node, name: str, default: Any = None) -> Any:
+    """An attribute of the node, else the op's signature default, else ``default``."""
+    if name in node.attrs:
+        return node.attrs[name]
+    from translator.tables import load_tables
+
+    op = load_tables().ops.get(node.op)
+    if op is not None and op.signature is not None:
+        a = op.signature.attribute(name)
+        if a is not None and a.default is not None:
+            return a.default
+    return default
+
+
+def rank_of(node: Node, i: int = 0) -> int | None:
+    v = node.inputs[i] if i < len(node.inputs) else None
+    return None if v is None else v.type.rank
+
+
+def needs_rank(what: str) -> Check:
+    """A check refusing (dynamic_shape) a node whose first input has an unknown rank."""
+    return lambda n: None if rank_of(n) is not None else ("dynamic_shape", f"{what} needs the input rank")
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _np(dtype: str) -> Any:
+    from translator.dtypes import numpy_dtype
+
+    return numpy_dtype(dtype)
+
+
+def i64(g: "Gen", value: Any) -> str:
+    """An int64 constant."""
+    return g.const(np.asarray(value, dtype=np.int64), "int64")
+
+
+def scalar_i64(g: "Gen", var: str, dtype: str) -> str:
+    """A one-element integer tensor → an int64 scalar."""
+    if dtype != "int64":
+        var = g.let(f"ops.convert({var}, ov.Type.i64)")
+    return g.let(f"ops.reshape({var}, {i64(g, np.zeros(0))}, False)")
+
+
+def as_i64(g: "Gen", var: str, dtype: str) -> str:
+    return var if dtype == "int64" else g.let(f"ops.convert({var}, ov.Type.i64)")
+
+
+def used(node: Node, i: int) -> bool:
+    """Output ``i`` exists and is read (by a node or as a graph output)."""
+    if i >= len(node.outputs):
+        return False
+    v = node.outputs[i]
+    return bool(v.uses) or (node.graph is not None and any(o is v for o in node.graph.outputs))
+
+
+def all_axes(g: "Gen", i: int = 0) -> str:
+    """int64 [0, 1, ..., rank-1] of input ``i`` (dynamic when the rank is unknown)."""
+    r = g.t(i).rank
+    if r is not None:
+        return i64(g, np.arange(r))
+    x = g.x(i)
+    rk = g.let(f"ops.reshape(ops.shape_of(ops.shape_of({x})), {i64(g, np.zeros(0))}, False)")
+    return g.let(f"ops.range({i64(g, 0)}, {rk}, {i64(g, 1)}, 'i64')")
+
+
+def all_along(g: "Gen", cond: str, axes: str, keep: bool) -> str:
+    """Logical AND of a bool expression over ``axes`` (True on empty sets), via ReduceMin of 0/1
+    bytes: the CPU plugin has no ReduceLogicalAnd with run-time axes."""
+    return g.let(f"ops.convert(ops.reduce_min(ops.convert({cond}, ov.Type.u8), {axes}, {keep}), ov.Type.boolean)")
+
+
+def dim(g: "Gen", x: str, axis: int) -> str:
+    """The size of ``x`` along ``axis`` as an int64 scalar (computed in the graph)."""
+    return g.let(f"ops.gather(ops.shape_of({x}), {i64(g, axis)}, {i64(g, 0)})")
+
+
+# ----------------------------------------------------------------------------- constants and casts
+@lowering("constant")
+def _constant(g: "Gen", node: Node) -> None:
+    from translator import reference
+
+    arr = reference.get("constant")(**node.attrs)
+    g.bind(0, g.em.constant(np.asarray(arr), node.outputs[0].type.dtype, g.fn, g.hint))
+
+
+@lowering("constant_of_shape")
+def _constant_of_shape(g: "Gen", node: Node) -> None:
+    value = node.attrs.get("value")
+    fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[:1].reshape(())
+    c = g.const(fill, g.out_dtype(0))
+    g.out(0, f"ops.broadcast({c}, {as_i64(g, g.x(0), g.dtype(0))})")
+
+
+@lowering("cast")
+def _cast(g: "Gen", node: Node) -> None:
+    g.out(0, f"ops.convert({g.x(0)}, {g.ty(g.out_dtype(0))})")
+
+
+# ----------------------------------------------------------------------------- variadic elementwise
+def _fold(fn: str) -> Callable[["Gen", Node], None]:
+    def lower(g: "Gen", node: Node) -> None:
+        xs = g.xs()
+        acc = xs[0]
+        for x in xs[1:-1]:
+            acc = g.let(f"ops.{fn}({acc}, {x})")
+        if len(xs) > 1:
+            g.out(0, f"ops.{fn}({acc}, {xs[-1]})")
+        else:
+            g.bind(0, acc)
+
+    return lower
+
+
+lowering("sum")(_fold("add"))
+lowering("max")(_fold("maximum"))
+lowering("min")(_fold("minimum"))
+
+
+@lowering("mean")
+def _mean(g: "Gen", node: Node) -> None:
+    xs = g.xs()
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = g.let(f"ops.add({acc}, {x})")
+    g.out(0, f"ops.divide({acc}, {g.const(len(xs), g.dtype(0))})")
+
+
+@lowering("clip")
+def _clip(g: "Gen", node: Node) -> None:
+    y = g.x(0)
+    lo, hi = g.x(1), g.x(2)
+    if lo is not None:
+        y = g.let(f"ops.maximum({y}, {lo})")
+    if hi is not None:
+        y = g.let(f"ops.minimum({y}, {hi})")
+    g.bind(0, y)
+
+
+@lowering("prelu")
+def _prelu(g: "Gen", node: Node) -> None:
+    # y = x < 0 ? x * slope : x (numpy broadcasting of slope, unlike OpenVINO PRelu's channel rule)
+    x, s = g.x(0), g.x(1)
+    g.out(0, f"ops.select(ops.less({x}, {g.const(0, g.dtype(0))}), ops.multiply({x}, {s}), {x})")
+
+
+@lowering("gelu")
+def _gelu(g: "Gen", node: Node) -> None:
+    mode = {"none": "erf", "tanh": "tanh"}[g.a("approximate")]
+    g.out(0, f"ops.gelu({g.x(0)}, {g.lit(mode)})")
+
+
+@lowering("celu")
+def _celu(g: "Gen", node: Node) -> None:
+    # celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha, 1)
+    alpha = float(g.a("alpha"))
+    a = g.const(alpha, g.dtype(0))
+    g.out(0, f"ops.multiply({a}, ops.elu(ops.divide({g.x(0)}, {a}), 1.0))")
+
+
+# ----------------------------------------------------------------------------- shapes
+@lowering("reshape")
+def _reshape(g: "Gen", node: Node) -> None:
+    special_zero = not bool(g.a("allowzero"))
+    g.out(0, f"ops.reshape({g.x(0)}, {as_i64(g, g.x(1), g.dtype(1))}, {g.lit(special_zero)})")
+
+
+def static_out(node: Node, i: int = 0) -> list[int] | None:
+    """The output's shape when the IR knows it statically."""
+    t = node.outputs[i].type
+    return [int(d) for d in t.shape] if t.is_static and t.shape is not None else None
+
+
+@lowering("squeeze", "unsqueeze")
+def _squeeze(g: "Gen", node: Node) -> None:
+    axes = g.x(1)
+    shape = static_out(node)
+    if axes is not None and g.cval(1) is None and shape is not None:
+        # runtime axes give OpenVINO a dynamic rank the CPU plugin refuses: the IR knows the shape
+        g.out(0, f"ops.reshape({g.x(0)}, {i64(g, shape)}, False)")
+        return
+    g.out(0, f"ops.{node.op}({g.x(0)}, {axes})" if axes is not None else f"ops.squeeze({g.x(0)})")
+
+
+@lowering("transpose", check=lambda n: None if attr(n, "perm") is not None or rank_of(n) is not None
+          else ("dynamic_shape", "transpose without perm needs the input rank"))
+def _transpose(g: "Gen", node: Node) -> None:
+    perm = g.a("perm")
+    if perm is None:
+        perm = list(reversed(range(g.rank(0))))
+    g.out(0, f"ops.transpose({g.x(0)}, {i64(g, perm)})")
+
+
+@lowering("flatten")
+def _flatten(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    t = g.t(0)
+    axis = int(g.a("axis"))
+    if t.rank is not None:
+        axis = norm_axis(axis, t.rank)
+    if t.is_static and t.shape is not None:
+        lead = int(np.prod(t.shape[:axis], dtype=np.int64))
+        g.out(0, f"ops.reshape({x}, {i64(g, [lead, -1])}, False)")
+        return
+    if axis == 0:
+        g.out(0, f"ops.reshape({x}, {i64(g, [1, -1])}, False)")
+        return
+    s = g.let(f"ops.shape_of({x})")
+    head = g.let(f"ops.slice({s}, {i64(g, [0])}, {i64(g, [axis])}, {i64(g, [1])})")
+    lead = g.let(f"ops.reduce_prod({head}, {i64(g, [0])}, True)")
+    g.out(0, f"ops.reshape({x}, ops.concat([{lead}, {i64(g, [-1])}], 0), False)")
+
+
+@lowering("split")
+def _split(g: "Gen", node: Node) -> None:
+    x, axis = g.x(0), int(g.a("axis"))
+    n = len(node.outputs)
+    if g.x(1) is not None:
+        t = g.let(f"ops.variadic_split({x}, {i64(g, axis)}, {g.x(1)})")
+    else:
+        shape = g.t(0).shape
+        d = shape[norm_axis(axis, len(shape))] if shape is not None else None
+        if isinstance(d, int) and d % n:
+            chunk = -(-d // n)
+            lengths = [min(chunk, d - k * chunk) for k in range(n)]
+            t = g.let(f"ops.variadic_split({x}, {i64(g, axis)}, {i64(g, lengths)})")
+        elif isinstance(d, int) or n == 1:
+            t = g.let(f"ops.split({x}, {i64(g, axis)}, {n})")
+        else:  # size known at run time only: n - 1 chunks of ceil(d / n), the rest last (ONNX 18)
+            size = dim(g, x, axis)
+            chunk = g.let(f"ops.divide(ops.add({size}, {i64(g, n - 1)}), {i64(g, n)})")
+            last = g.let(f"ops.subtract({size}, ops.multiply({chunk}, {i64(g, n - 1)}))")
+            lengths = g.let(f"ops.concat([ops.broadcast({chunk}, {i64(g, [n - 1])}), "
+                            f"ops.unsqueeze({last}, {i64(g, [0])})], 0)")
+            t = g.let(f"ops.variadic_split({x}, {i64(g, axis)}, {lengths})")
+    g.outs(t)
+
+
+@lowering("slice")
+def _slice(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    starts = as_i64(g, g.x(1), g.dtype(1))
+    ends = as_i64(g, g.x(2), g.dtype(2))
+    axes = as_i64(g, g.x(3), g.dtype(3)) if g.x(3) is not None else None
+    if g.x(4) is not None:
+        steps = as_i64(g, g.x(4), g.dtype(4))
+    else:
+        c = g.cval(1)
+        steps = i64(g, np.ones(c.size)) if c is not None else \
+            g.let(f"ops.broadcast({i64(g, 1)}, ops.shape_of({starts}))")
+    extra = f", {axes}" if axes is not None else ""
+    g.out(0, f"ops.slice({x}, {starts}, {ends}, {steps}{extra})")
+
+
+def _pad_check(node: Node) -> str | tuple[str, str] | None:
+    mode = attr(node, "mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        return f"OpenVINO Pad has no {mode!r} mode"
+    axes = node.inputs[3] if len(node.inputs) > 3 else None
+    if axes is not None and rank_of(node) is None:
+        return ("dynamic_shape", "pad with axes needs the input rank")
+    return None
+
+
+@lowering("pad", check=_pad_check)
+def _pad(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    mode = g.a("mode")
+    pads, axes_c = g.cval(1), g.cval(3)
+    if pads is not None and (g.x(3) is None or axes_c is not None):
+        p = [int(v) for v in pads.reshape(-1)]
+        k = len(p) // 2
+        begin, end = p[:k], p[k:]
+        if axes_c is not None:
+            r = g.rank(0)
+            fb, fe = [0] * r, [0] * r
+            for j, ax in enumerate(int(a) for a in axes_c.reshape(-1)):
+                fb[norm_axis(ax, r)], fe[norm_axis(ax, r)] = begin[j], end[j]
+            begin, end = fb, fe
+        pb, pe = i64(g, begin), i64(g, end)
+    else:
+        t = g.let(f"ops.split({as_i64(g, g.x(1), g.dtype(1))}, {i64(g, 0)}, 2)")
+        pb, pe = f"{t}.output(0)", f"{t}.output(1)"
+        if g.x(3) is not None:  # scatter the per-axis pads into full-rank ones (negative axes wrap)
+            r = g.rank(0)
+            ax = as_i64(g, g.x(3), g.dtype(3))
+            ax = g.let(f"ops.floor_mod({ax}, {i64(g, r)})")
+            zeros = i64(g, np.zeros(r))
+            pb = g.let(f"ops.scatter_elements_update({zeros}, {ax}, {pb}, {i64(g, 0)})")
+            pe = g.let(f"ops.scatter_elements_update({zeros}, {ax}, {pe}, {i64(g, 0)})")
+    value = g.x(2) if mode == "constant" and g.x(2) is not None else None
+    if value is not None:
+        value = g.let(f"ops.reshape({value}, {i64(g, np.zeros(0))}, False)")
+    tail = f", {value}" if value is not None else ""
+    g.out(0, f"ops.pad({x}, {pb}, {pe}, {g.lit(mode)}{tail})")
+
+
+@lowering("shape")
+def _shape(g: "Gen", node: Node) -> None:
+    s = f"ops.shape_of({g.x(0)}, 'i64')"
+    start, end = int(g.a("start", 0)), g.a("end")
+    if start == 0 and end is None:
+        g.out(0, s)
+        return
+    s = g.let(s)
+    stop = INT64_MAX if end is None else int(end)
+    g.out(0, f"ops.slice({s}, {i64(g, [start])}, {i64(g, [stop])}, {i64(g, [1])})")
+
+
+@lowering("size")
+def _size(g: "Gen", node: Node) -> None:
+    g.out(0, f"ops.reduce_prod(ops.shape_of({g.x(0)}, 'i64'), {i64(g, 0)}, False)")
+
+
+@lowering("tile")
+def _tile(g: "Gen", node: Node) -> None:
+    reps = g.x(1)
+    t, out = g.t(0), static_out(node)
+    if g.cval(1) is None and t.is_static and out is not None and len(out) == len(t.shape or ()):
+        # Tile with run-time repeats returns garbage on the CPU plugin (2026.4): the IR knows them
+        reps = i64(g, [o // i if i else 1 for o, i in zip(out, t.shape or ())])
+    g.out(0, f"ops.tile({g.x(0)}, {reps})")
+
+
+@lowering("range")
+def _range(g: "Gen", node: Node) -> None:
+    # start, limit, delta are scalars (a one-element tensor is accepted too)
+    args = [x if g.t(i).rank == 0 else g.let(f"ops.reshape({x}, {i64(g, [])}, False)") for i, x in enumerate(g.xs())]
+    g.out(0, f"ops.range({args[0]}, {args[1]}, {args[2]}, {g.ty(g.out_dtype(0))})")
+
+
+@lowering("bit_shift_left", "bit_shift_right")
+def _bit_shift(g: "Gen", node: Node) -> None:
+    # a shift < 0 or >= the bit width gives 0 (left) or the sign fill (right), as in ONNX
+    x, y, dt = g.x(0), g.x(1), g.dtype(0)
+    bits = np.dtype(_np(dt)).itemsize * 8
+    zero = g.const(0, dt)
+    valid = g.let(f"ops.logical_and(ops.greater_equal({y}, {zero}), ops.less({y}, {g.const(bits, dt)}))")
+    left = node.op == "bit_shift_left"
+    shifted = g.let(f"ops.bitwise_{'left' if left else 'right'}_shift({x}, ops.select({valid}, {y}, {zero}))")
+    fill = zero
+    if not left and np.dtype(_np(dt)).kind == "i":
+        fill = g.let(f"ops.select(ops.less({x}, {zero}), {g.const(-1, dt)}, {zero})")
+    g.out(0, f"ops.select({valid}, {shifted}, {fill})")
+
+
+@lowering("einsum")
+def _einsum(g: "Gen", node: Node) -> None:
+    equation = str(g.a("equation")).replace(" ", "")  # OpenVINO rejects the spaces ONNX allows
+    g.out(0, f"ops.einsum([{', '.join(g.xs())}], {g.lit(equation)})")
+
+
+@lowering("space_to_depth", "depth_to_space")
+def _space_depth(g: "Gen", node: Node) -> None:
+    mode = {"DCR": "blocks_first", "CRD": "depth_first"}[g.a("mode", "DCR")]
+    g.out(0, f"ops.{node.op}({g.x(0)}, {g.lit(mode)}, {int(g.a('blocksize'))})")
+
+
+@lowering("compress")
+def _compress(g: "Gen", node: Node) -> None:
+    x, cond = g.x(0), g.x(1)
+    axis = g.a("axis")
+    if axis is None:
+        x, axis = g.let(f"ops.reshape({x}, {i64(g, [-1])}, False)"), 0
+    idx = g.let(f"ops.reshape(ops.non_zero({cond}, 'i64'), {i64(g, [-1])}, False)")
+    g.out(0, f"ops.gather({x}, {idx}, {i64(g, int(axis))})")
+
+
+@lowering("trilu")
+def _trilu(g: "Gen", node: Node) -> None:
+    # keep x[..., i, j] where j - i >= k (upper) or j - i <= k (lower)
+    x = g.x(0)
+    k = scalar_i64(g, g.x(1), g.dtype(1)) if g.x(1) is not None else i64(g, 0)
+    rows = g.let(f"ops.unsqueeze(ops.range({i64(g, 0)}, {dim(g, x, -2)}, {i64(g, 1)}, 'i64'), {i64(g, 1)})")
+    cols = g.let(f"ops.range({i64(g, 0)}, {dim(g, x, -1)}, {i64(g, 1)}, 'i64')")
+    cmp = "greater_equal" if int(g.a("upper")) else "less_equal"
+    keep = g.let(f"ops.{cmp}(ops.subtract({cols}, {rows}), {k})")
+    g.out(0, f"ops.select({keep}, {x}, {g.const(0, g.dtype(0))})")
+
+
+@lowering("eye_like", check=lambda n: None if rank_of(n) == 2 else ("dynamic_shape", "eye_like needs a 2-D input"))
+def _eye_like(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    out_t = g.em.types[g.out_dtype(0)]
+    g.out(0, f"ops.eye({dim(g, x, 0)}, {dim(g, x, 1)}, {i64(g, int(g.a('k')))}, {g.lit(out_t)})")
+
+
+# ----------------------------------------------------------------------------- indexing
+_SCATTER_REDUCTION = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min": "min"}
+
+
+@lowering("scatter_elements")
+def _scatter_elements(g: "Gen", node: Node) -> None:
+    red = _SCATTER_REDUCTION[g.a("reduction")]
+    g.out(0, f"ops.scatter_elements_update({g.x(0)}, {g.x(1)}, {g.x(2)}, {i64(g, int(g.a('axis')))}, "
+             f"{g.lit(red)}, True)")
+
+
+@lowering("scatter_nd")
+def _scatter_nd(g: "Gen", node: Node) -> None:
+    red = _SCATTER_REDUCTION[g.a("reduction")]
+    g.out(0, f"ops.scatter_nd_update({g.x(0)}, {g.x(1)}, {g.x(2)}, {g.lit(red)})")
+
+
+@lowering("one_hot")
+def _one_hot(g: "Gen", node: Node) -> None:
+    idx = as_i64(g, g.x(0), g.dtype(0))
+    depth = scalar_i64(g, g.x(1), g.dtype(1))
+    values = g.x(2)
+    off = g.let(f"ops.gather({values}, {i64(g, 0)}, {i64(g, 0)})")
+    on = g.let(f"ops.gather({values}, {i64(g, 1)}, {i64(g, 0)})")
+    g.out(0, f"ops.one_hot({idx}, {depth}, {on}, {off}, {int(g.a('axis'))}, 'normalize')")
+
+
+@lowering("top_k")
+def _top_k(g: "Gen", node: Node) -> None:
+    k = scalar_i64(g, g.x(1), g.dtype(1))
+    mode = "max" if int(g.a("largest")) else "min"
+    t = g.let(f"ops.topk({g.x(0)}, {k}, {int(g.a('axis'))}, {g.lit(mode)}, 'value', 'i64', True)")
+    g.outs(t)
+
+
+def _arg(mode: str) -> Callable[["Gen", Node], None]:
+    def lower(g: "Gen", node: Node) -> None:
+        # the first (or last) index of the max/min along axis: TopK k=1, stable
+        x, axis = g.x(0), int(g.a("axis"))
+        last = bool(g.a("select_last_index"))
+        if last:  # search the reversed axis, then map the index back: i = n - 1 - j
+            x = g.let(f"ops.slice({x}, {i64(g, [-1])}, {i64(g, [np.iinfo(np.int64).min])}, {i64(g, [-1])}, "
+                      f"{i64(g, [axis])})")
+        t = g.let(f"ops.topk({x}, {i64(g, 1)}, {axis}, {g.lit(mode)}, 'value', 'i64', True)")
+        idx = f"{t}.output(1)"
+        if last:
+            idx = g.let(f"ops.subtract(ops.subtract({dim(g, x, axis)}, {i64(g, 1)}), {idx})")
+        if not int(g.a("keepdims")):
+            idx = g.let(f"ops.squeeze({idx}, {i64(g, [axis])})")
+        g.bind(0, idx)
+
+    return lower
+
+
+lowering("arg_max")(_arg("max"))
+lowering("arg_min")(_arg("min"))
+
+
+@lowering("hardmax")
+def _hardmax(g: "Gen", node: Node) -> None:
+    # one_hot(argmax(x, axis), depth = x.shape[axis], on = 1, off = 0, axis)
+    x, axis = g.x(0), int(g.a("axis"))
+    t = g.let(f"ops.topk({x}, {i64(g, 1)}, {axis}, 'max', 'value', 'i64', True)")
+    idx = g.let(f"ops.squeeze({t}.output(1), {i64(g, [axis])})")
+    dt = g.dtype(0)
+    g.out(0, f"ops.one_hot({idx}, {dim(g, x, axis)}, {g.const(1, dt)}, {g.const(0, dt)}, {axis})")
+
+
+# ----------------------------------------------------------------------------- reductions
+_REDUCE = {"reduce_sum": "reduce_sum", "reduce_mean": "reduce_mean", "reduce_prod": "reduce_prod",
+           "reduce_max": "reduce_max", "reduce_min": "reduce_min", "reduce_l1": "reduce_l1",
+           "reduce_l2": "reduce_l2"}
+
+
+def _kept_dims_known(g: "Gen") -> bool:
+    t1 = g.t(1)
+    return g.t(0).rank is not None and t1.is_static and t1.rank == 1
+
+
+def _kept_dims(g: "Gen", y: str, axes: str) -> str:
+    """Dims of ``y`` (a keepdims reduction) at the axes not in ``axes``, as a tensor of static length.
+
+    The kept axes are the r - k smallest keys of mask * r + i (mask = 1 on reduced axes):
+    TopK gives them in increasing order, with a length OpenVINO knows at build time.
+    """
+    r, k = g.rank(0), int((g.t(1).shape or (0,))[0])
+    ax = g.let(f"ops.floor_mod({axes}, {i64(g, r)})")
+    mask = g.let(f"ops.scatter_elements_update({i64(g, np.zeros(r))}, {ax}, ops.broadcast({i64(g, 1)}, "
+                 f"ops.shape_of({ax})), {i64(g, 0)})")
+    key = g.let(f"ops.add(ops.multiply({mask}, {i64(g, r)}), {i64(g, np.arange(r))})")
+    kept = g.let(f"ops.topk({key}, {i64(g, r - k)}, 0, 'min', 'value', 'i64').output(1)")
+    return g.let(f"ops.gather(ops.shape_of({y}), {kept}, {i64(g, 0)})")
+
+
+@lowering(*_REDUCE)
+def _reduce(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    fn = _REDUCE[node.op]
+    is_bool = g.dtype(0) == "bool"
+    if is_bool:  # max = any, min = all: reduce the 0/1 bytes
+        x = g.let(f"ops.convert({x}, ov.Type.u8)")
+    keep = bool(int(g.a("keepdims")))
+    noop = bool(int(g.a("noop_with_empty_axes")))
+    axes, c, t1 = g.x(1), g.cval(1), g.t(1)
+    runtime_axes = axes is not None and c is None
+    if axes is None or (c is not None and c.size == 0) or (t1.is_static and 0 in (t1.shape or ())):
+        if noop:
+            g.bind(0, g.x(0))
+            return
+        axes, runtime_axes = all_axes(g, 0), False
+    elif runtime_axes:
+        axes = as_i64(g, axes, g.dtype(1))
+        if not noop and not (t1.is_static and t1.shape and t1.shape[0] > 0):
+            # axes empty at run time means every axis: append range(rank) exactly then
+            n = g.let(f"ops.reduce_prod(ops.shape_of({axes}), {i64(g, 0)}, False)")
+            rk = g.let(f"ops.reshape(ops.shape_of(ops.shape_of({x})), {i64(g, np.zeros(0))}, False)")
+            stop = g.let(f"ops.multiply(ops.convert(ops.equal({n}, {i64(g, 0)}), ov.Type.i64), {rk})")
+            axes = g.let(f"ops.concat([{axes}, ops.range({i64(g, 0)}, {stop}, {i64(g, 1)}, 'i64')], 0)")
+    shape = static_out(node)
+    target = None
+    if runtime_axes and not keep and (shape is not None or _kept_dims_known(g)):
+        # runtime axes without keepdims give a dynamic rank (refused by the CPU plugin):
+        # reduce with keepdims, then reshape to a shape of statically known length
+        y = g.let(f"ops.{fn}({x}, {axes}, True)")
+        target = i64(g, shape) if shape is not None else _kept_dims(g, y, axes)
+        y = g.let(f"ops.reshape({y}, {target}, False)")
+    else:
+        y = g.let(f"ops.{fn}({x}, {axes}, {keep})")
+    if fn in ("reduce_max", "reduce_min") and np.dtype(_np(g.dtype(0))).kind == "f":
+        # the CPU plugin's ReduceMax/Min start from the lowest/highest finite value: a set that
+        # is empty or all -inf (+inf) must give -inf (+inf), as in ONNX
+        detect = "detect_positive" if fn == "reduce_max" else "detect_negative"
+        inf = g.const(-np.inf if fn == "reduce_max" else np.inf, g.dtype(0))
+        edge = all_along(g, f"ops.is_inf({x}, {{{detect!r}: False}})", axes, keep if target is None else True)
+        if target is not None:
+            edge = g.let(f"ops.reshape({edge}, {target}, False)")
+        y = g.let(f"ops.select({edge}, {inf}, {y})")
+    if is_bool:
+        g.out(0, f"ops.convert({y}, ov.Type.boolean)")
+    else:
+        g.bind(0, y)
+
+
+@lowering("global_average_pool", "global_max_pool", "global_lp_pool",
+          check=lambda n: None if rank_of(n) is not None else ("dynamic_shape", "global pooling needs the input rank"))
+def _global_pool(g: "Gen", node: Node) -> None:
+    axes = i64(g, np.arange(2, g.rank(0)))
+    x = g.x(0)
+    if node.op == "global_average_pool":
+        g.out(0, f"ops.reduce_mean({x}, {axes}, True)")
+    elif node.op == "global_max_pool":
+        g.out(0, f"ops.reduce_max({x}, {axes}, True)")
+    else:
+        p = int(g.a("p"))
+        if p in (1, 2):
+            g.out(0, f"ops.reduce_l{p}({x}, {axes}, True)")
+        else:  # (sum |x|^p)^(1/p)
+            dt = g.dtype(0)
+            s = g.let(f"ops.reduce_sum(ops.power(ops.absolute({x}), {g.const(p, dt)}), {axes}, True)")
+            g.out(0, f"ops.power({s}, {g.const(1.0 / p, dt)})")
+
+
+# ----------------------------------------------------------------------------- misc
+def _dropout_check(node: Node) -> tuple[str, str] | None:
+    tm = node.inputs[2] if len(node.inputs) > 2 else None
+    if tm is None or (tm.is_const and not bool(np.asarray(tm.const))):
+        return None
+    ratio = node.inputs[1] if len(node.inputs) > 1 else None
+    if ratio is not None and ratio.is_const and float(np.asarray(ratio.const)) == 0.0:
+        return None
+    return ("unsupported_attribute_value", "dropout in training mode is random")
+
+
+@lowering("dropout", check=_dropout_check)
+def _dropout(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    g.bind(0, x)
+    if len(node.outputs) > 1:
+        g.out(1, f"ops.broadcast(ops.constant(True), ops.shape_of({x}))")
+
+
+# the other lowering modules register themselves on import
+from . import openvino_nn  # noqa: E402,F401
+from . import openvino_attention, openvino_control, openvino_misc, openvino_quant, openvino_rnn  # noqa: E402,F401

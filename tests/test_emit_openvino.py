@@ -1,0 +1,322 @@
+"""The OpenVINO emitter: a standalone builder script, safe names, determinism, atomic
+saves, f32 inference, the snippet table and the cells it relies on."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+ov = pytest.importorskip("openvino")
+
+from emitters import numpy as numpy_backend  # noqa: E402
+from emitters import openvino as ovb  # noqa: E402
+from emitters import openvino_ops  # noqa: E402
+from translator.errors import Unsupported  # noqa: E402
+from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
+from translator.harness import compare, single_op_model  # noqa: E402
+from translator.tables import load_tables  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+RESNET = ROOT / "bench" / ".cache" / "models" / "resnet18.onnx"
+FILES = ["builder.py", "model.bin", "model.xml", "weights.npz"]
+RNG = np.random.default_rng(11)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _reference(build, feeds):
+    return numpy_backend.run(numpy_backend.emit(build()), feeds)
+
+
+def _onnx(nodes, inputs, outputs, inits=(), opset=21):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _loop_model():
+    """y = x + sum of the first `n` rows of a constant, as an ONNX Loop with a scan output."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Gather", ["table", "i"], ["row"]),
+         helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+         helper.make_node("Identity", ["acc_out"], ["trace"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("trace", TensorProto.FLOAT, [3])])
+    table = helper.make_tensor("table", TensorProto.FLOAT, [4, 3], np.arange(12, dtype=np.float32).tolist())
+    return _onnx([helper.make_node("Loop", ["n", "", "x"], ["y", "ys"], body=body)],
+                 [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+                  helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+                  helper.make_tensor_value_info("ys", TensorProto.FLOAT, [None, 3])], [table])
+
+
+# ----------------------------------------------------------------------------- the artifact
+def test_tiny_cnn_matches_the_reference():
+    x = _x(1, 3, 16, 16)
+    (got,) = ovb.run(ovb.emit(load_onnx(MODEL)), {"input": x})
+    (want,) = _reference(lambda: load_onnx(MODEL), {"input": x})
+    assert compare(want, got).ok
+
+
+def test_saved_folder_stands_alone(tmp_path):
+    """builder.py imports numpy and openvino only, rebuilds identical IR, and the IR runs."""
+    art = ovb.emit(load_onnx(MODEL))
+    out = ovb.save(art, tmp_path / "tiny")
+    assert sorted(p.name for p in out.iterdir()) == FILES
+    imported = set()
+    for n in ast.walk(ast.parse(art.source)):
+        if isinstance(n, ast.Import):
+            imported |= {a.name.split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ImportFrom):
+            imported.add((n.module or "").split(".")[0])
+    assert imported <= {"sys", "pathlib", "numpy", "openvino"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-I", str(out / "builder.py"), str(tmp_path / "again.xml")],
+                   check=True, cwd=tmp_path, env=env, timeout=300)
+    assert (tmp_path / "again.xml").read_bytes() == (out / "model.xml").read_bytes()
+    assert (tmp_path / "again.bin").read_bytes() == (out / "model.bin").read_bytes()
+    x = _x(1, 3, 16, 16)
+    compiled = ovb.compile_model(ovb.core().read_model(str(out / "model.xml")))
+    (got,) = ovb.infer(compiled, [x])
+    (want,) = ovb.run(art, {"input": x})
+    assert compare(want, got, rtol=1e-6, atol=1e-7).ok
+
+
+def test_weights_are_read_without_pickle_and_stay_float32(tmp_path):
+    art = ovb.emit(load_onnx(MODEL))
+    out = ovb.save(art, tmp_path / "m")
+    with np.load(out / "weights.npz", allow_pickle=False) as z:
+        assert set(z.files) == set(art.weights) and all(z[k].dtype == np.float32 for k in z.files)
+    xml = (out / "model.xml").read_text()
+    consts = re.findall(r'type="Const".*?element_type="(\w+)"', xml, flags=re.S)
+    assert "f16" not in consts and "f32" in consts  # compress_to_fp16=False
+
+
+def test_same_input_gives_byte_identical_files(tmp_path):
+    for name, build in (("cnn", lambda: load_onnx(MODEL)), ("loop", lambda: from_proto(_loop_model()))):
+        a = ovb.save(ovb.emit(build()), tmp_path / f"{name}_a")
+        b = ovb.save(ovb.emit(build()), tmp_path / f"{name}_b")
+        for f in FILES:
+            assert (a / f).read_bytes() == (b / f).read_bytes(), (name, f)
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    art = ovb.emit(load_onnx(MODEL))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ov, "save_model", boom)
+    with pytest.raises(RuntimeError):
+        ovb.save(art, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    ovb.save(art, tmp_path / "out")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    monkeypatch.setattr(ov, "save_model", boom)
+    with pytest.raises(RuntimeError):
+        art.save(tmp_path / "out")  # a failed overwrite leaves the previous files as they were
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_inference_runs_in_float32():
+    """The CPU plugin's default precision is bfloat16 on AVX512_BF16 CPUs: run() pins f32."""
+    a, b = _x(64, 64), _x(64, 64)
+    model, feeds = single_op_model("matmul", [a, b], {})
+    art = ovb.emit(model)
+    (got,) = ovb.run(art, feeds)
+    assert str(art._compiled.get_property("INFERENCE_PRECISION_HINT")) in ("<Type: 'float32'>", "f32")
+    assert np.abs(got - a @ b).max() < 1e-4
+
+
+def test_small_constants_are_literals_and_large_ones_weights():
+    art = ovb.emit(load_onnx(MODEL))
+    assert "ops.constant(np.array([1, -1, 1, 1], dtype=np.int64), ov.Type.i64)" in art.source
+    assert all(f"w[{k!r}]" in art.source for k in art.weights)
+
+
+# ----------------------------------------------------------------------------- names
+def test_hostile_names_become_safe_identifiers():
+    hostile = ['x"); import os; os.system("echo pwned") #', "class", "1st", "ops", "w", "np", "ov", "build"]
+    nodes = [helper.make_node("Relu", [hostile[i]], [f"y{i}"]) for i in range(len(hostile))]
+    proto = _onnx(nodes, [helper.make_tensor_value_info(h, TensorProto.FLOAT, [2]) for h in hostile],
+                  [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [2]) for i in range(len(hostile))])
+    art = ovb.emit(from_proto(proto))
+    tree = ast.parse(art.source)
+    calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == "os"}
+    assert not calls  # the name is a string literal, never code
+    helpers = {"param", "port", "result", "stable_names", "build", "main"}
+    generated = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name not in helpers]
+    assigned = {t.id for f in generated for n in ast.walk(f) if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name)}
+    assert assigned and not assigned & ovb.RESERVED
+    feeds = {h: np.array([-1.0, float(i)], np.float32) for i, h in enumerate(hostile)}
+    got = ovb.run(art, feeds)
+    assert [g.tolist() for g in got] == [[0.0, float(i)] for i in range(len(hostile))]
+    assert {p.get_any_name() for p in art.model.inputs} == set(hostile)
+
+
+def test_duplicate_sanitized_names_are_deduplicated():
+    names = ["a-b", "a.b", "a b"]
+    proto = _onnx([helper.make_node("Add", [names[0], names[1]], ["t"]),
+                   helper.make_node("Add", ["t", names[2]], ["y"])],
+                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in names],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    art = ovb.emit(from_proto(proto))
+    params = re.findall(r"^    (\w+) = param\(", art.source, flags=re.M)
+    assert len(params) == len(set(params)) == 3
+    (got,) = ovb.run(art, {n: np.array([float(i + 1)], np.float32) for i, n in enumerate(names)})
+    assert got.tolist() == [6.0]
+
+
+# ----------------------------------------------------------------------------- lowering
+def test_loop_body_is_its_own_function():
+    art = ovb.emit(from_proto(_loop_model()))
+    assert re.search(r"^def \w+_body\(w\):", art.source, flags=re.M) and "ops.loop(" in art.source
+    y, ys = ovb.run(art, {"n": np.array(3, np.int64), "x": np.zeros(3, np.float32)})
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert y.tolist() == table[:3].sum(0).tolist()
+    assert ys.tolist() == np.cumsum(table[:3], 0).tolist()
+
+
+def test_average_pool_always_spells_out_dilations():
+    x = _x(1, 2, 6, 6)
+    model, feeds = single_op_model("average_pool", [x], {"kernel_shape": [2, 2]})
+    art = ovb.emit(model)
+    assert re.search(r"ops\.avg_pool\(.*\[1, 1\]\)$", art.source, flags=re.M)
+    (want,) = _reference(lambda: single_op_model("average_pool", [x], {"kernel_shape": [2, 2]})[0], feeds)
+    assert compare(want, ovb.run(art, feeds)[0]).ok
+
+
+def test_statically_empty_outputs_become_constants():
+    """Comparisons on zero-sized tensors corrupt the CPU plugin's heap: never emitted."""
+    x = np.zeros((3, 0, 5), np.int64)
+    model, feeds = single_op_model("trilu", [x, np.array(0, np.int64)], {"upper": 0})
+    art = ovb.emit(model)
+    assert "less_equal" not in art.source
+    assert ovb.run(art, feeds)[0].shape == (3, 0, 5)
+
+
+def test_reduce_max_of_an_all_minus_inf_row_is_minus_inf():
+    x = np.array([[-np.inf, -np.inf], [1.0, -np.inf]], np.float32)
+    model, feeds = single_op_model("reduce_max", [x, np.array([1], np.int64)], {"keepdims": 0})
+    (got,) = ovb.run(ovb.emit(model), feeds)
+    assert got.tolist() == [-np.inf, 1.0]
+
+
+def test_an_op_without_snippet_is_decomposed():
+    x = _x(2, 3)
+    model, feeds = single_op_model("scaled_tanh", [x], {"alpha": 2.0, "beta": 0.5})
+    art = ovb.emit(model)
+    assert "ops.tanh(" in art.source and art.source.count("ops.multiply(") == 2
+    assert compare(2.0 * np.tanh(0.5 * x), ovb.run(art, feeds)[0]).ok
+
+
+def test_a_gap_is_refused_with_the_op_and_a_reason():
+    model, _ = single_op_model("string_concat", [np.array(["a"], dtype=object), np.array(["b"], dtype=object)], {})
+    with pytest.raises(Unsupported) as ei:
+        ovb.emit(model)
+    assert ei.value.op == "string_concat" and ei.value.code in ("unsupported_op", "unsupported_dtype")
+
+
+def test_a_failed_check_keeps_its_reason_code():
+    x = _x(1, 1, 4, 4)
+    model, _ = single_op_model("pad", [x, np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)], {"mode": "wrap"})
+    with pytest.raises(Unsupported) as ei:
+        ovb.emit(model)
+    assert ei.value.code == "unsupported_attribute_value" and "wrap" in str(ei.value)
+
+
+# ----------------------------------------------------------------------------- the tables it relies on
+def test_snippets_name_real_ops_inputs_and_attributes():
+    import openvino.opset16 as ops16
+
+    tables = load_tables()
+    for op_id, code in ovb.snippets().items():
+        op = tables.ops[op_id]
+        ports = {p.name for p in op.signature.inputs}
+        attrs = {a.name for a in op.signature.attributes}
+        for kind, name, _ in re.findall(r"\{([@$]?)([A-Za-z_]\w*)(\.\.\.)?\}", code):
+            assert name in {"": ports, "@": attrs, "$": {"T", "OT"}}[kind], (op_id, name)
+        for fn in re.findall(r"\bops\.(\w+)\(", code):
+            assert callable(getattr(ops16, fn, None)), (op_id, fn)
+
+
+def test_supported_ops_need_a_cell_and_code():
+    tables = load_tables()
+    col = ovb.column(tables)
+    supported = ovb.supported_ops(tables)
+    assert supported == {op for op in ovb.handled_ops() if col.get(op) in ("native", "composite")}
+    assert {"conv", "loop", "attention", "lstm"} <= supported
+    for op_id in openvino_ops.LOWERINGS:
+        assert op_id in tables.ops, op_id
+
+
+def test_cells_fragment_names_real_ops_and_resolvable_functions():
+    import yaml
+
+    from translator.resolvers import openvino as resolver
+
+    tables = load_tables()
+    data = yaml.safe_load((ROOT / "tools" / "fragments" / "cells_openvino.yaml").read_text())
+    for op_id, cell in data.items():
+        assert op_id in tables.ops, op_id
+        assert cell["status"] in ("native", "composite") and cell["source"] and cell["verified"]
+        names = cell["name"] if isinstance(cell["name"], list) else [cell["name"]]
+        assert all(resolver.resolve(n) for n in names), (op_id, names)
+
+
+def test_xfail_fragment_names_real_ops():
+    import yaml
+
+    f = ROOT / "tools" / "fragments" / "xfail_openvino.yaml"
+    data = yaml.safe_load(f.read_text()) or {}
+    tables = load_tables()
+    for op_id, entries in data.items():
+        assert op_id in tables.ops
+        assert all(isinstance(e, dict) and e.get("reason") for e in entries)
+
+
+# ----------------------------------------------------------------------------- larger runs
+@pytest.mark.slow
+@pytest.mark.skipif(not RESNET.is_file(), reason="bench/.cache/models/resnet18.onnx comes from bench/export_models.py")
+def test_resnet18_matches_the_reference():
+    from translator.check import check_model, model_loader
+
+    res = check_model(model_loader(str(RESNET)), ["openvino"])
+    (rep,) = res["backends"]
+    assert rep.status == "pass" and all(o.diff.max_abs <= 1e-4 for o in rep.outputs)
+
+
+@pytest.mark.slow
+def test_node_tests_pass_at_least_what_openvinos_own_frontend_passes(tmp_path):
+    """The ONNX backend node tests through the emitter and, in the same run, through OpenVINO's
+    ONNX frontend (bench/peers/openvino_fe.py), both compiled with f32 inference precision."""
+    import json
+
+    out = tmp_path / "openvino.json"
+    cmd = [sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "openvino", "--peers", "openvino_fe",
+           "--json", str(out), "-q"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=3000)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    ours, peer = r["counts"]["pass"], r["peers"]["openvino_fe"]["counts"]["pass"]
+    assert ours >= peer and ours >= 1450, f"openvino backend {ours}, OpenVINO's ONNX frontend {peer}"
+    assert all(x["reason"] for x in r["results"] if x["status"] != "pass"), "every failure needs a reason code"

@@ -1,0 +1,153 @@
+"""The TensorFlow emitter: a standalone module and SavedModel, safe names, determinism,
+atomic saves, the layout pass in the emitted code, reported legalization."""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from emitters import tensorflow as tfe  # noqa: E402
+from translator.errors import Unsupported  # noqa: E402
+from translator.frontends.onnx import load_onnx  # noqa: E402
+from translator.harness import compare, single_op_model  # noqa: E402
+from translator.interpreter import run as ref_run  # noqa: E402
+from translator.ir import Graph, Model, TensorType  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+RNG = np.random.default_rng(0)
+
+
+def _feeds(model):
+    return {v.name: RNG.standard_normal(v.type.shape).astype(np.float32) for v in model.graph.inputs}
+
+
+def _conv_chain(names=("x", "w1", "w2", "y")) -> Model:
+    rng = np.random.default_rng(1)  # the same weights every time
+    g = Graph()
+    x = g.add_input(names[0], TensorType("float32", (1, 3, 8, 8)))
+    w1 = g.add_constant(names[1], rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "float32")
+    w2 = g.add_constant(names[2], rng.standard_normal((2, 4, 1, 1)).astype(np.float32), "float32")
+    h = g.add_node("conv", [x, w1], {"pads": [1, 1, 1, 1]}, outputs=["h"]).outputs[0]
+    h = g.add_node("relu", [h], outputs=["r"]).outputs[0]
+    g.outputs = [g.add_node("conv", [h, w2], outputs=[names[3]]).outputs[0]]
+    return Model(g, source="<conv chain>")
+
+
+def test_tiny_cnn_matches_the_reference_with_one_transpose():
+    feeds = _feeds(load_onnx(MODEL))
+    expected = ref_run(load_onnx(MODEL), feeds)
+    art = tfe.emit(load_onnx(MODEL))
+    assert art.transposes == 1 and art.layout["transposes"] == 1  # NCHW input -> NHWC, once
+    assert "transposes: 1" in art.source
+    assert compare(expected[0], tfe.run(art, feeds)[0]).ok
+
+
+def test_channels_last_io_needs_no_transpose():
+    model = _conv_chain()
+    feeds = _feeds(model)
+    expected = ref_run(_conv_chain(), feeds)[0]
+    art = tfe.emit(model, io_channels_last=True)
+    assert art.transposes == 0 and "tf.transpose" not in art.source
+    assert art.inputs[0].shape == (1, 8, 8, 3) and art.inputs[0].channels_last
+    got = tfe.run(art, {"x": feeds["x"].transpose(0, 2, 3, 1)})[0]
+    assert compare(expected.transpose(0, 2, 3, 1), got, rtol=1e-4, atol=1e-4).ok
+
+
+def test_hostile_names_never_reach_the_code():
+    evil = ("x'); __import__('os').system('echo pwned') #", "class", "self", "tf\nimport os", "y y")
+    art = tfe.emit(_conv_chain(evil))
+    tree = ast.parse(art.source)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert "__import__" not in names and "os" not in names
+    calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    assert "system" not in calls
+    assert all(k.isidentifier() for k in art.weights)
+    key = art.inputs[0].key
+    assert key.isidentifier() and key.startswith("x_") and "import" in key  # sanitized, still recognizable
+    assert [p.name for p in art.outputs] == [evil[3]]  # the model's names stay as data
+    out = tfe.run(art, {evil[0]: np.ones((1, 3, 8, 8), np.float32)})
+    assert out[0].shape == (1, 2, 8, 8)
+
+
+def test_same_input_gives_byte_identical_files(tmp_path):
+    for d in ("a", "b"):
+        tfe.write_sources(tfe.emit(load_onnx(MODEL)), tmp_path / d)
+    for f in ("model.py", "weights.npz", "opbridge.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+def test_saved_model_is_standalone_and_save_is_atomic(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    model = load_onnx(MODEL)
+    feeds = _feeds(model)
+    art = tfe.emit(model)
+    out = tfe.save(art, tmp_path / "sm")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sm"]
+    assert (out / "assets.extra" / "model.py").read_text() == art.source
+    fn = tfe.load_saved(out)
+    got = fn(**{p.key: tf.constant(feeds[p.name]) for p in art.inputs})[art.outputs[0].key].numpy()
+    assert compare(tfe.run(art, feeds)[0], got, rtol=1e-5, atol=1e-6).ok
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(tf.saved_model, "save", boom)
+    with pytest.raises(RuntimeError):
+        tfe.save(art, tmp_path / "sm2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sm"]
+
+
+@pytest.mark.slow
+def test_generated_source_runs_without_opbridge(tmp_path):
+    model = load_onnx(MODEL)
+    feeds = _feeds(model)
+    art = tfe.emit(model)
+    tfe.write_sources(art, tmp_path)
+    np.save(tmp_path / "x.npy", feeds["input"])
+    code = ("import numpy as np, model; m = model.load('weights.npz'); "
+            f"y = m.forward(np.load('x.npy'))[{art.outputs[0].key!r}].numpy(); np.save('y.npy', y)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert compare(tfe.run(art, feeds)[0], np.load(tmp_path / "y.npy"), rtol=1e-5, atol=1e-6).ok
+
+
+def test_snippets_and_lowerings_are_one_per_op_and_the_table_decides():
+    snips = tfe.snippets()
+    assert all("\n" not in s for s in snips.values())
+    supported = tfe.supported_ops()
+    assert "relu" in supported and "conv" in supported
+    assert "erf" in supported  # tf.math.erf: native in the tensorflow column
+
+
+def test_integer_division_truncates_and_float_division_does_not():
+    a, b = np.asarray([-7, 7], np.int32), np.asarray([2, 2], np.int32)
+    model, feeds = single_op_model("div", [a, b], {})
+    assert tfe.run(tfe.emit(model), feeds)[0].tolist() == [-3, 3]
+    model, feeds = single_op_model("div", [a.astype(np.float32), b.astype(np.float32)], {})
+    assert tfe.run(tfe.emit(model), feeds)[0].tolist() == [-3.5, 3.5]
+
+
+def test_float16_math_is_rounded_per_op_from_float32():
+    x = RNG.standard_normal((4, 5)).astype(np.float16)
+    model, feeds = single_op_model("tanh", [x], {})
+    art = tfe.emit(model)
+    assert "tf.cast" in art.source and "tf.float32" in art.source
+    assert tfe.run(art, feeds)[0].dtype == np.float16
+
+
+def test_a_gap_is_refused_with_a_reason():
+    model, _ = single_op_model("tfidf_vectorizer", [np.asarray([[1, 2]], np.int32)],
+                               {"mode": "TF", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0,
+                                "ngram_counts": [0], "ngram_indexes": [0], "pool_int64s": [1]})
+    with pytest.raises(Unsupported) as ei:
+        tfe.emit(model)
+    assert ei.value.code == "unsupported_op" and ei.value.op == "tfidf_vectorizer"
