@@ -16,7 +16,7 @@ OUT = Path(__file__).resolve().parent / ".cache" / "models"
 
 #: torchvision's own init leaves these with (near-)zero logits (ViT's head is zero-initialized,
 #: MobileNet/EfficientNet logits are ~1e-10): their weights are re-drawn by ``randomize``.
-DEGENERATE_INIT = frozenset({"mobilenet_v3_large", "efficientnet_b0", "vit_small"})
+DEGENERATE_INIT = frozenset({"mobilenet_v3_large", "mobilenet_v3_small", "efficientnet_b0", "vit_small"})
 SUITE = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_small", "transformer_encoder", "gpt2_blocks")
 
 

@@ -250,6 +250,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .quick import NotFound
 
     try:
+        if getattr(args, "json", False) and args.func.__module__.endswith("cli_models"):
+            # frameworks (coremltools) print notices on stdout: keep stdout for the JSON document
+            import contextlib
+
+            real = sys.stdout
+            with contextlib.redirect_stdout(sys.stderr):
+                args.real_stdout = real
+                return int(args.func(args))
         return int(args.func(args))
     except (NotFound, TableError, UserError) as exc:
         print(f"opbridge: error: {exc}", file=sys.stderr)

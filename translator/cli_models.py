@@ -11,6 +11,11 @@ if False:  # typing only
 from .constants import TableError, UserError
 
 
+def _out(args: "argparse.Namespace", text: str) -> None:
+    """Print to the real stdout (``main`` routes framework chatter to stderr under --json)."""
+    print(text, file=getattr(args, "real_stdout", None) or sys.stdout)
+
+
 def cmd_check(args: "argparse.Namespace") -> int:
     from .check import check_model, load_inputs, model_loader, report_json
     from .errors import OpbridgeError
@@ -30,7 +35,7 @@ def cmd_check(args: "argparse.Namespace") -> int:
     out = report_json(res)
     failed = any(r["status"] != "pass" for r in out["backends"])
     if args.json:
-        print(json.dumps(out, indent=2))
+        _out(args, json.dumps(out, indent=2))
         return 1 if failed else 0
     tol = out["tolerance"]
     print(f"tolerance: rtol {tol['rtol']:g}, atol {tol['atol']:g}")
@@ -80,7 +85,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
             else:
                 _write_atomic(args.md, md)
         if args.json:
-            print(R.dumps(m))
+            _out(args, R.dumps(m))
         elif not args.md == "-":
             print(R.coverage_markdown(m))
         return 0
@@ -106,7 +111,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
         else:
             _write_atomic(args.md, md)
     if args.json:
-        print(R.dumps(R.model_json(args.model, plans)))
+        _out(args, R.dumps(R.model_json(args.model, plans)))
     elif args.md != "-":
         print(R.model_text(plans))
     return 0
@@ -208,7 +213,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 rec["check_note"] = f"{b['status']}: {b['reason']} {b['detail']}".strip()
         results.append(rec)
     if args.json:
-        print(json.dumps({"model": args.model, "nodes": n_nodes, "targets": results}, indent=2))
+        _out(args, json.dumps({"model": args.model, "nodes": n_nodes, "targets": results}, indent=2))
     else:
         for r in results:
             line = f"{r['target']}: {r['status']}"

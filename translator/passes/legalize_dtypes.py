@@ -64,6 +64,9 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
             target = numpy_dtype(new)
             if arr.dtype.kind in "iu" and np.dtype(target).kind in "iu" and arr.size:
                 info = np.iinfo(target)
+                src = np.iinfo(arr.dtype)
+                # ONNX's "to the end" sentinels (INT64_MAX / INT64_MIN, e.g. slice ends) saturate
+                arr = np.where(arr == src.max, info.max, np.where(arr == src.min, info.min, arr)).astype(arr.dtype)
                 if arr.min() < info.min or arr.max() > info.max:
                     raise Unsupported("cast", backend, "unsupported_dtype",
                                       f"constant {v.name!r} ({d}) has values outside {new}'s range")
