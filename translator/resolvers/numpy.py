@@ -8,9 +8,9 @@ imported only on the first call.
 from __future__ import annotations
 
 import functools
-import importlib
-import warnings
 from types import ModuleType
+
+from . import dotted_name_parts, walk_dotted
 
 
 @functools.lru_cache(maxsize=1)
@@ -20,36 +20,10 @@ def _numpy() -> ModuleType:
     return numpy
 
 
-def _walk(root: object, root_name: str, parts: list[str]) -> bool:
-    obj, path = root, root_name
-    for part in parts:
-        path = f"{path}.{part}"
-        try:
-            with warnings.catch_warnings():  # deprecated aliases warn on access
-                warnings.simplefilter("ignore")
-                obj = getattr(obj, part)
-            continue
-        except AttributeError:
-            pass
-        except Exception:
-            return False
-        if not isinstance(obj, ModuleType):
-            return False
-        try:
-            obj = importlib.import_module(path)
-        except Exception:
-            return False
-    return True
-
-
 @functools.lru_cache(maxsize=None)
 def resolve(name: str) -> bool:
-    if not isinstance(name, str):
-        return False
-    parts = name.strip().split(".")
-    if len(parts) < 2 or parts[0] != "numpy" or not all(p.isidentifier() for p in parts):
-        return False
-    return _walk(_numpy(), "numpy", parts[1:])
+    parts = dotted_name_parts(name, "numpy")
+    return parts is not None and walk_dotted(_numpy(), "numpy", parts)
 
 
 def library_version() -> str:

@@ -10,8 +10,9 @@ the first call.
 from __future__ import annotations
 
 import functools
-import importlib
 from types import ModuleType
+
+from . import dotted_name_parts, walk_dotted
 
 
 @functools.lru_cache(maxsize=1)
@@ -21,34 +22,10 @@ def _torch() -> ModuleType:
     return torch
 
 
-def _walk(root: object, root_name: str, parts: list[str]) -> bool:
-    obj, path = root, root_name
-    for part in parts:
-        path = f"{path}.{part}"
-        try:
-            obj = getattr(obj, part)
-            continue
-        except AttributeError:
-            pass
-        except Exception:  # a lazy attribute that fails to load counts as missing
-            return False
-        if not isinstance(obj, ModuleType):
-            return False
-        try:  # a submodule the parent does not import eagerly
-            obj = importlib.import_module(path)
-        except Exception:
-            return False
-    return True
-
-
 @functools.lru_cache(maxsize=None)
 def resolve(name: str) -> bool:
-    if not isinstance(name, str):
-        return False
-    parts = name.strip().split(".")
-    if len(parts) < 2 or parts[0] != "torch" or not all(p.isidentifier() for p in parts):
-        return False
-    return _walk(_torch(), "torch", parts[1:])
+    parts = dotted_name_parts(name, "torch")
+    return parts is not None and walk_dotted(_torch(), "torch", parts)
 
 
 def library_version() -> str:
