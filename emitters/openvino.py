@@ -64,45 +64,9 @@ def ov_types() -> dict[str, str]:
     return out
 
 
-def _pending_cells_file() -> Path:
-    return Path(__file__).resolve().parent.parent / "tools" / "fragments" / "cells_openvino.yaml"
-
-
-@lru_cache(maxsize=None)
-def pending_cells() -> dict[str, dict[str, Any]]:
-    """op id → cell submitted in tools/fragments/cells_openvino.yaml (new cells and corrections).
-
-    Until the lead merges them into optable.yaml they take the place of the table's cell
-    (a merge makes both the same); the file may be absent after the merge.
-    """
-    f = _pending_cells_file()
-    if not f.is_file():
-        return {}
-    import yaml
-
-    data = yaml.safe_load(f.read_text()) or {}
-    return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}
-
-
 def column(tables: Tables) -> dict[str, str]:
-    """op id → status of the openvino column (a pending cell replaces the table's)."""
-    col = {op.id: c.status for op in tables.ops.values() if (c := op.backends.get(NAME)) is not None}
-    for op_id, cell in pending_cells().items():
-        if op_id in tables.ops:
-            col[op_id] = str(cell.get("status"))
-    return col
-
-
-def cell_dtypes(tables: Tables, op_id: str) -> tuple[str, ...] | None:
-    """The dtype constraint of the op's openvino cell (pending cell first), as dtype ids."""
-    pending = pending_cells().get(op_id)
-    if pending is not None:
-        names = pending.get("dtypes")
-    else:
-        op = tables.ops.get(op_id)
-        cell = op.backends.get(NAME) if op is not None else None
-        names = cell.dtypes if cell is not None else None
-    return None if names is None else tables.expand_dtypes(names)
+    """op id → status of the openvino column of optable.yaml."""
+    return {op.id: c.status for op in tables.ops.values() if (c := op.backends.get(NAME)) is not None}
 
 
 @lru_cache(maxsize=None)
@@ -588,8 +552,8 @@ def build_from_source(source: str, weights: Mapping[str, np.ndarray]) -> Any:
 
 
 def _node_accepts(tables: Tables, types: Mapping[str, str]) -> Callable[[Node], str | None]:
-    """lower_for's node check: element types OpenVINO has, the cell's dtype constraint, then
-    the op's own check (``cell_constraints`` of lower_for is off: this reads pending cells too).
+    """lower_for's node check (after the cell's dtype constraint): element types OpenVINO has,
+    then the op's own check.
 
     A failed op check stops conversion with its reason code unless the op has a table
     decomposition that applies (then the node is decomposed instead).
@@ -606,10 +570,6 @@ def _node_accepts(tables: Tables, types: Mapping[str, str]) -> Callable[[Node], 
                 return f"OpenVINO has no {v.type.kind} values ({v.name!r})"
             if v.type.dtype is not None and v.type.dtype not in types:
                 return f"OpenVINO has no element type for {v.type.dtype} ({v.name!r})"
-        allowed = cell_dtypes(tables, node.op)
-        first = next((v for v in node.inputs if v is not None), None)
-        if allowed is not None and first is not None and first.type.dtype not in (None, *allowed):
-            return f"the openvino cell of {node.op} takes {', '.join(allowed)}; the input is {first.type.dtype}"
         low = openvino_ops.LOWERINGS.get(node.op)
         why = low.check(node) if low is not None and low.check is not None else None
         if why is None:
@@ -635,8 +595,7 @@ def emit(model: Model, tables: Tables | None = None) -> Artifact:
     prepare(model)
     fold_constants.run(model.graph)  # shape arithmetic on static shapes becomes constants
     types = ov_types()
-    lower_for(model.graph, NAME, supported_ops(tables), tables, accepts=_node_accepts(tables, types),
-              cell_constraints=False)
+    lower_for(model.graph, NAME, supported_ops(tables), tables, accepts=_node_accepts(tables, types))
     g = model.graph
     infer(g, tables)  # types of the values decompositions introduced
     em = Emission(tables)
@@ -780,13 +739,14 @@ def _register() -> None:
     function answers whether a node is emitted directly (cell, dtypes and per-op checks).
     """
     from translator.lowering import LOWERINGS as IR_LOWERINGS
+    from translator.lowering import cell_accepts
 
     tables = load_tables()
-    accepts = _node_accepts(tables, ov_types())
+    cell, accepts = cell_accepts(NAME, tables), _node_accepts(tables, ov_types())
 
     def emitted_directly(node: Node) -> bool:
         try:
-            return accepts(node) is None
+            return cell(node) is None and accepts(node) is None
         except Unsupported:
             return False
 

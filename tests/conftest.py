@@ -60,6 +60,16 @@ def _merge_verified() -> None:
         f.unlink()
     if merged:
         out = ROOT / "verified.json"
+        # a run of some backends (OPBRIDGE_TEST_BACKENDS=...) replaces only those backends' records
+        ran = {b for cells in merged.values() for b in cells}
+        try:
+            previous = json.loads(out.read_text())
+        except (OSError, ValueError):
+            previous = {}
+        for op_id, cells in previous.items():
+            for backend, cell in cells.items():
+                if backend not in ran:
+                    merged.setdefault(op_id, {})[backend] = cell
         ordered = {k: dict(sorted(v.items())) for k, v in sorted(merged.items())}
         tmp = out.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(ordered, indent=1, sort_keys=True) + "\n")

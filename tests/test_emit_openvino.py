@@ -320,3 +320,18 @@ def test_node_tests_pass_at_least_what_openvinos_own_frontend_passes(tmp_path):
     ours, peer = r["counts"]["pass"], r["peers"]["openvino_fe"]["counts"]["pass"]
     assert ours >= peer and ours >= 1450, f"openvino backend {ours}, OpenVINO's ONNX frontend {peer}"
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass"), "every failure needs a reason code"
+
+
+def test_bfloat16_constants_keep_their_bits():
+    """Convert saturates ±inf on the CPU plugin: bfloat16 weights are written from their bits."""
+    import ml_dtypes
+
+    table = np.array([-np.inf, 1.5, np.inf, -2.25, 0.0, 3.0], dtype=ml_dtypes.bfloat16)
+    init = helper.make_tensor("c", TensorProto.BFLOAT16, [6], table.astype(np.float32).tolist())
+    proto = _onnx([helper.make_node("Add", ["x", "c"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [6])],
+                  [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [6])], [init])
+    art = ovb.emit(from_proto(proto))
+    assert "constant_bits(w[" in art.source
+    (got,) = ovb.run(art, {"x": np.zeros(6, ml_dtypes.bfloat16)})
+    assert got.astype(np.float32).tolist() == table.astype(np.float32).tolist()
