@@ -234,6 +234,11 @@ class NodeCtx:
         return d  # type: ignore[return-value]
 
     @property
+    def wide_float(self) -> str:
+        """The widest float the backend computes in (coordinates, weights): float64 where legal."""
+        return "tf.float64" if self.cg.legal is None or "float64" in self.cg.legal else "tf.float32"
+
+    @property
     def channels_last(self) -> bool:
         from translator.passes.layout import is_channels_last
 
@@ -273,8 +278,8 @@ class NodeCtx:
 
 
 class Codegen:
-    def __init__(self, backend: str, tables: Tables) -> None:
-        self.backend, self.tables = backend, tables
+    def __init__(self, backend: str, tables: Tables, legal: frozenset[str] | None = None) -> None:
+        self.backend, self.tables, self.legal = backend, tables, legal
         self.names = Namer()
         self.weights: dict[str, np.ndarray] = {}
         self.weight_of: dict[int, str] = {}
@@ -446,13 +451,15 @@ def translate(model: Model, backend: str = NAME, tables: Tables | None = None, i
     source_out = [v.type.dtype for v in g.outputs]
     out_names = [v.name for v in g.outputs]
     _fold_everywhere(g)
+    for n in g.walk():  # what the model computes in, before legalization (saturating casts need it)
+        n.meta["source_dtypes"] = [o.type.dtype for o in n.outputs]
     warnings = _legalize_everywhere(g, backend, tables, legal)
     infer(g, tables)
     decomposed = lower_for(g, backend, supported_ops(backend, tables), tables, accepts=node_check(accepts))
     infer(g, tables)  # types of the values decompositions introduced
     warnings += [w for w in _legalize_everywhere(g, backend, tables, legal) if w not in warnings]
     rep = layout.run(g, channels_last_ops, io_channels_last=io_channels_last)
-    cg = Codegen(backend, tables)
+    cg = Codegen(backend, tables, legal)
     inputs = []
     for v, sd in zip(g.inputs, source_in):
         if v.type.kind != "tensor":

@@ -1,5 +1,7 @@
-"""Python lowerings to TensorFlow for the newer ONNX ops: losses, attention, RMS/group
-normalization, bit casts. Semantics follow the NumPy reference (``translator/reference``)."""
+"""Python lowerings to TensorFlow for the newer and the composite ONNX ops: RMS / group
+normalization, losses, bit casts, attention, RNN / GRU / LSTM (unrolled), grid sampling,
+causal convolution with state, rotary embedding, center crop / pad, affine grids,
+(de)quantization. Semantics follow the NumPy reference (``translator/reference``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +10,7 @@ import numpy as np
 
 from translator.ir import Node
 
-from .tensorflow_ops import both, lowering, needs_rank, norm_axis
+from .tensorflow_ops import both, lowering, needs_const, needs_rank, norm_axis
 
 
 def _static_dims(*ks: int) -> Any:
@@ -359,7 +361,7 @@ def grid_sample(c: Any) -> list[str]:
     coords = []
     bounds = [(0.0, L - 1.0) if align else (-0.5, L - 0.5) for L in sizes]
     for i, L in enumerate(sizes):
-        g, v = f"tf.cast({c.i(1)}[..., {nd - 1 - i}], tf.float64)", c.tmp(f"coord{i}")
+        g, v = f"tf.cast({c.i(1)}[..., {nd - 1 - i}], {c.wide_float})", c.tmp(f"coord{i}")
         lines.append(f"{v} = ({g} + 1) / 2 * {L - 1}" if align else f"{v} = (({g} + 1) * {L} - 1) / 2")
         if mode != "cubic" and pad == "border":
             lines.append(f"{v} = tf.clip_by_value({v}, 0.0, {float(L - 1)})")
@@ -414,3 +416,181 @@ def grid_sample(c: Any) -> list[str]:
         info = np.iinfo(np.dtype(dt))
         back = f"tf.cast(tf.clip_by_value(tf.math.round({back}), {float(info.min)}, {float(info.max)}), {c.tf(dt)})"
     return lines + [f"{c.o()} = {back}"]
+
+
+# ----------------------------------------------------------------------------- more newer ops
+@lowering("causal_conv_with_state", accepts=_static_dims(1))
+def causal_conv_with_state(c: Any) -> list[str]:
+    """Depthwise causal conv over [past_state | input] (no padding), optional SiLU; the last
+    k-1 steps are the new state."""
+    ch, _, k = c.static_shape(1)
+    x = c.i(0)
+    full, w, y = c.tmp("full"), c.tmp("w"), c.tmp("y")
+    past = c.i(3) if c.has(3) else f"tf.zeros(tf.stack([tf.shape({x})[0], {ch}, {k - 1}]), {x}.dtype)"
+    lines = [f"{full} = tf.concat([tf.cast({past}, {x}.dtype), {x}], axis=2)",
+             f"{w} = tf.reshape({c.i(1)}, [{ch}, {k}])",
+             f"{y} = tf.add_n([{full}[:, :, j:j + tf.shape({x})[2]] * {w}[None, :, j:j + 1] for j in range({k})])"]
+    if c.has(2):
+        lines.append(f"{y} = {y} + {c.i(2)}[None, :, None]")
+    if c.attr("activation", "none") in ("silu", "swish"):
+        lines.append(f"{y} = {y} * tf.math.sigmoid({y})")
+    lines.append(f"{c.o(0)} = {y}")
+    if len(c.node.outputs) > 1:
+        lines.append(f"{c.o(1)} = {full}[:, :, tf.shape({full})[2] - {k - 1}:]")
+    return lines
+
+
+@lowering("rotary_embedding", accepts=_static_dims(0))
+def rotary_embedding(c: Any) -> list[str]:
+    shape = c.static_shape(0)
+    x, cos, sin, part, x1, x2, re, im, y = (c.tmp(s) for s in ("x", "cos", "sin", "part", "x1", "x2", "re", "im", "y"))
+    if len(shape) == 4:
+        lines = [f"{x} = tf.transpose({c.i(0)}, [0, 2, 1, 3])"]
+    else:
+        lines = [f"{x} = tf.reshape({c.i(0)}, {c.lit([shape[0], shape[1], int(c.attr('num_heads')), -1])})"]
+    head = shape[-1] if len(shape) == 4 else shape[-1] // int(c.attr("num_heads"))
+    rot = int(c.attr("rotary_embedding_dim", 0) or 0) or head
+    if c.has(3):
+        lines += [f"{cos} = tf.gather({c.i(1)}, {c.i(3)})", f"{sin} = tf.gather({c.i(2)}, {c.i(3)})"]
+    else:
+        lines += [f"{cos} = {c.i(1)}", f"{sin} = {c.i(2)}"]
+    lines += [f"{cos} = tf.cast({cos}, {x}.dtype)[:, :, None, :]", f"{sin} = tf.cast({sin}, {x}.dtype)[:, :, None, :]",
+              f"{part} = {x}[..., :{rot}]"]
+    if c.attr("interleaved", 0):
+        lines += [f"{x1} = {part}[..., 0::2]", f"{x2} = {part}[..., 1::2]"]
+    else:
+        lines += [f"{x1} = {part}[..., :{rot // 2}]", f"{x2} = {part}[..., {rot // 2}:]"]
+    lines += [f"{re} = {x1} * {cos} - {x2} * {sin}", f"{im} = {x1} * {sin} + {x2} * {cos}"]
+    if c.attr("interleaved", 0):
+        lines.append(f"{y} = tf.reshape(tf.stack([{re}, {im}], axis=-1), tf.shape({part}))")
+    else:
+        lines.append(f"{y} = tf.concat([{re}, {im}], axis=-1)")
+    lines.append(f"{y} = tf.concat([{y}, {x}[..., {rot}:]], axis=-1)")
+    back = f"tf.transpose({y}, [0, 2, 1, 3])" if len(shape) == 4 else f"tf.reshape({y}, {c.lit(list(shape))})"
+    return lines + [f"{c.o()} = {back}"]
+
+
+@lowering("center_crop_pad", accepts=_static_dims(0))
+def center_crop_pad(c: Any) -> list[str]:
+    shape = list(c.static_shape(0))
+    r = len(shape)
+    axes = c.attr("axes")
+    axes = list(range(r)) if axes is None else [norm_axis(a, r) for a in axes]
+    if c.const(1) is None:  # runtime target shape: crop by a gathered window, then pad
+        cur, tgt = c.i(0), c.tmp("target")
+        lines = [f"{tgt} = tf.cast(tf.reshape({c.i(1)}, [-1]), tf.int32)"]
+        for k, a in enumerate(axes):
+            t, nxt, extra = c.tmp(f"t{a}"), c.tmp(f"ccp{a}"), c.tmp(f"extra{a}")
+            dim = shape[a]
+            pad_rows = [[0, 0]] * r
+            lines += [f"{t} = {tgt}[{k}]",
+                      f"{nxt} = tf.gather({cur}, tf.range(tf.maximum({dim} - {t}, 0) // 2, tf.maximum({dim} - {t}, 0) // 2 "
+                      f"+ tf.minimum({t}, {dim})), axis={a})",
+                      f"{extra} = tf.maximum({t} - {dim}, 0)",
+                      f"{nxt} = tf.pad({nxt}, tf.tensor_scatter_nd_update(tf.constant({c.lit(pad_rows)}, tf.int32), "
+                      f"[[{a}]], tf.stack([tf.stack([{extra} // 2, {extra} - {extra} // 2])])))"]
+            cur = nxt
+        return lines + [f"{c.o()} = tf.identity({cur})"]
+    target = [int(v) for v in np.asarray(c.const(1)).reshape(-1)]
+    crop, pads = [":"] * r, [[0, 0] for _ in range(r)]
+    for a, t in zip(axes, target):
+        dim = shape[a]
+        if t < dim:
+            start = (dim - t) // 2
+            crop[a] = f"{start}:{start + t}"
+        elif t > dim:
+            pads[a] = [(t - dim) // 2, t - dim - (t - dim) // 2]
+    return [f"{c.o()} = tf.pad({c.i(0)}[{', '.join(crop)}], {c.lit(pads)})"]
+
+
+@lowering("affine_grid", accepts=_static_dims(0))
+def affine_grid(c: Any) -> list[str]:
+    if c.const(1) is None:  # runtime size: the base grid is built in TensorFlow
+        nd = c.static_shape(0)[1]
+        dims, bases, mesh, homog = c.tmp("dims"), c.tmp("bases"), c.tmp("mesh"), c.tmp("homog")
+        align = bool(c.attr("align_corners", 0))
+        lines = [f"{dims} = tf.cast(tf.reshape({c.i(1)}, [-1]), tf.int32)", f"{bases} = []"]
+        for i in range(nd):
+            idx, L = c.tmp(f"idx{i}"), f"tf.cast({dims}[{2 + i}], {c.i(0)}.dtype)"
+            lines.append(f"{idx} = tf.range({L})")
+            if align:
+                lines.append(f"{bases}.append(tf.where({L} > 1, {idx} * 2 / tf.maximum({L} - 1, 1) - 1, 0 * {idx}))")
+            else:
+                lines.append(f"{bases}.append(({idx} * 2 + 1) / {L} - 1)")
+        lines += [f"{mesh} = tf.meshgrid(*{bases}, indexing='ij')",
+                  f"{homog} = tf.reshape(tf.stack({mesh}[::-1] + [tf.ones_like({mesh}[0])], axis=-1), [-1, {nd + 1}])",
+                  f"{c.o()} = tf.reshape(tf.einsum('pj,nij->npi', {homog}, {c.i(0)}), "
+                  f"tf.concat([{dims}[:1], {dims}[2:], [{nd}]], 0))"]
+        return lines
+    dims = [int(v) for v in np.asarray(c.const(1)).reshape(-1)]
+    n, spatial = dims[0], dims[2:]
+    nd = len(spatial)
+    align = bool(c.attr("align_corners", 0))
+
+    def base(L: int) -> np.ndarray:
+        if align:
+            return np.linspace(-1.0, 1.0, L) if L > 1 else np.zeros(1)
+        return (np.arange(L) * 2.0 + 1.0) / L - 1.0
+
+    mesh = np.meshgrid(*[base(L) for L in spatial], indexing="ij")
+    homog = np.stack(list(reversed(mesh)) + [np.ones(mesh[0].shape)], axis=-1).reshape(-1, nd + 1)
+    dt = c.dtype(0)
+    h = c.weight(homog.astype(np.float64 if dt == "float64" else np.float32), c.node.name + "_grid")
+    return [f"{c.o()} = tf.reshape(tf.einsum('pj,nij->npi', tf.cast({h}, {c.i(0)}.dtype), {c.i(0)}), "
+            f"{c.lit([n, *spatial, nd])})"]
+
+
+# ----------------------------------------------------------------------------- quantization
+def _quant_check(n: Node) -> tuple[str, str] | None:
+    if n.attrs.get("block_size", 0):
+        return needs_const(rank=0)(n) or _static_axis(n)
+    return needs_rank(0, 1)(n)
+
+
+def _static_axis(n: Node) -> tuple[str, str] | None:
+    s = n.inputs[0].type.shape if n.inputs[0] is not None else None
+    if s is None or not isinstance(s[norm_axis(n.attrs.get("axis", 1), len(s))], int):
+        return "dynamic_shape", "blocked quantization needs the blocked axis' size"
+    return None
+
+
+def _per_axis(c: Any, expr: str, k: int) -> str:
+    """A per-axis (1-D) or blocked parameter shaped to broadcast over input 0."""
+    block = int(c.attr("block_size", 0))
+    if block:
+        a = norm_axis(c.attr("axis", 1), c.rank(0))
+        dim = c.shape(0)[a]
+        cut = [":"] * c.rank(0)
+        cut[a] = f":{dim}"
+        return f"tf.repeat({expr}, {block}, axis={a})[{', '.join(cut)}]"
+    if c.rank(k) != 1 or (c.shape(k)[0] == 1):
+        return expr
+    r = c.rank(0)
+    a = norm_axis(c.attr("axis", 1), r)
+    shape = [1] * r
+    shape[a] = -1
+    return f"tf.reshape({expr}, {c.lit(shape)})"
+
+
+@lowering("quantize_linear", accepts=_quant_check)
+def quantize_linear(c: Any) -> list[str]:
+    from translator.dtypes import numpy_dtype
+
+    out_dt = c.out_dtype()
+    source = (c.node.meta.get("source_dtypes") or [None])[0] or out_dt  # saturate to the model's type
+    info = np.iinfo(numpy_dtype(source))
+    work = "tf.float64" if c.dtype(0) == "float64" else "tf.float32"
+    scale = _per_axis(c, f"tf.cast({c.i(1)}, {work})", 1)
+    q = f"tf.math.round(tf.cast({c.i(0)}, {work}) / {scale})"
+    if c.has(2):
+        q = f"{q} + {_per_axis(c, f'tf.cast({c.i(2)}, {work})', 2)}"
+    return [f"{c.o()} = tf.cast(tf.clip_by_value({q}, {float(info.min)}, {float(info.max)}), {c.tf(out_dt)})"]
+
+
+@lowering("dequantize_linear", accepts=_quant_check)
+def dequantize_linear(c: Any) -> list[str]:
+    work = "tf.float64" if c.out_dtype() == "float64" else "tf.float32"
+    x = f"tf.cast({c.i(0)}, {work})"
+    if c.has(2):
+        x = f"({x} - {_per_axis(c, f'tf.cast({c.i(2)}, {work})', 2)})"
+    return [f"{c.o()} = tf.cast({x} * {_per_axis(c, f'tf.cast({c.i(1)}, {work})', 1)}, {c.tf(c.out_dtype())})"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from translator.ir import Node
 
-from .tensorflow_ops import both, const_ints, is_float, lowering, needs_const, needs_rank, norm_axis, rank_of
+from .tensorflow_ops import both, is_float, lowering, needs_rank, norm_axis, rank_of
 
 SPATIAL_RANKS = {"conv": (3, 4, 5), "conv_transpose": (3, 4, 5), "average_pool": (3, 4, 5), "max_pool": (3, 4, 5),
                  "lp_pool": (3, 4, 5), "depth_to_space": (4,), "space_to_depth": (4,), "lrn": (4,),
@@ -160,7 +160,6 @@ def conv(c: Any) -> list[str]:
 def _dilate_filter(c: Any, w: str, shape: list[int], dil: list[int]) -> tuple[list[str], str, list[int]]:
     """Insert zeros between the taps of a (*k, out, in) filter (TensorFlow's CPU kernels lack dilation here)."""
     lines: list[str] = []
-    nd = len(dil)
     for i, d in enumerate(dil):
         if d == 1:
             continue
@@ -177,7 +176,6 @@ def _dilate_filter(c: Any, w: str, shape: list[int], dil: list[int]) -> tuple[li
         shape = list(shape)
         shape[i] = (k - 1) * d + 1
         w = name
-    del nd
     return lines, w, shape
 
 
@@ -515,7 +513,7 @@ def resize_dynamic(c: Any) -> list[str]:
         i, x = c.tmp(f"i{a}"), c.tmp(f"x{a}")
         coord = _COORD[ctm].format(i=i, s=f"{sc}[{k}]", n=f"{float(shape[a])}", o=f"tf.cast({outs}[{k}], tf.float32)",
                                    r0=f"{roi}[{k}]", r1=f"{roi}[{n + k}]")
-        lines += [f"{i} = tf.range(tf.cast({outs}[{k}], tf.float32))", f"{x} = tf.cast({coord}, tf.float64)"]
+        lines += [f"{i} = tf.range(tf.cast({outs}[{k}], tf.float32))", f"{x} = tf.cast({coord}, {c.wide_float})"]
         bshape = [1] * r
         bshape[a] = -1
         if ctm == "tf_crop_and_resize":
@@ -529,8 +527,8 @@ def resize_dynamic(c: Any) -> list[str]:
             # antialias stretches the filter by 1/scale; an output exists only for scale >= 1/in
             reach = support + 1 if not antialias else support * shape[a] + 2
             taps, d, w, m = c.tmp("taps"), c.tmp("d"), c.tmp("w"), c.tmp("m")
-            stretch = f" * tf.cast(tf.math.minimum({sc}[{k}], 1.0), tf.float64)" if antialias else ""
-            lines += [f"{taps} = tf.math.floor({x})[:, None] + tf.range({-reach}, {reach + 1}, dtype=tf.float64)[None, :]",
+            stretch = f" * tf.cast(tf.math.minimum({sc}[{k}], 1.0), {c.wide_float})" if antialias else ""
+            lines += [f"{taps} = tf.math.floor({x})[:, None] + tf.range({-reach}, {reach + 1}, dtype={c.wide_float})[None, :]",
                       f"{d} = ({taps} - {x}[:, None]){stretch}"]
             if mode == "linear":
                 lines.append(f"{w} = tf.math.maximum(1.0 - tf.math.abs({d}), 0.0)")
@@ -544,7 +542,7 @@ def resize_dynamic(c: Any) -> list[str]:
                 lines += [f"{w} = tf.where(({taps} >= 0) & ({taps} < {shape[a]}), {w}, tf.zeros_like({w}))",
                           f"{w} = {w} / tf.math.reduce_sum({w}, axis=1, keepdims=True)"]
             lines.append(f"{m} = tf.math.reduce_sum(tf.one_hot(tf.cast(tf.clip_by_value({taps}, 0, {shape[a] - 1}), tf.int64), "
-                         f"{shape[a]}, dtype=tf.float64) * {w}[..., None], axis=1)")
+                         f"{shape[a]}, dtype={c.wide_float}) * {w}[..., None], axis=1)")
             src = y
             if not widened and dt not in ("float32", "float64"):
                 src, widened = f"tf.cast({y}, {work})", True

@@ -4,8 +4,9 @@ A lowering gets a ``NodeCtx`` (``emitters/tensorflow.py``: inputs as expressions
 as identifiers, attributes with the signature's defaults, ``lit`` for literals, ``weight``
 for derived constants) and returns the lines of code that compute the node's outputs.
 ``ACCEPTS`` holds per-op checks run at lowering time: a node they refuse is decomposed
-through the table instead, or refused with their reason code. Spatial and normalization
-ops live in ``tensorflow_nn.py``; both files register into ``OPS``.
+through the table instead, or refused with their reason code. Spatial, normalization and
+control-flow ops live in ``tensorflow_nn.py``, the newer ONNX ops in ``tensorflow_extra.py``;
+all three register into ``OPS``.
 
 Used by the TensorFlow and the TFLite emitters (TFLite converts the TensorFlow module).
 """
@@ -785,61 +786,6 @@ def arg_reduce(c: Any) -> list[str]:
     if c.attr("keepdims", 1):
         expr = f"tf.expand_dims({expr}, {a})"
     return [f"{c.o()} = {expr}"]
-
-
-# ----------------------------------------------------------------------------- quantization
-def _quant_check(n: Node) -> tuple[str, str] | None:
-    if n.attrs.get("block_size", 0):
-        return needs_const(rank=0)(n) or _static_axis(n)
-    return needs_rank(0, 1)(n)
-
-
-def _static_axis(n: Node) -> tuple[str, str] | None:
-    s = n.inputs[0].type.shape if n.inputs[0] is not None else None
-    if s is None or not isinstance(s[norm_axis(n.attrs.get("axis", 1), len(s))], int):
-        return "dynamic_shape", "blocked quantization needs the blocked axis' size"
-    return None
-
-
-def _per_axis(c: Any, expr: str, k: int) -> str:
-    """A per-axis (1-D) or blocked parameter shaped to broadcast over input 0."""
-    block = int(c.attr("block_size", 0))
-    if block:
-        a = norm_axis(c.attr("axis", 1), c.rank(0))
-        dim = c.shape(0)[a]
-        cut = [":"] * c.rank(0)
-        cut[a] = f":{dim}"
-        return f"tf.repeat({expr}, {block}, axis={a})[{', '.join(cut)}]"
-    if c.rank(k) != 1 or (c.shape(k)[0] == 1):
-        return expr
-    r = c.rank(0)
-    a = norm_axis(c.attr("axis", 1), r)
-    shape = [1] * r
-    shape[a] = -1
-    return f"tf.reshape({expr}, {c.lit(shape)})"
-
-
-@lowering("quantize_linear", accepts=_quant_check)
-def quantize_linear(c: Any) -> list[str]:
-    from translator.dtypes import numpy_dtype
-
-    out_dt = c.out_dtype()
-    info = np.iinfo(numpy_dtype(out_dt))
-    work = "tf.float64" if c.dtype(0) == "float64" else "tf.float32"
-    scale = _per_axis(c, f"tf.cast({c.i(1)}, {work})", 1)
-    q = f"tf.math.round(tf.cast({c.i(0)}, {work}) / {scale})"
-    if c.has(2):
-        q = f"{q} + {_per_axis(c, f'tf.cast({c.i(2)}, {work})', 2)}"
-    return [f"{c.o()} = tf.cast(tf.clip_by_value({q}, {float(info.min)}, {float(info.max)}), {c.tf(out_dt)})"]
-
-
-@lowering("dequantize_linear", accepts=_quant_check)
-def dequantize_linear(c: Any) -> list[str]:
-    work = "tf.float64" if c.out_dtype() == "float64" else "tf.float32"
-    x = f"tf.cast({c.i(0)}, {work})"
-    if c.has(2):
-        x = f"({x} - {_per_axis(c, f'tf.cast({c.i(2)}, {work})', 2)})"
-    return [f"{c.o()} = tf.cast({x} * {_per_axis(c, f'tf.cast({c.i(1)}, {work})', 1)}, {c.tf(c.out_dtype())})"]
 
 
 from . import tensorflow_extra, tensorflow_nn  # noqa: E402,F401  (register their lowerings)

@@ -3,5 +3,5 @@
 ``verify`` (types, shapes, attribute constraints; run before any emitter),
 ``fold_constants`` (shape subgraphs), ``legalize_dtypes`` (driven by the backend's
 dtype column), ``broadcast`` (explicit broadcasting where a backend needs it).
-Layout conversion (NCHW → NHWC for TF/TFLite) will be one more file here.
+``layout`` (channels-first → channels-last with the fewest transposes, for TF/TFLite).
 """
