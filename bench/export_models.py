@@ -131,7 +131,11 @@ def main() -> int:
     ap.add_argument("--models", default="resnet18", help=f"comma-separated, or 'suite' ({', '.join(SUITE)})")
     ap.add_argument("--opset", type=int, default=17)
     args = ap.parse_args()
-    names = SUITE if args.models == "suite" else args.models.split(",")
+    names: list[str] = []
+    for item in args.models.split(","):
+        for name in (SUITE if item == "suite" else (item,)):
+            if name not in names:
+                names.append(name)
     for name in names:
         print(f"exported {export(name, args.opset)}")
     return 0

@@ -528,7 +528,8 @@ def emit(model: Model, io_channels_last: bool = False, tables: Tables | None = N
 
 # ----------------------------------------------------------------------------- running
 def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Model-named feeds → arrays in the artifact's dtypes (legalized inputs range-checked)."""
+    """Model-named feeds (in the source model's layout) → arrays in the artifact's dtypes
+    (legalized inputs range-checked) and I/O layout (``io_channels_last`` moves axis 1 last)."""
     from translator.dtypes import numpy_dtype
 
     out = {}
@@ -546,12 +547,14 @@ def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np
                     raise Unsupported("cast", artifact.backend, "unsupported_dtype",
                                       f"input {p.name!r} ({x.dtype}) has values outside {p.dtype}'s range")
             x = x.astype(want)
+        if p.channels_last and x.ndim >= 3:  # the harness feeds the source model's layout
+            x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
         out[p.key] = x
     return out
 
 
 def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
-    """Back to the source model's dtypes (strings decoded), in the model's output order."""
+    """Back to the source model's dtypes (strings decoded) and layout, in the model's output order."""
     from translator.dtypes import numpy_dtype
 
     res = []
@@ -562,6 +565,8 @@ def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
                             for s in y.reshape(-1)], dtype=object).reshape(y.shape)
         elif p.source_dtype is not None and p.source_dtype != p.dtype and p.source_dtype in tf_dtype_names():
             y = y.astype(numpy_dtype(p.source_dtype))
+        if p.channels_last and y.ndim >= 3:  # back to the source model's layout
+            y = np.ascontiguousarray(np.moveaxis(y, -1, 1))
         res.append(y)
     return res
 

@@ -74,3 +74,30 @@ def _merge_verified() -> None:
         tmp = out.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(ordered, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, out)
+
+
+# ----------------------------------------------------------------------------- real models
+#: Exported by bench/export_models.py in the bench venv (torchvision lives there only).
+MODELS_DIR = ROOT / "bench" / ".cache" / "models"
+PEERS_PY = ROOT / "bench" / ".venv-peers" / "bin" / "python"
+MODEL_NAMES = ("resnet18", "mobilenet_v3_small", "resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_small",
+               "transformer_encoder", "gpt2_blocks")
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    """bench/.cache/models with every model of MODEL_NAMES exported (once; a file lock keeps
+    pytest-xdist workers from exporting the same files at the same time)."""
+    import fcntl
+    import subprocess
+
+    MODELS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(MODELS_DIR / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = [m for m in MODEL_NAMES if not (MODELS_DIR / f"{m}.onnx").is_file()]
+        if missing:
+            if not PEERS_PY.exists():
+                subprocess.run(["bash", str(ROOT / "bench" / "setup_peers.sh")], check=True, timeout=1800)
+            subprocess.run([str(PEERS_PY), str(ROOT / "bench" / "export_models.py"), "--models", ",".join(missing)],
+                           check=True, timeout=1800)
+    return MODELS_DIR

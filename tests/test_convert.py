@@ -48,3 +48,24 @@ def test_cannot_convert_exits_2_with_a_reason_and_writes_nothing(tmp_path):
 def test_unknown_target_exits_2():
     p = cli("convert", str(MODEL), "--to", "caffe", "-o", "/tmp/never")
     assert p.returncode == 2 and "unknown target" in p.stderr
+
+
+def test_check_uses_what_was_written_and_compares_with_onnxruntime_too(tmp_path):
+    p = cli("convert", str(MODEL), "--to", "pytorch", "-o", str(tmp_path / "pt"), "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    check = doc["targets"][0]["check"]
+    assert check["source"] == "onnxruntime"
+    assert check["outputs"] and all(o["vs_source"]["max_abs"] <= 1e-4 for o in check["outputs"])
+    text = cli("convert", str(MODEL), "--to", "onnx", "-o", str(tmp_path / "m.onnx"))
+    assert "vs onnxruntime" in text.stdout
+
+
+def test_channels_last_io_converts_and_checks(tmp_path):
+    p = cli("convert", str(MODEL), "--to", "tensorflow", "-o", str(tmp_path / "tf"), "--json", "--channels-last-io")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["targets"][0]
+    assert r["check"]["status"] == "pass", r
+    q = cli("convert", str(MODEL), "--to", "tensorflow", "-o", str(tmp_path / "tf2"), "--json")
+    # channels-last I/O needs fewer transposes than keeping the model's NCHW I/O
+    assert r["transposes"] < json.loads(q.stdout)["targets"][0]["transposes"]

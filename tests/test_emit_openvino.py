@@ -25,7 +25,6 @@ from translator.tables import load_tables  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
-RESNET = ROOT / "bench" / ".cache" / "models" / "resnet18.onnx"
 FILES = ["builder.py", "model.bin", "model.xml", "weights.npz"]
 RNG = np.random.default_rng(11)
 
@@ -296,11 +295,10 @@ def test_xfail_fragment_names_real_ops():
 
 # ----------------------------------------------------------------------------- larger runs
 @pytest.mark.slow
-@pytest.mark.skipif(not RESNET.is_file(), reason="bench/.cache/models/resnet18.onnx comes from bench/export_models.py")
-def test_resnet18_matches_the_reference():
+def test_resnet18_matches_the_reference(models_dir):
     from translator.check import check_model, model_loader
 
-    res = check_model(model_loader(str(RESNET)), ["openvino"])
+    res = check_model(model_loader(str(models_dir / "resnet18.onnx")), ["openvino"])
     (rep,) = res["backends"]
     assert rep.status == "pass" and all(o.diff.max_abs <= 1e-4 for o in rep.outputs)
 

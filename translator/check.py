@@ -25,6 +25,8 @@ from .ir import Model
 class OutputReport:
     name: str
     diff: Diff
+    #: the same output against onnxruntime on the original ONNX file (when it runs there)
+    vs_source: Diff | None = None
 
 
 @dataclass
@@ -81,8 +83,31 @@ def _mark_all_outputs(model: Model) -> list[str]:
     return names
 
 
+def source_outputs(path: str | None, feeds: dict[str, np.ndarray], names: list[str]) -> tuple[list[Any] | None, str]:
+    """The original ONNX file run by onnxruntime (the "source" side of a conversion), or
+    ``(None, why)`` when there is no such file or onnxruntime cannot run it."""
+    if not path or not str(path).lower().endswith(".onnx"):
+        return None, "no ONNX source file"
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None, "onnxruntime is not installed"
+    try:
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        wanted = {i.name for i in sess.get_inputs()}
+        return list(sess.run(names, {k: v for k, v in feeds.items() if k in wanted})), ""
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's own limits; the NumPy reference still decides
+        return None, f"onnxruntime cannot run the source: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+
+
 def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[str, np.ndarray] | None = None,
-                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[str], None] | None = None, artifacts: dict[str, Any] | None = None,
+                source: str | None = None) -> dict[str, Any]:
+    """Compare each backend with the NumPy reference (the verdict) and, when ``source`` is the
+    original ONNX file, also with onnxruntime on it (reported as ``vs_source``). ``artifacts``
+    holds already-converted artifacts (``opbridge convert`` checks what it wrote, not a re-emission)."""
     say = progress or (lambda s: None)
     ref_model = build_ir()
     feeds = feeds if feeds is not None else random_inputs(ref_model)
@@ -94,6 +119,9 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     interpreter.prepare(ref_model)
     expected = interpreter.run(ref_model, feeds, trace)
     out_names = [v.name for v in ref_model.graph.outputs]
+    src, src_note = source_outputs(source, feeds, out_names) if source else (None, "")
+    if source:
+        say("source: onnxruntime on the original file" + (f" ({src_note})" if src_note else ""))
     reports: list[BackendReport] = []
     for b in backends:
         say(f"{b}: converting and running")
@@ -101,11 +129,11 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         rep = BackendReport(b, "pass")
         try:
             mod = backend_module(b)
-            artifact = mod.emit(build_ir())
+            artifact = artifacts[b] if artifacts and b in artifacts else mod.emit(build_ir())
             got = list(mod.run(artifact, feeds))
-            for name, e, g in zip(out_names, expected, got):
+            for i, (name, e, g) in enumerate(zip(out_names, expected, got)):
                 d = compare(e, g, **tol)
-                rep.outputs.append(OutputReport(name, d))
+                rep.outputs.append(OutputReport(name, d, compare(src[i], g, **tol) if src is not None else None))
                 if not d.ok:
                     rep.status, rep.reason = "fail", "mismatch"
             if rep.status == "fail":
@@ -116,7 +144,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         rep.seconds = time.perf_counter() - t0
         reports.append(rep)
     return {"inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in feeds.items()},
-            "tolerance": tol, "backends": reports}
+            "tolerance": tol, "backends": reports, "source": "onnxruntime" if src is not None else src_note}
 
 
 def _first_divergence(mod: Any, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
@@ -141,12 +169,17 @@ def _first_divergence(mod: Any, build_ir: Callable[[], Model], feeds: dict[str, 
 
 def report_json(res: dict[str, Any]) -> dict[str, Any]:
     out = {"inputs": res["inputs"], "tolerance": res["tolerance"], "backends": []}
+    if res.get("source"):
+        out["source"] = res["source"]
     for r in res["backends"]:
         out["backends"].append({
             "backend": r.backend, "status": r.status, "reason": r.reason, "detail": r.detail,
             "seconds": round(r.seconds, 3), "first_divergence": r.first_divergence,
             "outputs": [{"name": o.name, "ok": o.diff.ok, "max_abs": o.diff.max_abs, "max_rel": o.diff.max_rel,
-                         "max_ulp": o.diff.max_ulp, "reason": o.diff.reason} for o in r.outputs]})
+                         "max_ulp": o.diff.max_ulp, "reason": o.diff.reason,
+                         **({"vs_source": {"max_abs": o.vs_source.max_abs, "max_rel": o.vs_source.max_rel,
+                                           "max_ulp": o.vs_source.max_ulp}} if o.vs_source is not None else {})}
+                        for o in r.outputs]})
     return out
 
 

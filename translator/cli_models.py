@@ -186,6 +186,10 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 kwargs["opset"] = args.opset
             if args.target and t == "coreml":
                 kwargs["target"] = args.target
+            if args.channels_last_io and t in ("tensorflow", "tflite"):
+                kwargs["io_channels_last"] = True
+            if args.allow_select_tf_ops and t == "tflite":
+                kwargs["allow_select_tf_ops"] = True
             artifact = mod.emit(build(), **kwargs)
             out = args.output if len(targets) == 1 else os.path.join(args.output, stem + SUFFIX[t])
             rec["output"] = _save(mod, artifact, out)
@@ -203,8 +207,9 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             continue
         if args.check:
             say(f"{t}: checking against the NumPy reference")
-            res = report_json(check_model(build, [t], feeds))
+            res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model))
             b = res["backends"][0]
+            b["source"] = res.get("source", "")  # "onnxruntime", or why the source could not run
             rec["check"] = b
             if b["status"] == "fail":
                 rec["status"] = "check_failed"
@@ -224,11 +229,15 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             if "check" in r:
                 outs = r["check"]["outputs"]
                 if outs:
-                    line += "; max abs " + ", ".join(f"{o['name']}={o['max_abs']:.3g}" for o in outs)
+                    line += "; max abs vs reference " + ", ".join(f"{o['name']}={o['max_abs']:.3g}" for o in outs)
+                    if all("vs_source" in o for o in outs):
+                        line += "; vs onnxruntime " + ", ".join(f"{o['vs_source']['max_abs']:.3g}" for o in outs)
                 if r["check"].get("first_divergence"):
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:
                 line += f"; transposes {r['transposes']}"
+            if "check_note" in r:
+                line += f"; check {r['check_note']}"
             print(line)
             for w in r.get("warnings") or []:
                 print(f"  warning: {w}")
@@ -247,4 +256,8 @@ def register_convert(sub: "Any", add: "Callable[..., Any]") -> None:
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
     c.add_argument("--opset", type=int, help="ONNX opset to write (default: newest onnxruntime loads)")
     c.add_argument("--target", help="CoreML deployment target (e.g. iOS17)")
+    c.add_argument("--channels-last-io", action="store_true",
+                   help="TensorFlow/TFLite: make image inputs/outputs channels-last (default: as in the source model)")
+    c.add_argument("--allow-select-tf-ops", action="store_true",
+                   help="TFLite: let the converter fall back to TensorFlow ops (needs the Flex delegate at run time)")
     c.add_argument("--quiet", "-q", action="store_true")
