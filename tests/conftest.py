@@ -41,6 +41,12 @@ def pytest_sessionfinish(session, exitstatus):
         d.mkdir(parents=True, exist_ok=True)
         (d / f"{worker or 'main'}.json").write_text(json.dumps(_VERIFIED))
     if worker is None and exitstatus in (0, 1):
+        if session.config.getoption("keyword", "") or session.config.getoption("lf", False):
+            # a -k / --lf selection is not a backend's whole column: it must not replace one
+            import shutil
+
+            shutil.rmtree(_verified_dir(), ignore_errors=True)
+            return
         _merge_verified()
 
 

@@ -58,3 +58,17 @@ def test_mismatch_names_the_first_diverging_node(monkeypatch):
 def test_unknown_backend_exits_2():
     p = cli("check", str(MODEL), "--backends", "numpy,nosuch")
     assert p.returncode == 2 and "unknown backend" in p.stderr
+
+
+def test_a_model_output_passes_scaled_to_its_magnitude_but_not_beyond():
+    import numpy as np
+
+    from translator.check import SCALED_EPS, compare_output
+
+    tol = {"rtol": 1e-3, "atol": 1e-5}
+    e = np.array([4.0, 5e4], dtype=np.float32)
+    small = SCALED_EPS * np.finfo(np.float32).eps * 5e4 * 0.5  # summation-order noise at the big end
+    d = compare_output(e, e + np.array([small, 0], dtype=np.float32), tol)
+    assert d.ok and d.reason.startswith("scaled")
+    assert not compare_output(e, e + np.array([small * 4, 0], dtype=np.float32), tol).ok
+    assert not compare_output(e.astype(np.int32), e.astype(np.int32) + 1, tol).ok

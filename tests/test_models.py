@@ -18,7 +18,9 @@ from conftest import MODEL_NAMES
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
-#: issue 4: ≤ 1e-4 against onnxruntime on the original file (TFLite ≤ 1e-3)
+#: issue 4's models: ≤ 1e-4 against onnxruntime on the original file (TFLite ≤ 1e-3); the
+#: others (e.g. resnet50, whose random-weight logits reach ~5e4) pass the check's own tolerance
+BOUNDED = ("resnet18", "mobilenet_v3_small", "efficientnet_b0", "transformer_encoder")
 SOURCE_TOL = {"onnx": 1e-4, "pytorch": 1e-4, "tensorflow": 1e-4, "tflite": 1e-3, "openvino": 1e-4, "coreml": 1e-4}
 
 
@@ -54,7 +56,10 @@ def test_model_converts_to_all_six_backends_and_checks(models_dir, tmp_path, nam
             assert check["reason"] == "structural_only", check
             continue
         assert check["status"] == "pass", check
+        assert check["outputs"]
         for o in check["outputs"]:
-            assert o["vs_source"]["max_abs"] <= SOURCE_TOL[t], (t, o)
+            assert o["vs_source"]["ok"], (t, o)
+            if name in BOUNDED:
+                assert o["vs_source"]["max_abs"] <= SOURCE_TOL[t], (t, o)
     for t in ("tensorflow", "tflite"):
         assert isinstance(targets[t]["transposes"], int)
