@@ -199,3 +199,25 @@ def test_cli_reports_a_malformed_table_in_one_line(tmp_path):
 
 def test_api_keys_are_the_seed_columns_plus_cldnn():
     assert API_KEYS[:3] == ("webnn", "onnx", "dml") and API_KEYS[-1] == "cldnn" and len(API_KEYS) == 20
+
+
+def test_conv_pads_order_erratum_is_what_onnxruntime_does():
+    """Seed 004 says 2-D pads are [top, bottom, left, right]; the table's erratum says
+    [top, left, bottom, right]. Executed: pads [1, 0, 0, 0] adds one row (at the top) and no column."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    tables = load_tables()
+    conv = tables.ops["conv"]
+    assert any(e.get("field") == "backends.onnx.notes" and "[top, left, bottom, right]" in str(e.get("verified"))
+               for e in conv.errata)
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 0, 0, 0])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 1], [1.0])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert y.shape == (1, 1, 4, 3)
+    assert np.array_equal(y[0, 0, 0], np.zeros(3)) and np.array_equal(y[0, 0, 1:], x[0, 0])
