@@ -102,3 +102,25 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
                           "--no-first-run", f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom", html_path.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert "conv" in dom.stdout and "<table" in dom.stdout
+
+
+def test_constants_and_static_shape_subgraphs_are_reported_folded(tmp_path):
+    nodes = [helper.make_node("Constant", [], ["k"], value=helper.make_tensor("v", TensorProto.INT64, [1], [-1])),
+             helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "z", "one"], ["s0"]),
+             helper.make_node("Concat", ["s0", "k"], ["shp"], axis=0),
+             helper.make_node("Reshape", ["x", "shp"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("z", TensorProto.INT64, [1], [0]),
+                           helper.make_tensor("one", TensorProto.INT64, [1], [1])])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    r = cli("report", str(p), "--json", "--backends", "coreml,tflite")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert set(doc["backends"]) == {"coreml", "tflite"}
+    for name, b in doc["backends"].items():
+        status = {n["op"]: n["status"] for n in b["nodes"]}
+        assert status == {"constant": "folded", "shape": "folded", "slice": "folded", "concat": "folded",
+                          "reshape": "native"}, (name, status)

@@ -1,6 +1,7 @@
 """Compatibility reports: one model across every backend, or the whole table.
 
-Per node and backend a model report says ``native``, ``decomposed`` (into which ops),
+Per node and backend a model report says ``native``, ``folded`` (a constant or static
+shape subgraph every emitter computes at conversion time), ``decomposed`` (into which ops),
 ``legalized`` (which dtype change) or ``unsupported`` (reason code, detail), and how the
 (op, backend, dtype) cell is backed: ``verified`` by execution (verified.json, written by
 the generated tests), ``structural`` (built and serialized, not run), or only
@@ -32,10 +33,10 @@ class NodePlan:
     node: str
     op: str
     dtype: str | None
-    status: str  # native | decomposed | legalized | unsupported
+    status: str  # native | folded | decomposed | legalized | unsupported
     detail: str = ""
     reason: str = ""
-    evidence: str = "claimed"  # verified | structural | claimed
+    evidence: str = "claimed"  # verified | structural | claimed | reference (folded by the NumPy reference)
 
 
 @dataclass
@@ -51,7 +52,8 @@ class BackendPlan:
         if bad:
             ops = sorted({p.op for p in bad})
             s += f", {len(bad)} unsupported: " + ", ".join(ops[:8]) + (" …" if len(ops) > 8 else "")
-        counts = {k: sum(1 for p in self.nodes if p.status == k) for k in ("native", "decomposed", "legalized")}
+        counts = {k: sum(1 for p in self.nodes if p.status == k)
+                  for k in ("native", "folded", "decomposed", "legalized")}
         return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
 
 
@@ -109,15 +111,29 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     from .pipeline import prepare
     from .quick import load_verified
 
+    from .infer import infer
+    from .passes import fold_constants
+
     tables = tables or load_tables()
     verified = load_verified() if verified is None else verified
     prepare(model)
+    # every emitter folds constants and static shape subgraphs first (translator/passes/fold_constants.py):
+    # those nodes never reach a backend, and what they feed gets static shapes
+    order = list(model.graph.walk())
+    fold_constants.run(model.graph)
+    infer(model.graph, tables)
+    kept = {id(n) for n in model.graph.walk()}
     plans = []
     for b in backends:
         supported, accepts = _capabilities(b, tables)
         legal = backend_dtypes(b, tables)
         bp = BackendPlan(b)
-        for node in model.graph.walk():
+        for node in order:
+            if id(node) not in kept:
+                bp.nodes.append(NodePlan(node.name, node.op, node.outputs[0].type.dtype if node.outputs else None,
+                                         "folded", "computed at conversion time (constant or static shape)",
+                                         evidence="reference"))
+                continue
             first = next((v for v in node.inputs if v is not None), None)
             dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
             plan = NodePlan(node.name, node.op, dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
@@ -238,7 +254,7 @@ body{{font:13px system-ui,sans-serif;margin:16px;color:#222}}
 h1{{font-size:18px}} .sum li{{margin:2px 0}}
 table{{border-collapse:collapse;font-size:12px}} th,td{{border:1px solid #ccc;padding:2px 6px;vertical-align:top}}
 th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
-.native{{background:#e3f6e3}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
+.native{{background:#e3f6e3}} .folded{{background:#f0f0f0}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
 .unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#999}}
 #q{{margin:8px 0;padding:4px;width:320px}}
 </style></head><body>
