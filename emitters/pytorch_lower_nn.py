@@ -411,6 +411,12 @@ def lrn(e: NodeEmit) -> str:
     x, size = e.x(0), int(e.attr("size"))
     alpha, beta, bias = (float(e.attr(n)) for n in ("alpha", "beta", "bias"))
     if size % 2 == 1:
+        v = e.v(0)
+        if v is not None and v.type.dtype in ("float16", "bfloat16"):
+            # torch's CPU avg_pool3d (inside local_response_norm) has no half kernels: compute in float32
+            half = "torch.float16" if v.type.dtype == "float16" else "torch.bfloat16"
+            return (f"F.local_response_norm({x}.float(), {size}, alpha={literal(alpha)}, beta={literal(beta)}, "
+                    f"k={literal(bias)}).to({half})")
         return f"F.local_response_norm({x}, {size}, alpha={literal(alpha)}, beta={literal(beta)}, k={literal(bias)})"
     rank = e.need_rank(0)
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2

@@ -29,7 +29,7 @@ def test_decomposition_matches_reference(op):
     expected = fn(*smp.inputs, **smp.attrs)
     expected = expected if isinstance(expected, tuple) else (expected,)
 
-    model, feeds = single_op_model(op.id, smp.inputs, smp.attrs)
+    model, feeds = single_op_model(op.id, smp.inputs, smp.attrs, const=smp.const)
     supported = frozenset(reference.implemented()) - {op.id}
     decomposed = lower_for(model.graph, "numpy", supported, TABLES)
     assert decomposed and decomposed[0][1] == op.id

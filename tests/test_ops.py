@@ -83,6 +83,8 @@ def _valid_sample(op, dt):
     except Exception:  # noqa: BLE001 - the sample does not fit the op: no case
         return None
     outs = out if isinstance(out, tuple) else (out,)
+    if smp.outputs is not None:
+        outs = outs[: smp.outputs]
     if not all(isinstance(o, np.ndarray) for o in outs):
         return None
     return smp, outs
@@ -125,7 +127,7 @@ def _tolerance(op, dtype: str) -> dict:
 @pytest.mark.parametrize("op_id, backend, dtype, smp, expected", CASES)
 def test_op(op_id, backend, dtype, smp, expected, record_verified):
     op = TABLES.ops[op_id]
-    model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=len(expected))
+    model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=len(expected), const=smp.const)
     mod = backend_module(backend)
     artifact = mod.emit(model)
     try:
@@ -152,7 +154,7 @@ def test_enough_ops_are_cross_executed():
 def test_declared_gap_is_refused_with_a_reason(op_id, backend, dtype, smp):
     """Where the table gives a backend neither a native op nor a decomposition, conversion
     stops with Unsupported naming the op and a reason code (never a crash or a wrong model)."""
-    model, _ = single_op_model(op_id, smp.inputs, smp.attrs)
+    model, _ = single_op_model(op_id, smp.inputs, smp.attrs, const=smp.const)
     with pytest.raises(Unsupported) as ei:
         backend_module(backend).emit(model)
     assert ei.value.op == op_id and ei.value.code in ("unsupported_op", "unsupported_dtype")

@@ -149,8 +149,10 @@ def finite_or_none(x: float) -> float | None:
     return None if (x is None or math.isnan(x)) else x
 
 
-def single_op_model(op_id: str, inputs: list[Any], attrs: dict[str, Any], n_outputs: int = 1) -> tuple[Any, dict[str, Any]]:
-    """A one-node IR model for ``op_id`` fed by ``inputs`` (None = omitted); returns (model, feeds)."""
+def single_op_model(op_id: str, inputs: list[Any], attrs: dict[str, Any], n_outputs: int = 1,
+                    const: tuple[int, ...] = ()) -> tuple[Any, dict[str, Any]]:
+    """A one-node IR model for ``op_id`` fed by ``inputs`` (None = omitted; the indices in
+    ``const`` become constants instead of graph inputs); returns (model, feeds)."""
     from .dtypes import dtype_id
     from .ir import Graph, Model, TensorType
 
@@ -162,6 +164,9 @@ def single_op_model(op_id: str, inputs: list[Any], attrs: dict[str, Any], n_outp
             vals.append(None)
             continue
         arr = np.asarray(x)
+        if i in const:
+            vals.append(g.add_constant(f"c{i}", arr, dtype_id(arr.dtype)))
+            continue
         v = g.add_input(f"in{i}", TensorType(dtype_id(arr.dtype), tuple(arr.shape)))
         feeds[v.name] = arr
         vals.append(v)

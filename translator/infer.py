@@ -123,6 +123,64 @@ def _reshape(n: Node) -> list:
     return [tuple(out)]
 
 
+def _const_ints(v: Value | None) -> list[int] | None:
+    c = _const(v)
+    return None if c is None else [int(a) for a in c.reshape(-1)]
+
+
+@shape_rule("unsqueeze")
+def _unsqueeze(n: Node) -> list:
+    s, axes = n.inputs[0].type.shape, _const_ints(n.inputs[1]) if len(n.inputs) > 1 else None
+    if s is None or axes is None:
+        return [None]
+    r = len(s) + len(axes)
+    at = {a + r if a < 0 else a for a in axes}
+    rest = iter(s)
+    return [tuple(1 if i in at else next(rest) for i in range(r))]
+
+
+@shape_rule("squeeze")
+def _squeeze(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    axes = _const_ints(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] is not None else None
+    if s is None or (axes is None and len(n.inputs) > 1 and n.inputs[1] is not None):
+        return [None]
+    if axes is None:
+        if not all(isinstance(d, int) for d in s):
+            return [None]
+        return [tuple(d for d in s if d != 1)]
+    at = {a + len(s) if a < 0 else a for a in axes}
+    return [tuple(d for i, d in enumerate(s) if i not in at)]
+
+
+@shape_rule("gather")
+def _gather(n: Node) -> list:
+    s, q = n.inputs[0].type.shape, n.inputs[1].type.shape
+    if s is None or q is None:
+        return [None]
+    axis = int(n.attrs.get("axis", 0))
+    axis = axis + len(s) if axis < 0 else axis
+    return [tuple(s[:axis]) + tuple(q) + tuple(s[axis + 1:])]
+
+
+@shape_rule("slice")
+def _slice(n: Node) -> list:
+    """ONNX clamps starts/ends like Python's slice does, so ``range(dim)[start:end:step]`` has the length."""
+    s = n.inputs[0].type.shape
+    opt = [n.inputs[i] if i < len(n.inputs) else None for i in range(1, 5)]
+    starts, ends, axes, steps = (_const_ints(v) for v in opt)
+    if s is None or starts is None or ends is None or any(v is not None and c is None
+                                                          for v, c in zip(opt[2:], (axes, steps))):
+        return [None]
+    out = list(s)
+    for i, (st, en) in enumerate(zip(starts, ends)):
+        a = axes[i] if axes is not None else i
+        a = a + len(s) if a < 0 else a
+        step = steps[i] if steps is not None else 1
+        out[a] = len(range(out[a])[st:en:step]) if isinstance(out[a], int) and step else None
+    return [tuple(out)]
+
+
 @shape_rule("flatten")
 def _flatten(n: Node) -> list:
     s = n.inputs[0].type.shape
@@ -259,6 +317,35 @@ def _onnx_enum_to_dtype(tables: Tables) -> dict[int, str]:
     return out
 
 
+@shape_rule("eye_like", "random_normal_like", "random_uniform_like")
+def _like_first(n: Node) -> list:
+    return [n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None]
+
+
+@shape_rule("affine_grid")
+def _affine_grid(n: Node) -> list:
+    """size [N, C, H, W] -> (N, H, W, 2); [N, C, D, H, W] -> (N, D, H, W, 3)."""
+    size = _const(n.inputs[1]) if len(n.inputs) > 1 else None
+    if size is None:
+        return [None]
+    dims = [int(d) for d in size.reshape(-1)]
+    return [(dims[0], *dims[2:], len(dims) - 2)]
+
+
+@shape_rule("center_crop_pad")
+def _center_crop_pad(n: Node) -> list:
+    s = n.inputs[0].type.shape
+    shape = _const(n.inputs[1]) if len(n.inputs) > 1 else None
+    if s is None or shape is None:
+        return [None]
+    target = [int(d) for d in shape.reshape(-1)]
+    axes = [int(a) for a in n.attrs.get("axes") or range(len(target))]
+    out = list(s)
+    for a, d in zip(axes, target):
+        out[a + len(s) if a < 0 else a] = d
+    return [tuple(out)]
+
+
 def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = None) -> list[TensorType]:
     op = tables.ops.get(node.op)
     sig = op.signature if op else None
@@ -280,8 +367,15 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
                 allowed = tables.expand_dtypes(sig.types.get(p.type, (p.type,)))
                 if len(allowed) == 1:
                     dtypes[i] = allowed[0]
-        if "to" in node.attrs and node.op in ("cast", "eye_like", "random_normal", "random_uniform") and enum_map:
-            dtypes[0] = enum_map.get(int(node.attrs["to"]) if not isinstance(node.attrs["to"], str) else -1, dtypes[0])
+        # the output dtype attribute: Cast's "to"; EyeLike's / RandomNormal(Like)'s / RandomUniform(Like)'s "dtype"
+        key = "to" if node.op == "cast" else "dtype"
+        if node.attrs.get(key) is not None and node.op in ("cast", "eye_like", "random_normal", "random_uniform",
+                                                          "random_normal_like", "random_uniform_like") and enum_map:
+            to = node.attrs[key]
+            dtypes[0] = enum_map.get(int(to) if not isinstance(to, str) else -1, dtypes[0])
+        elif node.op in ("eye_like", "random_normal_like", "random_uniform_like") and dtypes[0] is None \
+                and node.inputs and node.inputs[0] is not None:
+            dtypes[0] = node.inputs[0].type.dtype
     ins = [v for v in node.inputs if v is not None]
     if node.op in SHAPE_RULES:
         shapes = SHAPE_RULES[node.op](node)

@@ -2,8 +2,12 @@
 
 The generic rule reads the op's signature: each required input becomes a random tensor
 of shape (2, 3, 4) of the requested dtype, attributes keep their defaults. Ops that
-need other shapes, value domains or attributes are listed in ``SPECIAL`` (inputs as
-(shape, dtype-or-None, domain) triples; None dtype = the requested one).
+need other shapes, value domains or attributes are listed in ``SPECIAL``. An input spec is
+``(shape, dtype-or-None, domain)`` (a graph input; None dtype = the requested one), an
+``np.ndarray`` (a constant input with exactly that value: shapes, axes, indices — what a
+real model carries as an initializer), ``("const", shape, dtype-or-None, domain)`` (a random
+constant, e.g. normalization parameters) or None (an omitted optional input). ``outputs``
+limits the compared outputs (e.g. max_pool's optional Indices).
 """
 from __future__ import annotations
 
@@ -23,7 +27,56 @@ DOMAIN = {
     "trunc_mod": "nonzero", "pow": "pos",
 }
 
+def _i64(*v: Any) -> np.ndarray:
+    return np.asarray(v[0] if len(v) == 1 else v, dtype=np.int64)
+
+
+IMG = (1, 2, 6, 6)
+
 SPECIAL: dict[str, dict[str, Any]] = {
+    # shapes and indices are constants, as in exported models
+    "pow": {"inputs": [(S, None, "pos"), (S, None, "any")]},
+    "eye_like": {"inputs": [((3, 4), None, "any")]},
+    "trilu": {"inputs": [(S, None, "any")]},
+    "cast": {"inputs": [(S, None, "any")], "attrs": {"to": 6}},
+    "cast_like": {"inputs": [(S, None, "any"), ("const", (1,), "int32", "small")]},
+    "expand": {"inputs": [((3, 1), None, "any"), _i64([2, 3, 4])]},
+    "reshape": {"inputs": [(S, None, "any"), _i64([4, -1])]},
+    "unsqueeze": {"inputs": [(S, None, "any"), _i64([1])]},
+    "tile": {"inputs": [(S, None, "any"), _i64([1, 2, 1])]},
+    "slice": {"inputs": [(S, None, "any"), _i64([0, 0]), _i64([2, 4]), _i64([1, 2]), _i64([1, 2])]},
+    "concat": {"inputs": [(S, None, "any"), ((2, 2, 4), None, "any")], "attrs": {"axis": 1}},
+    "gather": {"inputs": [(S, None, "any"), _i64([2, 0, 1])], "attrs": {"axis": 1}},
+    "gather_elements": {"inputs": [(S, None, "any"), _i64([[[0, 2, 1, 0], [2, 2, 0, 1]], [[1, 0, 0, 2], [0, 1, 2, 2]]])],
+                        "attrs": {"axis": 1}},
+    "gather_nd": {"inputs": [(S, None, "any"), _i64([[0, 1], [1, 2]])]},
+    "scatter_elements": {"inputs": [(S, None, "any"), _i64([[[0, 2, 1, 0]], [[2, 1, 0, 1]]]), ((2, 1, 4), None, "any")],
+                         "attrs": {"axis": 1}},
+    "scatter_nd": {"inputs": [(S, None, "any"), _i64([[0, 1], [1, 2]]), ((2, 4), None, "any")]},
+    "pad": {"inputs": [(S, None, "any"), _i64([0, 1, 0, 0, 2, 1])]},
+    "top_k": {"inputs": [(S, None, "any"), _i64([2])], "attrs": {"axis": -1}},
+    "compress": {"inputs": [(S, None, "any"), np.asarray([True, False, True])], "attrs": {"axis": 1}},
+    "center_crop_pad": {"inputs": [(S, None, "any"), _i64([1, 2, 6])]},
+    "cum_sum": {"inputs": [(S, None, "any"), _i64(1)]},
+    "cum_prod": {"inputs": [(S, None, "any"), _i64(1)]},
+    "reverse_sequence": {"inputs": [((4, 2, 3), None, "any"), _i64([4, 2])], "attrs": {"batch_axis": 1, "time_axis": 0}},
+    "one_hot": {"inputs": [((2, 3), "int64", "small"), _i64(9), ("const", (2,), None, "any")]},
+    # windows and images
+    "average_pool": {"inputs": [(IMG, None, "any")], "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}},
+    "max_pool": {"inputs": [(IMG, None, "any")], "attrs": {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]},
+                 "outputs": 1},
+    "lp_pool": {"inputs": [(IMG, None, "any")], "attrs": {"kernel_shape": [2, 2], "strides": [2, 2], "p": 2}},
+    "resize": {"inputs": [((1, 2, 3, 4), None, "any"), None, np.asarray([1, 1, 2, 2], dtype=np.float32)]},
+    "lrn": {"inputs": [((1, 5, 3, 3), None, "any")], "attrs": {"size": 3}},
+    "batch_normalization": {"inputs": [((2, 3, 4, 5), None, "any"), ("const", (3,), None, "any"),
+                                       ("const", (3,), None, "any"), ("const", (3,), None, "any"),
+                                       ("const", (3,), None, "pos")]},
+    "group_normalization": {"inputs": [((2, 4, 3, 3), None, "any"), ("const", (4,), None, "any"),
+                                       ("const", (4,), None, "any")], "attrs": {"num_groups": 2}},
+    "rms_normalization": {"inputs": [(S, None, "any"), ("const", (4,), None, "any")]},
+    "einsum": {"inputs": [((3, 4), None, "any"), ((4, 5), None, "any")], "attrs": {"equation": "ij,jk->ik"}},
+    "grid_sample": {"inputs": [((1, 1, 3, 4), None, "any"), ((1, 2, 2, 2), None, "unit")]},
+    "affine_grid": {"inputs": [((1, 2, 3), None, "any"), _i64([1, 1, 3, 4])]},
     "prelu": {"inputs": [(S, None, "any"), ((4,), None, "any")]},
     "root": {"inputs": [(S, None, "pos"), (S, None, "ge1")]},
     "mean": {"inputs": [(S, None, "any"), (S, None, "any"), (S, None, "any")]},
@@ -74,6 +127,10 @@ def generic_ok(op: Op) -> bool:
 class Sample:
     inputs: list[np.ndarray | None]
     attrs: dict[str, Any]
+    #: indices of the inputs that are constants (initializers) rather than graph inputs
+    const: tuple[int, ...] = ()
+    #: how many outputs are compared (None: all the reference returns)
+    outputs: int | None = None
 
 
 def _values(shape: tuple[int, ...], dtype: Any, domain: str, rng: np.random.Generator) -> np.ndarray:
@@ -106,8 +163,22 @@ def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
     spec = SPECIAL.get(op.id, {})
     attrs = dict(spec.get("attrs", {}))
     if "inputs" in spec:
-        inputs = [_values(shape, dt or dtype, dom, rng) for shape, dt, dom in spec["inputs"]]
-        return Sample(inputs, attrs)
+        inputs: list[np.ndarray | None] = []
+        const = []
+        for i, item in enumerate(spec["inputs"]):
+            if item is None:
+                inputs.append(None)
+            elif isinstance(item, np.ndarray):
+                inputs.append(item.copy())
+                const.append(i)
+            elif item[0] == "const":
+                _, shape, dt, dom = item
+                inputs.append(_values(shape, dt or dtype, dom, rng))
+                const.append(i)
+            else:
+                shape, dt, dom = item
+                inputs.append(_values(shape, dt or dtype, dom, rng))
+        return Sample(inputs, attrs, tuple(const), spec.get("outputs"))
     if op.signature is None or not generic_ok(op):
         return None
     inputs: list[np.ndarray | None] = []
