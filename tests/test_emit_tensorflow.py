@@ -82,6 +82,57 @@ def test_hostile_names_never_reach_the_code():
     assert out[0].shape == (1, 2, 8, 8)
 
 
+#: a tensor name written to break out of a string literal in generated Python
+HOSTILE = 'x"); import os; os.system("echo pwned"); ("'
+
+
+def _hostile_model() -> Model:
+    """Every name a model carries (input, weights, node, intermediate, output) is HOSTILE."""
+    g = Graph(HOSTILE)
+    x = g.add_input(HOSTILE, TensorType("float32", (1, 3, 8, 8)))
+    w = g.add_constant(HOSTILE + "w", np.random.default_rng(2).standard_normal((4, 3, 3, 3)).astype(np.float32), "float32")
+    h = g.add_node("conv", [x, w], {"pads": [1, 1, 1, 1]}, outputs=[HOSTILE + "h"], name=HOSTILE).outputs[0]
+    g.outputs = [g.add_node("relu", [h], outputs=[HOSTILE + "y"], name=HOSTILE + "n").outputs[0]]
+    return Model(g, source=HOSTILE)
+
+
+def _assert_inert(source: str) -> None:
+    tree = ast.parse(source)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import) and any(a.name == "os" for a in n.names)]
+    calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    assert "system" not in calls
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    names = {HOSTILE + k for k in ("", "w", "h", "y", "n")}
+    assert all(s.isidentifier() or s in names for s in strings if "pwned" in s)  # sanitized keys, or plain data
+
+
+def test_hostile_tensor_name_stays_data_in_memory():
+    art = tfe.emit(_hostile_model())
+    _assert_inert(art.source)
+    assert all(k.isidentifier() for k in art.weights) and art.inputs[0].key.isidentifier()
+    assert [p.name for p in art.inputs] == [HOSTILE] and [p.name for p in art.outputs] == [HOSTILE + "y"]
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    expected = ref_run(_hostile_model(), {HOSTILE: x})[0]
+    assert compare(expected, tfe.run(art, {HOSTILE: x})[0], rtol=1e-4, atol=1e-5).ok
+
+
+def test_hostile_tensor_name_stays_data_in_the_generated_source(tmp_path):
+    """The written model.py, imported and run by a plain Python: nothing prints "pwned"."""
+    art = tfe.emit(_hostile_model())
+    tfe.write_sources(art, tmp_path)
+    _assert_inert((tmp_path / "model.py").read_text())
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code = ("import numpy as np, model; m = model.load('weights.npz'); "
+            f"y = m.forward(np.load('x.npy'))[{art.outputs[0].key!r}].numpy(); np.save('y.npy', y)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "pwned" not in p.stdout and "pwned" not in p.stderr
+    assert compare(tfe.run(art, {HOSTILE: x})[0], np.load(tmp_path / "y.npy"), rtol=1e-5, atol=1e-6).ok
+
+
 def test_same_input_gives_byte_identical_files(tmp_path):
     for d in ("a", "b"):
         tfe.write_sources(tfe.emit(load_onnx(MODEL)), tmp_path / d)
@@ -156,3 +207,17 @@ def test_a_gap_is_refused_with_a_reason():
     with pytest.raises(Unsupported) as ei:
         tfe.emit(model)
     assert ei.value.code == "unsupported_op" and ei.value.op == "tfidf_vectorizer"
+
+
+@pytest.mark.slow
+def test_node_tests_pass_1100_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the TensorFlow emitter (bench/nodetests.py)."""
+    import json
+
+    out = tmp_path / "tensorflow.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "tensorflow", "--peers", "none",
+                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1100
+    assert all(x["reason"] for x in r["results"] if x["status"] != "pass")

@@ -2,6 +2,8 @@
 range check, retrying through the table's decompositions, atomic and deterministic saves."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -50,10 +52,21 @@ def test_a_rejected_tensorflow_op_is_decomposed_through_the_table():
 
 
 def test_an_op_without_builtin_or_decomposition_is_refused():
-    model, _ = single_op_model("erf", [np.zeros(3, np.float32)], {})
+    model, _ = single_op_model("det", [np.eye(3, dtype=np.float32)], {})  # tf.linalg.det: no TFLite builtin
     with pytest.raises(Unsupported) as ei:
         tflite.emit(model)
     assert ei.value.code == "unsupported_op" and ei.value.backend == "tflite"
+
+
+def test_erf_without_a_builtin_goes_through_its_table_decomposition():
+    x = np.linspace(-3, 3, 13, dtype=np.float32)
+    model, feeds = single_op_model("erf", [x], {})
+    art = tflite.emit(model)
+    assert ("erf", "erf") in art.decomposed
+    from math import erf
+
+    assert compare(np.asarray([erf(v) for v in x.tolist()], np.float32), tflite.run(art, feeds)[0],
+                   rtol=0, atol=2e-7).ok  # A&S 7.1.26: |error| <= 1.5e-7
 
 
 def test_backend_spelling_of_an_op_uses_builtins():
@@ -73,3 +86,36 @@ def test_save_is_atomic_and_deterministic(tmp_path):
     with pytest.raises(Exception):
         tflite.save(a, tmp_path / "n.tflite")
     assert [p.name for p in tmp_path.iterdir()] == ["m.tflite"]
+
+
+def test_hostile_tensor_name_stays_data():
+    from test_emit_tensorflow import HOSTILE, _assert_inert, _hostile_model
+
+    art = tflite.emit(_hostile_model())
+    _assert_inert(art.source)
+    x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    expected = ref_run(_hostile_model(), {HOSTILE: x})[0]
+    assert compare(expected, tflite.run(art, {HOSTILE: x})[0], rtol=1e-4, atol=1e-5).ok
+
+
+@pytest.mark.slow
+def test_node_tests_pass_900_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the TFLite emitter (bench/nodetests.py)."""
+    import json
+
+    out = tmp_path / "tflite.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "tflite", "--peers", "none",
+                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=5400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 900
+    assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
+
+
+def test_a_prepared_runner_gives_what_run_gives():
+    model = load_onnx(MODEL)
+    x = np.random.default_rng(4).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    art = tflite.emit(model)
+    call = tflite.runner(art)
+    first, again = call({"input": x})[0], call({"input": x})[0]
+    assert np.array_equal(first, again) and np.array_equal(first, tflite.run(art, {"input": x})[0])
