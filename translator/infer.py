@@ -373,6 +373,16 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
                                                           "random_normal_like", "random_uniform_like") and enum_map:
             to = node.attrs[key]
             dtypes[0] = enum_map.get(int(to) if not isinstance(to, str) else -1, dtypes[0])
+        elif node.op in ("dequantize_linear", "quantize_linear") and dtypes[0] is None:
+            # y's dtype: output_dtype when set, else the scale's (Dequantize) / the zero point's or uint8 (Quantize)
+            odt = node.attrs.get("output_dtype")
+            if odt and enum_map:
+                dtypes[0] = enum_map.get(int(odt))
+            elif node.op == "dequantize_linear" and len(node.inputs) > 1 and node.inputs[1] is not None:
+                dtypes[0] = node.inputs[1].type.dtype
+            elif node.op == "quantize_linear":
+                zp = node.inputs[2] if len(node.inputs) > 2 else None
+                dtypes[0] = zp.type.dtype if zp is not None else "uint8"
         elif node.op in ("eye_like", "random_normal_like", "random_uniform_like") and dtypes[0] is None \
                 and node.inputs and node.inputs[0] is not None:
             dtypes[0] = node.inputs[0].type.dtype

@@ -5,7 +5,8 @@ of shape (2, 3, 4) of the requested dtype, attributes keep their defaults. Ops t
 need other shapes, value domains or attributes are listed in ``SPECIAL``. An input spec is
 ``(shape, dtype-or-None, domain)`` (a graph input; None dtype = the requested one), an
 ``np.ndarray`` (a constant input with exactly that value: shapes, axes, indices — what a
-real model carries as an initializer), ``("const", shape, dtype-or-None, domain)`` (a random
+real model carries as an initializer), ``("as", values)`` (constant values in the requested
+dtype, e.g. boxes), ``("const", shape, dtype-or-None, domain)`` (a random
 constant, e.g. normalization parameters) or None (an omitted optional input). ``outputs``
 limits the compared outputs (e.g. max_pool's optional Indices).
 """
@@ -77,6 +78,44 @@ SPECIAL: dict[str, dict[str, Any]] = {
     "einsum": {"inputs": [((3, 4), None, "any"), ((4, 5), None, "any")], "attrs": {"equation": "ij,jk->ik"}},
     "grid_sample": {"inputs": [((1, 1, 3, 4), None, "any"), ((1, 2, 2, 2), None, "unit")]},
     "affine_grid": {"inputs": [((1, 2, 3), None, "any"), _i64([1, 1, 3, 4])]},
+    # quantization (uint8 activations, constant scales and zero points)
+    "quantize_linear": {"inputs": [(S, None, "any"), ("const", (), None, "scale"), np.asarray(128, np.uint8)]},
+    "dequantize_linear": {"inputs": [(S, "uint8", "small"), np.asarray(0.05, np.float32), np.asarray(3, np.uint8)]},
+    "dynamic_quantize_linear": {"inputs": [(S, None, "any")]},
+    "matmul_integer": {"inputs": [((3, 4), "uint8", "small"), ("const", (4, 5), "uint8", "small")]},
+    "conv_integer": {"inputs": [((1, 1, 4, 4), "uint8", "small"), ("const", (1, 1, 2, 2), "uint8", "small")]},
+    "qlinear_matmul": {"inputs": [((3, 4), "uint8", "small"), np.asarray(0.05, np.float32), np.asarray(2, np.uint8),
+                                  ("const", (4, 5), "uint8", "small"), np.asarray(0.04, np.float32),
+                                  np.asarray(3, np.uint8), np.asarray(0.1, np.float32), np.asarray(1, np.uint8)]},
+    "qlinear_conv": {"inputs": [((1, 1, 4, 4), "uint8", "small"), np.asarray(0.05, np.float32), np.asarray(2, np.uint8),
+                                ("const", (1, 1, 2, 2), "uint8", "small"), np.asarray(0.04, np.float32),
+                                np.asarray(3, np.uint8), np.asarray(0.1, np.float32), np.asarray(1, np.uint8)]},
+    # recurrent (seq 3, batch 2, input 4, hidden 5; weights constant)
+    "rnn": {"inputs": [((3, 2, 4), None, "any"), ("const", (1, 5, 4), None, "unit"), ("const", (1, 5, 5), None, "unit"),
+                       ("const", (1, 10), None, "unit")], "attrs": {"hidden_size": 5}},
+    "gru": {"inputs": [((3, 2, 4), None, "any"), ("const", (1, 15, 4), None, "unit"), ("const", (1, 15, 5), None, "unit"),
+                       ("const", (1, 30), None, "unit")], "attrs": {"hidden_size": 5}},
+    "lstm": {"inputs": [((3, 2, 4), None, "any"), ("const", (1, 20, 4), None, "unit"), ("const", (1, 20, 5), None, "unit"),
+                        ("const", (1, 40), None, "unit")], "attrs": {"hidden_size": 5}},
+    # attention and friends (batch 1, 2 heads, head size 4)
+    "attention": {"inputs": [((1, 2, 3, 4), None, "any"), ((1, 2, 5, 4), None, "any"), ((1, 2, 5, 4), None, "any")],
+                  "outputs": 1},
+    "rotary_embedding": {"inputs": [((1, 2, 3, 4), None, "any"), ("const", (8, 2), None, "unit"),
+                                    ("const", (8, 2), None, "unit"), _i64([[0, 1, 2]])]},
+    "roi_align": {"inputs": [((1, 2, 6, 6), None, "any"), ("as", [[0, 0, 3, 3], [1, 1, 5, 5]]),
+                             _i64([0, 0])], "attrs": {"output_height": 2, "output_width": 2}},
+    "max_roi_pool": {"inputs": [((1, 1, 4, 4), None, "any"), ("as", [[0, 0, 0, 3, 3]])],
+                     "attrs": {"pooled_shape": [2, 2]}},
+    "max_unpool": {"inputs": [((1, 1, 2, 2), None, "any"), _i64([[[[0, 3], [9, 14]]]])],
+                   "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}},
+    "upsample": {"inputs": [((1, 1, 2, 2), None, "any"), np.asarray([1, 1, 2, 2], np.float32)]},
+    "non_zero": {"inputs": [(S, None, "sparse")]},
+    "col2im": {"inputs": [((1, 4, 4), None, "any"), _i64([3, 3]), _i64([2, 2])]},
+    "dft": {"inputs": [((1, 8, 1), None, "any")]},
+    "stft": {"inputs": [((1, 16, 1), None, "any"), _i64(4), None, _i64(8)]},
+    # losses (integer class labels are constants)
+    "softmax_cross_entropy_loss": {"inputs": [((3, 5), None, "any"), _i64([0, 2, 4])], "outputs": 1},
+    "negative_log_likelihood_loss": {"inputs": [((3, 5), None, "any"), _i64([0, 2, 4])]},
     "prelu": {"inputs": [(S, None, "any"), ((4,), None, "any")]},
     "root": {"inputs": [(S, None, "pos"), (S, None, "ge1")]},
     "mean": {"inputs": [(S, None, "any"), (S, None, "any"), (S, None, "any")]},
@@ -150,6 +189,10 @@ def _values(shape: tuple[int, ...], dtype: Any, domain: str, rng: np.random.Gene
         x = np.asarray(-0.5)
     elif domain == "hi":
         x = np.asarray(0.5)
+    elif domain == "scale":
+        x = rng.uniform(0.02, 0.1, shape)
+    elif domain == "sparse":
+        x = np.where(rng.random(shape) < 0.5, 0.0, rng.standard_normal(shape))
     else:
         x = rng.standard_normal(shape)
         if domain == "nonzero":
@@ -170,6 +213,9 @@ def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
                 inputs.append(None)
             elif isinstance(item, np.ndarray):
                 inputs.append(item.copy())
+                const.append(i)
+            elif item[0] == "as":  # a constant with these values, in the requested dtype
+                inputs.append(np.asarray(item[1]).astype(dtype))
                 const.append(i)
             elif item[0] == "const":
                 _, shape, dt, dom = item
