@@ -133,7 +133,7 @@ def register(sub: "Any", add: "Callable[..., Any]") -> None:
 
 
 SUFFIX = {"onnx": ".onnx", "pytorch": "_pytorch", "tensorflow": "_savedmodel", "tflite": ".tflite",
-          "openvino": "_openvino", "coreml": ".mlpackage"}
+          "openvino": "_openvino", "coreml": "_coreml"}
 
 
 def _save(mod: "Any", artifact: "Any", path: "str") -> "str":
