@@ -90,7 +90,10 @@ def lower_for(graph: Graph, backend: str, supported: frozenset[str] | None = Non
         return base(node) or (accepts(node) if accepts else None)
 
     done: list[tuple[str, str]] = []
-    _lower_graph(graph, backend, supported, tables, done, 0, check)
+    from .pipeline import gc_paused
+
+    with gc_paused():
+        _lower_graph(graph, backend, supported, tables, done, 0, check)
     return done
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import FrontendError
 from ..ir import Graph, Model, TensorType, Value
+from ..pipeline import gc_paused
 from ..tables import Tables, load_tables
 
 Handler = Callable[["_Ctx", Any, list[Value | None], dict[str, Any]], list[Value]]
@@ -94,6 +95,7 @@ class _Ctx:
         self.scopes: list[dict[str, Value]] = []
         self.node_name = ""
         self.functions: dict[tuple[str, str], Any] = {}
+        self.since_version: dict[str, int] = {}  # op type → its schema's since_version at the model's opset
 
     # -------------------------------------------------------------- helpers for handlers
     def fail(self, code: str, detail: str, op: str | None = None) -> FrontendError:
@@ -268,13 +270,15 @@ def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
     if domain not in SUPPORTED_DOMAINS:
         raise ctx.fail("unknown_domain", f"domain {domain!r} is not supported (op {node.op_type})")
     opset = ctx.opsets.get("", ctx.opsets.get("ai.onnx", 0))
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, "")
-    except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
-        raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
+    since = ctx.since_version.get(node.op_type)
+    if since is None:
+        try:
+            since = ctx.since_version[node.op_type] = onnx.defs.get_schema(node.op_type, opset, "").since_version
+        except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
+            raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
     inputs = [ctx.lookup(n) if n else None for n in node.input]
     attrs = {a.name: _attr(ctx, a) for a in node.attribute}
-    fn = _pick_handler(node.op_type, schema.since_version) or _generic
+    fn = _pick_handler(node.op_type, since) or _generic
     outs = fn(ctx, node, inputs, attrs)
     scope = ctx.scopes[-1]
     for name, v in zip(node.output, outs):
@@ -392,7 +396,8 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
     ctx.functions = {(f.domain, f.name): f for f in proto.functions}
     ctx.graph = Graph(proto.graph.name or "main")
     ctx.scopes.append({})
-    _fill_graph(ctx, proto.graph)
+    with gc_paused():  # every object built here stays alive: collector passes would only walk the heap
+        _fill_graph(ctx, proto.graph)
     meta = {p.key: p.value for p in proto.metadata_props}
     return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta)
 
