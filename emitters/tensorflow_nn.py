@@ -137,14 +137,22 @@ def conv(c: Any) -> list[str]:
         more, x = _pad_input(c, x, pads, nd)
         lines += more
         padding = "VALID"
-    filt = _filter(c, 1, [*range(2, r), 1, 0])  # (M, C/g, *k) -> (*k, C/g, M)
     both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
     run_strides = [1] * nd if both_sd else strides
     y = c.tmp("conv")
-    if group == 1 or nd == 2 or (nd == 1 and group > 1):
+    w = c.const(1)
+    if nd == 2 and group > 1 and w is not None and w.shape[1] == 1:  # depthwise: one filter set per input channel
+        # (C·m, 1, kh, kw) -> (kh, kw, C, m): output channel c·m + k reads input channel c, as in ONNX
+        dw = np.ascontiguousarray(np.asarray(w).reshape(group, w.shape[0] // group, *w.shape[2:]).transpose(2, 3, 0, 1))
+        filt = c.weight(dw, f"{c.node.name}_filter")
+        lines.append(f"{y} = tf.nn.depthwise_conv2d({x}, {filt}, strides={[1, *run_strides, 1]}, "
+                     f"padding={c.lit(padding)}, dilations={dil})")
+    elif group == 1 or nd == 2 or (nd == 1 and group > 1):
+        filt = _filter(c, 1, [*range(2, r), 1, 0])  # (M, C/g, *k) -> (*k, C/g, M)
         lines.append(f"{y} = tf.nn.convolution({x}, {filt}, strides={run_strides}, padding={c.lit(padding)}, "
                      f"dilations={dil})")
     else:  # grouped 3-D convolution: one per group
+        filt = _filter(c, 1, [*range(2, r), 1, 0])
         xs, ws = c.tmp("xs"), c.tmp("ws")
         lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
                   f"{y} = tf.concat([tf.nn.convolution(a, b, strides={run_strides}, padding={c.lit(padding)}, "

@@ -119,3 +119,35 @@ def test_a_prepared_runner_gives_what_run_gives():
     call = tflite.runner(art)
     first, again = call({"input": x})[0], call({"input": x})[0]
     assert np.array_equal(first, again) and np.array_equal(first, tflite.run(art, {"input": x})[0])
+
+
+def _depthwise(c: int, mult: int, attrs: dict):
+    from translator.ir import Graph, Model, TensorType
+
+    rng = np.random.default_rng(5)  # the same weights every time
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, c, 9, 8)))
+    w = g.add_constant("w", rng.standard_normal((c * mult, 1, 3, 3)).astype(np.float32), "float32")
+    b = g.add_constant("b", rng.standard_normal(c * mult).astype(np.float32), "float32")
+    g.outputs = [g.add_node("conv", [x, w, b], {"group": c, **attrs}, outputs=["y"]).outputs[0]]
+    return Model(g, source="<depthwise>")
+
+
+@pytest.mark.parametrize("mult,strides,dil,pads", [(1, [1, 1], [1, 1], [1, 1, 1, 1]), (2, [2, 2], [1, 1], [0, 0, 1, 1]),
+                                                   (1, [1, 1], [2, 2], [2, 2, 2, 2]), (3, [2, 1], [1, 2], [1, 0, 0, 2])])
+def test_depthwise_conv_is_a_depthwise_builtin(mult, strides, dil, pads):
+    """group == channels (ONNX weight (C·m, 1, kh, kw)) becomes DEPTHWISE_CONV_2D, not a grouped CONV_2D."""
+    import warnings
+
+    import tensorflow as tf
+
+    attrs = {"strides": strides, "dilations": dil, "pads": pads}
+    feeds = {"x": np.random.default_rng(6).standard_normal((1, 4, 9, 8)).astype(np.float32)}
+    expected = ref_run(_depthwise(4, mult, attrs), feeds)[0]
+    art = tflite.emit(_depthwise(4, mult, attrs))
+    assert "tf.nn.depthwise_conv2d" in art.source
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice
+        ops = {o["op_name"] for o in tf.lite.Interpreter(model_content=art.tflite)._get_ops_details()}
+    assert "DEPTHWISE_CONV_2D" in ops and "CONV_2D" not in ops
+    assert compare(expected, tflite.run(art, feeds)[0], rtol=1e-4, atol=1e-5).ok
