@@ -8,13 +8,24 @@ result; the peer for that backend does the same in its own venv (subprocess):
 |---|---|---|
 | pytorch | onnx2torch 1.5.15 | bench/.venv-peers (bench/setup_peers.sh) |
 | tflite | onnx2tf 1.28.8 (not_use_onnxsim=True) | bench/.venv-onnx2tf (bench/setup_peer_onnx2tf.sh) |
-| openvino | openvino.convert_model (f32 inference precision) | this process |
+| openvino | OpenVINO's ONNX frontend, what openvino.convert_model runs (OPBRIDGE_OV_CONVERT_MODEL=1: convert_model itself) | this process |
 
 Printed per (model, backend): success, conversion seconds, max abs diff against
 onnxruntime on the same inputs, emitted-model latency (median of N runs), TFLite
 transpose counts, and every figure as a ratio opbridge / peer.
 
-    python bench/peers.py [--models suite|a,b] [--backends pytorch,tflite,openvino] [-n 20] [--json out.json]
+Latency is inference only and measured alike on both sides: each model is loaded or
+compiled once, warmed up, then only the calls are timed, on the same inputs with the
+same thread count (``--threads``, default 1). PyTorch: opbridge's generated module and
+onnx2torch's run in the same process of the peers venv (one torch build), timed
+alternately. OpenVINO: both ``ov.Model``s compiled with the same CPU config (f32
+inference precision, the thread count), one reused infer request each, timed
+alternately. TFLite: one interpreter each at TFLite's default thread count (onnx2tf's
+in its venv, timed on ``invoke``; ours through ``tflite.runner``, whose calls also copy
+the inputs in and the outputs out).
+
+    python bench/peers.py [--models suite|a,b] [--backends pytorch,tflite,openvino] [-n 20] [--threads 1]
+                          [--json out.json]
 """
 from __future__ import annotations
 
@@ -38,6 +49,7 @@ SUITE = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_small", "tran
 PEER_OF = {"pytorch": "onnx2torch", "tflite": "onnx2tf", "openvino": "openvino_fe"}
 VENV = {"onnx2torch": ROOT / "bench" / ".venv-peers", "onnx2tf": ROOT / "bench" / ".venv-onnx2tf"}
 RUNNER = {"onnx2torch": "_model_onnx2torch.py", "onnx2tf": "_model_onnx2tf.py"}
+WARMUP = 3
 
 
 def inputs_for(path: Path) -> dict[str, np.ndarray]:
@@ -77,52 +89,144 @@ def max_abs(expected: list[np.ndarray], got: list[np.ndarray]) -> float | None:
     return worst
 
 
-def run_ours(backend: str, path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path) -> dict[str, Any]:
+def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, float]:
+    """(emitter module, artifact, seconds): frontend → IR → emitter → saved artifact."""
     from translator.frontends.onnx import load_onnx
     from translator.harness import backend_module
 
+    from translator import reference
+
     mod = backend_module(backend)
-    mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))  # warm-up: imports, probes
+    # warm-up, as the peers' imports are done before they are timed: imports (constant
+    # folding's reference ops are imported on first use), table loading, runtime probes
+    reference.implemented()
+    mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
     t = time.perf_counter()
     art = mod.emit(load_onnx(path))
     if hasattr(mod, "save"):
         mod.save(art, out_dir / f"ours_{backend}")
     elif hasattr(art, "save"):
         art.save(out_dir / f"ours_{backend}")
-    convert_s = time.perf_counter() - t
-    runner = mod.runner(art) if hasattr(mod, "runner") else (lambda x: mod.run(art, x))  # prepared once if offered
-    outs = runner(feeds)
-    times = []
+    return mod, art, time.perf_counter() - t
+
+
+def timed(calls: dict[str, Any], n: int) -> dict[str, float]:
+    """Median seconds of each zero-argument callable: warmed up, then called alternately
+    (n times each), so a burst of load from another process hits all of them alike."""
+    for fn in calls.values():
+        for _ in range(WARMUP):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in calls}
     for _ in range(n):
-        s = time.perf_counter()
-        runner(feeds)
-        times.append(time.perf_counter() - s)
-    rec = {"ok": True, "convert_s": convert_s, "latency_s": statistics.median(times), "outputs": outs}
-    if getattr(art, "transposes", None) is not None:
-        rec["transposes"] = art.transposes
-    return rec
+        for k, fn in calls.items():
+            s = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - s)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
-def run_openvino_fe(path: Path, feeds: dict[str, np.ndarray], n: int) -> dict[str, Any]:
+def compare_pytorch(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
+                    threads: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """opbridge's module and onnx2torch's, timed in one process of the peers venv (same torch
+    build, same thread count, same input tensors); ours also run here once through its runner."""
+    try:
+        mod, art, convert_s = convert_ours("pytorch", path, out_dir)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": mod.runner(art)(feeds)}
+    except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
+        return failed(exc), run_subprocess_peer("onnx2torch", path, feeds, n, out_dir, ["--threads", str(threads)])
+    folder = out_dir / "ours_for_peer_venv"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.py").write_text(art.source)
+    np.savez(folder / "weights.npz", **{k: np.asarray(v) for k, v in art.weights.items()})
+    (folder / "meta.json").write_text(json.dumps({"class_name": art.class_name, "input_names": art.input_names,
+                                                  "input_dtypes": art.input_dtypes}))
+    theirs = run_subprocess_peer("onnx2torch", path, feeds, n, out_dir, ["--threads", str(threads), "--ours", str(folder)])
+    if theirs.get("ok"):
+        ours["latency_s"] = theirs.pop("ours_latency_s")
+        ours["outputs"] = theirs.pop("ours_outputs")
+        for i, d in art.output_dtypes.items():
+            ours["outputs"][i] = ours["outputs"][i].astype(d)
+        if "peer_error" in theirs:  # onnx2torch failed; ours was timed all the same
+            theirs = {"ok": False, "error": theirs["peer_error"]}
+    else:  # no peers venv: ours alone, in this process
+        import torch
+
+        torch.set_num_threads(threads)
+        call = mod.runner(art)
+        ours["latency_s"] = timed({"ours": lambda: call(feeds)}, n)["ours"]
+    return ours, theirs
+
+
+def compare_openvino(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
+                     threads: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """opbridge's ov.Model and OpenVINO's own conversion of the ONNX file, compiled with the
+    same CPU config (f32 inference precision, same thread count), run through the same
+    infer path with one reused request each, timed alternately."""
     import openvino as ov
 
-    t = time.perf_counter()
-    model = ov.convert_model(str(path))
-    convert_s = time.perf_counter() - t
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    req = compiled.create_infer_request()
-    vals = list(feeds.values())
-    req.infer(vals)
-    times = []
-    for _ in range(n):
-        s = time.perf_counter()
-        req.infer(vals)
-        times.append(time.perf_counter() - s)
-    outs = [req.get_output_tensor(i).data.copy() for i in range(len(compiled.outputs))]
-    return {"ok": True, "convert_s": convert_s, "latency_s": statistics.median(times), "outputs": outs}
+    from emitters.openvino import CPU_CONFIG, core, infer
+
+    config = dict(CPU_CONFIG, INFERENCE_NUM_THREADS=threads)
+    compiled = {}
+    try:
+        mod, art, convert_s = convert_ours("openvino", path, out_dir)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": mod.runner(art)(feeds)}
+        compiled["ours"] = core().compile_model(art.model, "CPU", config)
+    except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
+        ours = failed(exc)
+    try:
+        t = time.perf_counter()
+        if os.environ.get("OPBRIDGE_OV_CONVERT_MODEL") == "1":
+            peer_model = ov.convert_model(str(path))
+        else:  # what convert_model runs for an ONNX file, minus its telemetry subprocess (peers/openvino_fe.py)
+            from openvino.frontend import FrontEndManager
+
+            fe = FrontEndManager().load_by_framework("onnx")
+            peer_model = fe.convert(fe.load(str(path)))
+        theirs: dict[str, Any] = {"ok": True, "convert_s": time.perf_counter() - t}
+        compiled["peer"] = core().compile_model(peer_model, "CPU", config)
+    except Exception as exc:  # noqa: BLE001
+        theirs = failed(exc)
+    calls = {}
+    for key, cm in compiled.items():
+        names = [p.get_any_name() if p.get_names() else "" for p in cm.inputs]
+        vals = [feeds[nm] if nm in feeds else list(feeds.values())[i] for i, nm in enumerate(names)]
+        req = cm.create_infer_request()
+        calls[key] = (lambda cm=cm, vals=vals, req=req: infer(cm, vals, req))
+    if theirs["ok"]:
+        theirs["outputs"] = calls["peer"]()
+    lat = timed(calls, n)
+    for key, rec in (("ours", ours), ("peer", theirs)):
+        if key in lat:
+            rec["latency_s"] = lat[key]
+    return ours, theirs
 
 
-def run_subprocess_peer(peer: str, path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path) -> dict[str, Any]:
+def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
+                   threads: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """opbridge's flatbuffer through ``tflite.runner`` (one interpreter, prepared once, warmed
+    up; each timed call sets the inputs, invokes and reads the outputs) and onnx2tf's in its
+    venv (timed on ``invoke()`` alone). Both interpreters use TFLite's default thread
+    count (``_model_onnx2tf.py`` takes no thread setting), so ``threads`` is not applied."""
+    try:
+        mod, art, convert_s = convert_ours("tflite", path, out_dir)
+        call = mod.runner(art)
+        ours = {"ok": True, "convert_s": convert_s, "transposes": art.transposes, "outputs": call(feeds),
+                "latency_s": timed({"ours": lambda: call(feeds)}, n)["ours"]}
+    except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
+        ours = failed(exc)
+    return ours, run_subprocess_peer("onnx2tf", path, feeds, n, out_dir)
+
+
+def failed(exc: BaseException) -> dict[str, Any]:
+    return {"ok": False, "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}
+
+
+COMPARE = {"pytorch": compare_pytorch, "openvino": compare_openvino, "tflite": compare_tflite}
+
+
+def run_subprocess_peer(peer: str, path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
+                        extra: list[str] | None = None) -> dict[str, Any]:
     py = VENV[peer] / "bin" / "python"
     if not py.exists():
         return {"ok": False, "error": f"{peer} venv missing (run bench/setup_peers.sh / setup_peer_onnx2tf.sh)"}
@@ -130,14 +234,16 @@ def run_subprocess_peer(peer: str, path: Path, feeds: dict[str, np.ndarray], n: 
     work.mkdir(parents=True, exist_ok=True)
     np.savez(work / "inputs.npz", **feeds)
     p = subprocess.run([str(py), str(ROOT / "bench" / "peers" / RUNNER[peer]), str(path), str(work / "inputs.npz"),
-                        str(work), str(n)], capture_output=True, text=True, timeout=1800,
+                        str(work), str(n)] + (extra or []), capture_output=True, text=True, timeout=1800,
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["?"])[-1]
         return {"ok": False, "error": tail[:300]}
     rec = json.loads(p.stdout.strip().splitlines()[-1])
-    with np.load(work / "outputs.npz", allow_pickle=False) as z:
-        rec["outputs"] = [z[k] for k in sorted(z.files, key=lambda s: int(s.split("_")[1]))]
+    for key, file in (("outputs", "outputs.npz"), ("ours_outputs", "ours_outputs.npz")):
+        if (work / file).exists():
+            with np.load(work / file, allow_pickle=False) as z:
+                rec[key] = [z[k] for k in sorted(z.files, key=lambda s: int(s.split("_")[1]))]
     rec["ok"] = True
     return rec
 
@@ -152,7 +258,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="suite")
     ap.add_argument("--backends", default="pytorch,tflite,openvino")
-    ap.add_argument("-n", type=int, default=20, help="latency runs (median)")
+    ap.add_argument("-n", type=int, default=20, help="latency runs (median), after a warm-up")
+    ap.add_argument("--threads", type=int, default=1, help="inference threads, the same for opbridge and the peer")
     ap.add_argument("--json", dest="json_out")
     args = ap.parse_args()
     models = SUITE if args.models == "suite" else args.models.split(",")
@@ -168,22 +275,10 @@ def main() -> int:
             for b in args.backends.split(","):
                 out_dir = Path(tmp) / name / b
                 out_dir.mkdir(parents=True, exist_ok=True)
-                try:
-                    ours = run_ours(b, path, feeds, args.n, out_dir)
-                except Exception as exc:  # noqa: BLE001 - a failed conversion is a result
-                    ours = {"ok": False, "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}
                 peer = PEER_OF.get(b)
-                if peer == "openvino_fe":
-                    try:
-                        theirs = run_openvino_fe(path, feeds, args.n)
-                    except Exception as exc:  # noqa: BLE001
-                        theirs = {"ok": False, "error": str(exc).splitlines()[0][:300]}
-                elif peer:
-                    theirs = run_subprocess_peer(peer, path, feeds, args.n, out_dir)
-                else:
-                    theirs = {"ok": False, "error": "no peer"}
+                ours, theirs = COMPARE[b](path, feeds, args.n, out_dir, args.threads)
                 for r in (ours, theirs):
-                    if r.get("ok"):
+                    if r.get("ok") and "outputs" in r:
                         r["max_abs"] = max_abs(expected, r.pop("outputs"))
                 rows.append({"model": name, "backend": b, "peer": peer, "ours": ours, "peer_result": theirs})
                 o, t = ours, theirs

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,6 +332,64 @@ class Codegen:
                 self.emit(line)
 
 
+# ----------------------------------------------------------------------------- dead locals
+_ASSIGNED = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\s*,\s*)*[A-Za-z_][A-Za-z0-9_]*)\s*,?\s*=(?!=)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTINUES = ("else", "elif", "except", "finally")
+
+
+def free_dead_locals(lines: list[str], keep: set[str]) -> list[str]:
+    """``del`` each local of ``forward`` after the statement that reads it last.
+
+    A local holds its tensor until the function returns: every intermediate activation
+    would stay allocated through the whole call (peak memory = the sum of all of them,
+    and large fresh blocks are page-faulted in on every call). Names are matched on the
+    generated text: a name read anywhere in a top-level statement (nested bodies
+    included) is live until that statement ends, so a spurious match only delays a
+    ``del``. Locals in ``keep`` (parameters, returned values) stay. If the result does
+    not compile, the lines are returned unchanged.
+    """
+    stmts: list[list[str]] = []  # top-level statements with their indented continuation lines
+    for line in lines:
+        if stmts and (line[:1].isspace() or line.split(":", 1)[0].split(" ", 1)[0] in _CONTINUES):
+            stmts[-1].append(line)
+        else:
+            stmts.append([line])
+    assigned_at: dict[str, int] = {}
+    last_read: dict[str, int] = {}
+    closure: dict[str, set[str]] = {}  # nested function → the names its body reads (live until it is called)
+    for i, stmt in enumerate(stmts):
+        head = stmt[0]
+        m = _ASSIGNED.match(head)
+        rest = head[m.end():] if m and not head.startswith(("if ", "for ", "while ", "with ", "def ")) else head
+        read = {name for text in [rest] + stmt[1:] for name in _IDENT.findall(text)}
+        for name in list(read):
+            read |= closure.get(name, set())
+        if head.startswith("def "):
+            closure[head[4:].split("(", 1)[0].strip()] = read
+        for name in read:
+            last_read[name] = i
+        if m and rest is not head:
+            for name in _IDENT.findall(m.group(1)):
+                assigned_at.setdefault(name, i)
+    dels: dict[int, list[str]] = {}
+    for name, i in assigned_at.items():
+        if name not in keep:
+            dels.setdefault(max(i, last_read.get(name, i)), []).append(name)
+    if not dels:
+        return lines
+    out: list[str] = []
+    for i, stmt in enumerate(stmts):
+        out.extend(stmt)
+        if i in dels:
+            out.append("del " + ", ".join(dels[i]))
+    try:
+        compile("def forward():\n" + "".join(f"    {line}\n" for line in out) + "    pass\n", "<forward>", "exec")
+    except SyntaxError:
+        return lines
+    return out
+
+
 # ----------------------------------------------------------------------------- emit / run
 def _class_name(model: Model) -> str:
     base = "".join(part.capitalize() for part in ident(model.graph.name or "model").split("_") if part)
@@ -369,7 +428,8 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
     class_name = _class_name(model)
     source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
                     ops=model.op_histogram(), weights_file=WEIGHTS_FILE, helpers=[ops.helper_source(h) for h in cg.helpers],
-                    buffers=buffers, input_names=params, output_names=out_names, body=cg.scope.lines,
+                    buffers=buffers, input_names=params, output_names=out_names,
+                    body=free_dead_locals(cg.scope.lines, set(params) | set(returns)),
                     returns=returns, legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
