@@ -146,6 +146,7 @@ def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = Non
     fold_constants.run(g)
     if coreml_ops.fold_cast_like(g):
         fold_constants.run(g)
+    infer(g, tables)  # values behind a folded shape subgraph (a reshape's target, ...) get their shapes
     coreml_ops.clamp_index_constants(g)
     legal = legal_dtypes(tables)
     warnings = legalize_dtypes.run(g, NAME, tables, legal=legal)

@@ -135,6 +135,11 @@ def onnx_to_dtype(to: int) -> str | None:
     return onnx_dtype_map(load_tables()).get(int(to))
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous, rank kept (``np.ascontiguousarray`` turns a 0-d array into shape (1,))."""
+    return np.asarray(a) if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 # ----------------------------------------------------------------------------- the generator
 class Gen:
     def __init__(self, graph: Graph, tables: Tables) -> None:
@@ -179,14 +184,14 @@ class Gen:
             arr = np.asarray(v.const)
             if v.type.dtype and arr.dtype != _np(v.type.dtype):
                 arr = arr.astype(_np(v.type.dtype))
-            self.weights[key] = np.ascontiguousarray(arr)
+            self.weights[key] = _contiguous(arr)
             self.weight_vars.append((self.pyvar(key), key))
         return self.pyvar(self.names[id(v)])
 
     def const(self, node: Node, suffix: str, array: np.ndarray) -> str:
         """A constant the emitter computed (a mask, ...): stored with the weights, never inlined."""
         key = self.fresh(f"{self.names[id(node.outputs[0])]}_{suffix}")
-        self.weights[key] = np.ascontiguousarray(array)
+        self.weights[key] = _contiguous(np.asarray(array))
         self.weight_vars.append((self.pyvar(key), key))
         return self.pyvar(key)
 

@@ -191,3 +191,76 @@ def test_every_snippet_is_one_line_for_a_known_op():
         assert op_id in tables.ops and "\n" not in text and text.count("{out}") == 1
         assert op_id not in LOWER, f"{op_id} has both a snippet and a lowering"
     assert coreml.supported_ops(tables) >= {"add", "conv", "gemm", "is_nan"}
+
+
+def test_scalar_constants_keep_rank_zero():
+    """A 0-d index (``x[:, 0]``) must stay 0-d in the weights, or gather keeps the axis."""
+    g = Graph("scalar_gather")
+    x = g.add_input("x", TensorType("float32", (1, 5, 4)))
+    i = g.add_constant("i", np.asarray(2, dtype=np.int64), "int64")
+    n = g.add_node("gather", [x, i], attrs={"axis": 1}, name="g")
+    g.outputs = [n.outputs[0]]
+    art = coreml.emit(Model(g, source="scalar.onnx", source_format="ir"))
+    assert art.weights["i"].shape == () and art.interface["outputs"] == [("g_out0", "FLOAT32", (1, 4))]
+    feeds = {"x": RNG.standard_normal((1, 5, 4)).astype(np.float32)}
+    assert compare(feeds["x"][:, 2], coreml.run(art, feeds)[0]).ok
+
+
+def test_shape_arithmetic_folds_into_constant_slice_bounds():
+    """Exported attention computes a Slice end as ``Reshape(Mod(k, 3))`` and feeds it a Shape:
+    on static shapes the whole subgraph folds, the slice gets constant bounds, and the values
+    behind it get their shapes back (re-inference after folding)."""
+    g = Graph("shape_slice")
+    x = g.add_input("x", TensorType("float32", (2, 6)))
+    shp = g.add_node("shape", [x], name="shape").outputs[0]
+    m = g.add_node("floor_mod", [g.add_constant("a", np.asarray(-2, np.int64), "int64"),
+                                 g.add_constant("b", np.asarray(3, np.int64), "int64")], name="mod").outputs[0]
+    end = g.add_node("reshape", [m, g.add_constant("one", np.asarray([1], np.int64), "int64")], name="r").outputs[0]
+    s = g.add_node("slice", [shp, g.add_constant("z", np.asarray([0], np.int64), "int64"), end], name="s").outputs[0]
+    y = g.add_node("reshape", [x, g.add_node("concat", [s, g.add_constant("k", np.asarray([-1], np.int64), "int64")],
+                                             attrs={"axis": 0}, name="c").outputs[0]], name="y").outputs[0]
+    u = g.add_node("unsqueeze", [y, g.add_constant("ax", np.asarray([0], np.int64), "int64")], name="u")
+    g.outputs = [u.outputs[0]]
+    art = coreml.emit(Model(g, source="shape_slice.onnx", source_format="ir"))
+    assert art.interface["outputs"] == [("u_out0", "FLOAT32", (1, 2, 6))]
+    feeds = {"x": RNG.standard_normal((2, 6)).astype(np.float32)}
+    assert compare(feeds["x"][None], coreml.run(art, feeds)[0]).ok
+
+
+#: Core ML I/O type of an ONNX element type: float32 as is; int64 legalized to int32
+#: (coremltools has no int64 tensors); bool crosses the boundary as fp32 (coremltools' I/O rule)
+_COREML_IO = {"FLOAT": "FLOAT32", "FLOAT16": "FLOAT16", "INT32": "INT32", "INT64": "INT32", "BOOL": "FLOAT32",
+              "DOUBLE": "FLOAT32"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "transformer_encoder"])
+def test_suite_model_mlpackage_reloads_with_the_onnx_interface(models_dir, tmp_path, name):
+    """Issue 5: the .mlpackage loads back (no compilation: Linux has no Core ML runtime) and
+    declares the ONNX graph's inputs and outputs. Names are the ONNX names made identifiers
+    (``render.ident``: unchanged for these models), dims are static, dtypes per ``_COREML_IO``."""
+    import coremltools as ct
+    import onnx
+
+    from translator.frontends.onnx import load_onnx
+    from translator.render import ident
+
+    path = models_dir / f"{name}.onnx"
+    out = coreml.save(coreml.emit(load_onnx(path)), tmp_path / name)
+    spec = ct.models.MLModel(str(out / "model.mlpackage"), skip_model_load=True).get_spec()
+    graph = onnx.load(str(path), load_external_data=False).graph
+
+    def onnx_ports(values) -> list[tuple[str, str, tuple[int, ...]]]:
+        return [(ident(v.name), _COREML_IO[onnx.TensorProto.DataType.Name(v.type.tensor_type.elem_type)],
+                 tuple(d.dim_value for d in v.type.tensor_type.shape.dim)) for v in values]
+
+    def coreml_ports(features) -> list[tuple[str, str, tuple[int, ...]]]:
+        dt = ct.proto.FeatureTypes_pb2.ArrayFeatureType.ArrayDataType.Name
+        return [(f.name, dt(f.type.multiArrayType.dataType), tuple(f.type.multiArrayType.shape)) for f in features]
+
+    weights = {t.name for t in graph.initializer}
+    want_in, want_out = onnx_ports([v for v in graph.input if v.name not in weights]), onnx_ports(graph.output)
+    assert all(all(d > 0 for d in s) for _, _, s in want_in + want_out), "the suite models have static shapes"
+    assert coreml_ports(spec.description.input) == want_in
+    assert coreml_ports(spec.description.output) == want_out
+    assert spec.WhichOneof("Type") == "mlProgram"

@@ -20,6 +20,9 @@ FOLDABLE = frozenset({
     "shape", "size", "gather", "concat", "unsqueeze", "squeeze", "slice", "cast", "reshape", "add", "sub", "mul",
     "div", "range", "constant_of_shape", "reduce_prod", "reduce_sum", "equal", "where", "identity", "constant",
     "expand", "transpose", "floor", "ceil", "neg", "abs", "min", "max", "logical_not", "greater", "less", "flatten",
+    # index arithmetic of exported attention (`(-1) % 3` of torch's chunk, `sqrt(head_dim)` of the scale)
+    "floor_mod", "trunc_mod", "sqrt", "pow", "reciprocal", "sign", "greater_equal", "less_equal", "not_equal",
+    "logical_and", "logical_or",
 })
 
 
