@@ -34,6 +34,15 @@ def _verified_dir() -> Path:
     return ROOT / ".pytest_cache" / "verified"
 
 
+def pytest_sessionstart(session):
+    """The controller starts from a clean record folder: an interrupted earlier run's worker
+    files must never be merged into this run's verified.json."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        import shutil
+
+        shutil.rmtree(_verified_dir(), ignore_errors=True)
+
+
 def pytest_sessionfinish(session, exitstatus):
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if _VERIFIED:

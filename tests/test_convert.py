@@ -69,3 +69,11 @@ def test_channels_last_io_converts_and_checks(tmp_path):
     q = cli("convert", str(MODEL), "--to", "tensorflow", "-o", str(tmp_path / "tf2"), "--json")
     # channels-last I/O needs fewer transposes than keeping the model's NCHW I/O
     assert r["transposes"] < json.loads(q.stdout)["targets"][0]["transposes"]
+
+
+def test_repeated_warnings_are_grouped_on_the_terminal():
+    from translator.cli_models import _grouped
+
+    ws = [f"tflite: constant 'c{i}' int64 -> int32" for i in range(5)] + ["tflite: input 'x' int64 -> int32"]
+    assert _grouped(ws) == ["tflite: constants int64 -> int32 — 5 tensors ('c0', 'c1', 'c2', …)",
+                            "tflite: input 'x' int64 -> int32"]

@@ -143,6 +143,27 @@ def _save(mod: "Any", artifact: "Any", path: "str") -> "str":
     return str(out if out is not None else path)
 
 
+def _grouped(warnings: "list[str]", show: int = 3) -> "list[str]":
+    """Terminal view of warnings: the same message about many tensors becomes one line
+    (``--json`` keeps every warning)."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    for w in warnings:
+        m = re.match(r"^(.*?)'([^']*)'(.*)$", w)
+        key, name = (m.group(1) + "'…'" + m.group(3), m.group(2)) if m else (w, "")
+        groups.setdefault(key, []).append(name)
+    out = []
+    for key, names in groups.items():
+        if len(names) == 1:
+            out.append(key.replace("'…'", f"'{names[0]}'") if names[0] else key)
+        else:
+            shown = ", ".join(repr(n) for n in names[:show]) + (", …" if len(names) > show else "")
+            head, tail = key.split("'…'", 1)
+            out.append(f"{head.rstrip()}s{tail} — {len(names)} tensors ({shown})")
+    return out
+
+
 def cmd_convert(args: "argparse.Namespace") -> int:
     import os
     import time
@@ -239,7 +260,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
             print(line)
-            for w in r.get("warnings") or []:
+            for w in _grouped(r.get("warnings") or []):
                 print(f"  warning: {w}")
     return worst
 
