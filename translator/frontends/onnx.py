@@ -377,6 +377,39 @@ def read_model_proto(path: str | os.PathLike[str]) -> Any:
     return proto
 
 
+#: floating-point initializers at least this large are weights, never shape data
+_WEIGHT_BYTES = 4096
+
+
+def _onnx_shape_inference(proto: Any) -> Any:
+    """ONNX's shape inference (with data propagation) on ``proto``; returns the inferred copy.
+
+    The model crosses into ONNX's C++ as serialized bytes and back: the bytes of the
+    weights (large floating-point initializers of the main graph) are left out for the
+    trip and put back afterwards, in the result and in ``proto``. Inference reads an
+    initializer's type and dims; its values only where they are shape data (integer
+    tensors, or a few floats such as Resize scales), which this size never is.
+    """
+    import onnx
+
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+    held: list[tuple[int, bytes]] = []
+    for i, t in enumerate(proto.graph.initializer):
+        if t.data_type in floats and t.data_location != onnx.TensorProto.EXTERNAL and t.HasField("raw_data"):
+            raw = t.raw_data
+            if len(raw) >= _WEIGHT_BYTES:
+                held.append((i, raw))
+                t.ClearField("raw_data")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+    finally:
+        for i, raw in held:
+            proto.graph.initializer[i].raw_data = raw
+    for i, raw in held:
+        inferred.graph.initializer[i].raw_data = raw
+    return inferred
+
+
 def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
                tables: Tables | None = None, infer_shapes: bool = True) -> Model:
     import onnx
@@ -389,7 +422,7 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
         raise FrontendError("bad_model", f"opset {opsets.get('', 0)} is older than 7, the oldest supported", where=path)
     if infer_shapes:
         try:
-            proto = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+            proto = _onnx_shape_inference(proto)
         except Exception:  # noqa: BLE001 - inference is best effort; types then come from our rules
             pass
     ctx = _Ctx(tables, opsets, Path(base_dir), path)
