@@ -133,7 +133,7 @@ def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = Non
     from translator.passes import fold_constants, legalize_dtypes
     from translator.pipeline import prepare
 
-    from emitters import coreml_ops
+    from emitters import coreml_ops, coreml_ops_quant
 
     tables = tables or load_tables()
     prepare(model)
@@ -148,6 +148,7 @@ def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = Non
         fold_constants.run(g)
     infer(g, tables)  # values behind a folded shape subgraph (a reshape's target, ...) get their shapes
     coreml_ops.clamp_index_constants(g)
+    coreml_ops_quant.note_quant_dtypes(g)  # before int8/uint8 become int32
     legal = legal_dtypes(tables)
     warnings = legalize_dtypes.run(g, NAME, tables, legal=legal)
     table_check = cell_accepts(NAME, tables)

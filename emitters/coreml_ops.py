@@ -7,9 +7,10 @@ not enough (attribute translation, constant operands, several MIL ops). A loweri
 ``check(node)`` returns ``(reason code, detail)`` when it cannot handle the node; the
 node is then decomposed through the table, or refused with that code.
 
-Lowerings live in three rooms, all registered into ``LOWER``: this file (elementwise ops,
-activations), ``coreml_ops_shape.py`` (shapes, indexing, reductions) and ``coreml_ops_nn.py``
-(convolution, pooling, normalization, losses, attention).
+Lowerings live in five rooms, all registered into ``LOWER``: this file (elementwise ops,
+activations), ``coreml_ops_shape.py`` (shapes, indexing, reductions, einsum), ``coreml_ops_nn.py``
+(convolution, pooling, resizing, normalization, losses, attention), ``coreml_ops_rnn.py`` (GRU,
+LSTM) and ``coreml_ops_quant.py`` (linear quantization).
 
 Names from the model become sanitized, de-duplicated identifiers (``render.ident``);
 Python variables are ``v_<MIL name>`` so they never meet the script's own names; every
@@ -575,7 +576,7 @@ def _gemm(gen: Gen, node: Node) -> None:
 
 
 # the lowerings of the other rooms register themselves into LOWER
-from . import coreml_ops_nn, coreml_ops_shape  # noqa: E402,F401
+from . import coreml_ops_nn, coreml_ops_quant, coreml_ops_rnn, coreml_ops_shape  # noqa: E402,F401
 
 __all__ = ["Gen", "LOWER", "lowering", "accepts", "fold_cast_like", "clamp_index_constants", "mil_dtype", "lit",
            "np_lit"]

@@ -10,7 +10,7 @@ from translator.errors import Unsupported
 from translator.ir import Node, Value
 from translator.render import pyrepr
 
-from .coreml_ops import (NAME, Gen, _axis, _np, lit, lowering, mil_dtype, need_const, need_rank, np_lit,
+from .coreml_ops import (NAME, Gen, _axis, _np, const_of, lit, lowering, mil_dtype, need_const, need_rank, np_lit,
                          static_shape)
 
 
@@ -139,6 +139,206 @@ def _global_pool(gen: Gen, node: Node) -> None:
         fn = "reduce_mean" if node.op == "global_average_pool" else "reduce_max"
     gen.emit(f"{gen.out(node)} = mb.{fn}(x={gen.var(node.inputs[0])}, axes={lit(list(range(2, r)))}, keep_dims=True, "
              f"name={gen.name(node)})")
+
+
+# ----------------------------------------------------------------------------- resizing
+def _resize_attrs(node: Node) -> dict[str, Any]:
+    """resize and upsample as one set of ONNX Resize attributes (upsample: asymmetric, floor)."""
+    a = node.attrs
+    ins = list(node.inputs) + [None] * 4
+    if node.op == "upsample":
+        mode = "nearest" if str(a.get("mode", "nearest")) == "nearest" else "linear"
+        return {"mode": mode, "ctm": "asymmetric", "nearest_mode": "floor", "roi": None, "scales": ins[1],
+                "sizes": None, "axes": None, "policy": "stretch", "antialias": 0, "exclude_outside": 0,
+                "cubic_a": -0.75, "extrapolation": 0.0}
+    return {"mode": str(a.get("mode", "nearest")), "ctm": str(a.get("coordinate_transformation_mode", "half_pixel")),
+            "nearest_mode": str(a.get("nearest_mode", "round_prefer_floor")), "roi": ins[1], "scales": ins[2],
+            "sizes": ins[3], "axes": a.get("axes"), "policy": str(a.get("keep_aspect_ratio_policy", "stretch")),
+            "antialias": int(a.get("antialias", 0)), "exclude_outside": int(a.get("exclude_outside", 0)),
+            "cubic_a": float(a.get("cubic_coeff_a", -0.75)), "extrapolation": float(a.get("extrapolation_value", 0.0))}
+
+
+def _onnx_axis_matrices(node: Node) -> list[tuple[int, np.ndarray, np.ndarray]] | tuple[str, str]:
+    """Per axis whose sampling is not the identity: (axis, ONNX (out, in) weights, outside mask),
+    from the NumPy reference's own per-axis plan (translator/reference/vision.py)."""
+    from translator.reference.vision import _axis_weights, _resize_plan
+
+    at = _resize_attrs(node)
+    shape = static_shape(node.inputs[0])
+    if shape is None:
+        return ("dynamic_shape", f"{node.op} needs a static input shape")
+    for key in ("roi", "scales", "sizes"):
+        v = at[key]
+        if v is not None and not v.is_const:
+            return ("requires_constant_input", f"{key} must be a constant for Core ML")
+    scales = const_of(at["scales"]) if at["scales"] is not None else None
+    sizes = const_of(at["sizes"]) if at["sizes"] is not None else None
+    if (sizes is None or not sizes.size) and (scales is None or not scales.size):
+        return ("requires_constant_input", "scales or sizes must be given as constants")
+    r = len(shape)
+    axes = list(range(r)) if at["axes"] is None else [_axis(int(x), r) for x in at["axes"]]
+    n = len(axes)
+    in_sz = [shape[x] for x in axes]
+    roi = const_of(at["roi"]) if at["roi"] is not None else None
+    roi = np.asarray(roi, np.float64).reshape(-1) if roi is not None and roi.size else np.array([0.0] * n + [1.0] * n)
+    sc, out_sz = _resize_plan(in_sz, scales, sizes if sizes is not None and sizes.size else None, at["policy"])
+    plan = []
+    for k, ax in enumerate(axes):
+        m, outside = _axis_weights(in_sz[k], out_sz[k], sc[k], roi[k], roi[n + k], at["mode"], at["ctm"],
+                                   at["nearest_mode"], at["cubic_a"], at["antialias"], at["exclude_outside"])
+        if out_sz[k] != in_sz[k] or not np.allclose(m, np.eye(in_sz[k]), atol=1e-6) or outside.any():
+            plan.append((ax, m, outside))
+    return plan
+
+
+def _mil_grid(sampling: str, n_in: int, n_out: int) -> np.ndarray | None:
+    """The input coordinate resize_bilinear samples for each output index (its docstring),
+    clamped to [0, in - 1]; None where the mode is undefined (one output)."""
+    i = np.arange(n_out, dtype=np.float64)
+    if sampling in ("STRICT_ALIGN_CORNERS", "DEFAULT") and n_out == 1:
+        return None if n_in > 1 else np.zeros(1)
+    if sampling == "STRICT_ALIGN_CORNERS":
+        g = i * (n_in - 1) / (n_out - 1)
+    elif sampling == "DEFAULT":
+        g = i * n_in / n_out
+    else:  # UNALIGN_CORNERS
+        g = (i + 0.5) * n_in / n_out - 0.5
+    return np.clip(g, 0, n_in - 1)
+
+
+def _linear_matrix(g: np.ndarray, n_in: int) -> np.ndarray:
+    m = np.zeros((len(g), n_in))
+    lo = np.floor(g).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    frac = g - lo
+    np.add.at(m, (np.arange(len(g)), lo), 1 - frac)
+    np.add.at(m, (np.arange(len(g)), hi), frac)
+    return m
+
+
+def _one_hot(idx: np.ndarray, n_in: int) -> np.ndarray:
+    m = np.zeros((len(idx), n_in))
+    m[np.arange(len(idx)), np.clip(idx, 0, n_in - 1)] = 1.0
+    return m
+
+
+def _mil_resize_candidates(n_in: int, n_out: int, mode: str) -> list[tuple[str, np.ndarray]]:
+    """(MIL choice, its (out, in) weights) for one axis, in order of preference."""
+    out = []
+    if mode == "nearest":
+        i = np.arange(n_out)
+        if n_out % n_in == 0:  # upsample_nearest_neighbor, integer factor k: in = floor(out / k)
+            out.append(("upsample", _one_hot(i // (n_out // n_in), n_in)))
+        # resize_nearest_neighbor = TF ResizeNearestNeighbor(half_pixel_centers=True) (coremltools' TF frontend):
+        # in = min(floor((out + 0.5) * in_len / out_len), in_len - 1)
+        out.append(("resize", _one_hot(np.floor((i + 0.5) * n_in / n_out).astype(np.int64), n_in)))
+    elif mode == "linear":
+        for sampling in ("STRICT_ALIGN_CORNERS", "UNALIGN_CORNERS", "DEFAULT"):
+            g = _mil_grid(sampling, n_in, n_out)
+            if g is not None:
+                out.append((sampling, _linear_matrix(g, n_in)))
+    return out
+
+
+def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
+    """("native", (MIL choice, out H, out W)) or ("matmul", plan) or (reason code, detail)."""
+    x = node.inputs[0]
+    if x.type.dtype not in ("float32", "float16"):
+        return ("unsupported_dtype", f"Core ML resizes float tensors, not {x.type.dtype}")
+    plan = _onnx_axis_matrices(node)
+    if isinstance(plan, tuple):
+        return plan
+    at = _resize_attrs(node)
+    if at["mode"] == "cubic":  # no MIL cubic: one constant (out, in) matrix per axis, applied by matmul
+        return ("matmul", plan)
+    shape = static_shape(x)
+    r = len(shape)
+    if r < 2:
+        return ("rank_limit", "Core ML resize ops take rank >= 2 here (the last two dims are resized)")
+    if any(ax < r - 2 for ax, _, _ in plan):
+        return ("unsupported_attribute_value", f"axes/scales: Core ML resizes the last two dims only, here "
+                                               f"{sorted(ax for ax, _, _ in plan)} of rank {r}")
+    if any(o.any() for _, _, o in plan):
+        return ("unsupported_attribute_value", "coordinate_transformation_mode='tf_crop_and_resize' samples outside "
+                                               "the input; MIL resize ops do not extrapolate")
+    want = {ax: m for ax, m, _ in plan}
+    dims = [(shape[a], want[a].shape[0] if a in want else shape[a], want.get(a)) for a in (r - 2, r - 1)]
+    per_axis = []
+    for n_in, n_out, m in dims:
+        ok = {name for name, cand in _mil_resize_candidates(n_in, n_out, at["mode"])
+              if m is None or (cand.shape == m.shape and np.allclose(cand, m, atol=1e-5))}
+        per_axis.append(ok)
+    order = ["upsample", "resize"] if at["mode"] == "nearest" else ["STRICT_ALIGN_CORNERS", "UNALIGN_CORNERS", "DEFAULT"]
+    both = [c for c in order if all(c in ok for ok in per_axis)]
+    if not both:
+        what = (f"nearest_mode={at['nearest_mode']!r} with coordinate_transformation_mode={at['ctm']!r}"
+                if at["mode"] == "nearest" else f"coordinate_transformation_mode={at['ctm']!r}")
+        if at["antialias"]:
+            what += " with antialias=1"
+        return ("unsupported_attribute_value", f"{what}, mode={at['mode']!r}, {shape[-2:]} -> "
+                                               f"{tuple(d[1] for d in dims)}: no MIL resize samples the same pixels")
+    return ("native", (both[0], dims[0][1], dims[1][1]))
+
+
+def _resize_check(node: Node) -> tuple[str, str] | None:
+    kind, detail = _resize_choice(node)
+    return None if kind in ("native", "matmul") else (kind, detail)
+
+
+@lowering("resize", "upsample", check=_resize_check)
+def _resize(gen: Gen, node: Node) -> None:
+    """nearest: upsample_nearest_neighbor (integer factors, in = floor(out / k)) or
+    resize_nearest_neighbor (in = floor((out + 0.5) * in / out)); linear: resize_bilinear with
+    the sampling_mode whose grid is ONNX's. The choice compares the (out, in) sampling matrix
+    of each MIL candidate with the reference's for both resized axes. cubic: a matmul per
+    axis with the reference's constant (out, in) weights. Rank 2: a unit axis in front."""
+    x = node.inputs[0]
+    dt = x.type.dtype
+    kind, choice = _resize_choice(node)
+    shape = static_shape(x)
+    r = len(shape)
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    if kind == "matmul":
+        at = _resize_attrs(node)
+        cur = gen.var(x)
+        outside = np.zeros((1,) * r, bool)
+        for k, (ax, m, out_mask) in enumerate(choice):
+            perm = [d for d in range(r) if d != ax] + [ax]
+            if ax != r - 1:
+                cur = step(f"to_last{k}", f"mb.transpose(x={cur}, perm={lit(perm)}")
+            cur = step(f"interp{k}", f"mb.matmul(x={cur}, y={gen.const(node, f'w{k}', m.T.astype(_np(dt)))}")
+            if ax != r - 1:
+                cur = step(f"back{k}", f"mb.transpose(x={cur}, perm={lit(list(np.argsort(perm)))}")
+            sh = [1] * r
+            sh[ax] = len(out_mask)
+            outside = outside | out_mask.reshape(sh)
+        if outside.any():
+            cur = step("extrapolated", f"mb.select(cond={gen.const(node, 'outside', outside)}, "
+                                       f"a={np_lit(at['extrapolation'], dt)}, b={cur}")
+        gen.emit(f"{gen.out(node)} = mb.identity(x={cur}, name={gen.name(node)})")
+        return
+    how, oh, ow = choice
+    xv = gen.var(x)
+    if r < 3:
+        xv = step("rank3", f"mb.reshape(x={xv}, shape={lit([1] * (3 - r) + list(shape))}")
+    var, nm = (gen.out(node), gen.name(node)) if r >= 3 else gen.tmp(node, "resized")
+    h_in, w_in = shape[-2:]
+    if how == "upsample":
+        gen.emit(f"{var} = mb.upsample_nearest_neighbor(x={xv}, scale_factor_height={lit(oh // h_in)}, "
+                 f"scale_factor_width={lit(ow // w_in)}, name={nm})")
+    elif how == "resize":
+        gen.emit(f"{var} = mb.resize_nearest_neighbor(x={xv}, target_size_height={lit(oh)}, "
+                 f"target_size_width={lit(ow)}, name={nm})")
+    else:
+        gen.emit(f"{var} = mb.resize_bilinear(x={xv}, target_size_height={lit(oh)}, target_size_width={lit(ow)}, "
+                 f"sampling_mode={pyrepr(how)}, name={nm})")
+    if r < 3:
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={var}, shape={lit([oh, ow])}, name={gen.name(node)})")
 
 
 # ----------------------------------------------------------------------------- normalization

@@ -511,8 +511,160 @@ def _non_zero(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.transpose(x={t}, perm=[1, 0], name={gen.name(node)})")
 
 
-@lowering("einsum")
+# ----------------------------------------------------------------------------- einsum
+def _einsum_terms(node: Node) -> tuple[list[list[str]], list[str]] | None:
+    """The equation as label lists per operand and for the output, ``...`` spelled out as one
+    label per broadcast dim (right-aligned across operands); implicit output = numpy's."""
+    eq = str(node.attrs.get("equation", "")).replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    ranks = [v.type.rank if v is not None else None for v in node.inputs]
+    if len(terms) != len(ranks) or any(r is None for r in ranks):
+        return None
+    widths = [r - len(t.replace("...", "")) for t, r in zip(terms, ranks)]
+    ell = max([w for t, w in zip(terms, widths) if "..." in t], default=0)
+    dots = [f"\u2026{i}" for i in range(ell)]
+    out_terms = []
+    for t, w in zip(terms, widths):
+        head, _, tail = t.partition("...")
+        out_terms.append(list(head) + (dots[ell - w:] if "..." in t else []) + list(tail))
+    if not arrow:
+        once = sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1)
+        out = dots + once
+    else:
+        head, _, tail = rhs.partition("...")
+        out = list(head) + (dots if "..." in rhs else []) + list(tail)
+    return out_terms, out
+
+
+def _mil_einsum_form(terms: list[list[str]], out: list[str]) -> bool:
+    """coremltools' einsum: 'nchw,nwhu->nchu' or 'chw,whr->chr' up to label names."""
+    if len(terms) != 2 or len(set(terms[0] + terms[1])) != len(terms[0]) + 1:
+        return False
+    a, b = terms
+    if len(a) == 4 and len(b) == 4 and len(set(a)) == 4:
+        n, c, h, w = a
+        return b[:3] == [n, w, h] and b[3] not in a and out == [n, c, h, b[3]]
+    if len(a) == 3 and len(b) == 3 and len(set(a)) == 3:
+        c, h, w = a
+        return b[:2] == [w, h] and b[2] not in a and out == [c, h, b[2]]
+    return False
+
+
+def _einsum_check(node: Node) -> tuple[str, str] | None:
+    parsed = _einsum_terms(node)
+    if parsed is None or any(static_shape(v) is None for v in node.inputs):
+        return ("dynamic_shape", "einsum needs static operand shapes")
+    terms, out = parsed
+    dims: dict[str, set[int]] = {}
+    for t, v in zip(terms, node.inputs):
+        for lab, d in zip(t, static_shape(v)):
+            dims.setdefault(lab, set()).add(d)
+    if any(len(ds - {1}) > 1 for ds in dims.values()):
+        return ("unsupported_attribute_value", "einsum: a label has different sizes in its operands")
+    if any(len(t) > 5 for t in terms) or len(out) > 5:
+        return ("rank_limit", "einsum: operands are rank 5 at most in Core ML")
+    return None
+
+
+class _Labeled:
+    """An operand during the einsum lowering: its MIL variable, labels and dims."""
+
+    def __init__(self, var: str, labels: list[str], dims: list[int]) -> None:
+        self.var, self.labels, self.dims = var, labels, dims
+
+
+@lowering("einsum", check=_einsum_check)
 def _einsum(gen: Gen, node: Node) -> None:
-    vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
-    gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={pyrepr(str(gen.attr(node, 'equation')))}, "
-             f"name={gen.name(node)})")
+    """coremltools' einsum for its two forms; otherwise per operand: diagonals (transpose,
+    flatten, strided slice), labels used nowhere else summed out, then a pairwise contraction
+    left to right as one batched matmul [batch.., M, K] @ [batch.., K, N] (transpose, reshape),
+    and a final transpose to the output order. Exact up to the order of additions."""
+    terms, out = _einsum_terms(node)
+    if _mil_einsum_form(terms, out):
+        vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
+        gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={pyrepr(str(gen.attr(node, 'equation')))}, "
+                 f"name={gen.name(node)})")
+        return
+    k = [0]
+
+    def step(call: str) -> str:
+        k[0] += 1
+        t, tn = gen.tmp(node, f"e{k[0]}")
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    def transpose(op: _Labeled, order: list[str]) -> _Labeled:
+        if order == op.labels:
+            return op
+        perm = [op.labels.index(lab) for lab in order]
+        return _Labeled(step(f"mb.transpose(x={op.var}, perm={lit(perm)}"), order, [op.dims[p] for p in perm])
+
+    def reshape(op: _Labeled, shape: list[int], labels: list[str], dims: list[int]) -> _Labeled:
+        if shape == op.dims:
+            return _Labeled(op.var, labels, dims)
+        return _Labeled(step(f"mb.reshape(x={op.var}, shape={lit(shape)}"), labels, dims)
+
+    def prepare(op: _Labeled, keep: set[str]) -> _Labeled:
+        while len(set(op.labels)) < len(op.labels):  # a repeated label: the diagonal
+            lab = next(x for x in op.labels if op.labels.count(x) > 1)
+            i, j = [p for p, x in enumerate(op.labels) if x == lab][:2]
+            rest = [p for p in range(len(op.labels)) if p not in (i, j)]
+            order_idx = rest + [i, j]
+            t = op
+            if order_idx != list(range(len(op.labels))):
+                t = _Labeled(step(f"mb.transpose(x={op.var}, perm={lit(order_idx)}"), [op.labels[p] for p in order_idx],
+                             [op.dims[p] for p in order_idx])
+            n = t.dims[-1]
+            flat = step(f"mb.reshape(x={t.var}, shape={lit(t.dims[:-2] + [n * n])}")
+            r = len(t.dims) - 1
+            diag = step(f"mb.slice_by_index(x={flat}, begin={lit([0] * r)}, end={lit(t.dims[:-2] + [n * n])}, "
+                        f"stride={lit([1] * (r - 1) + [n + 1])}")
+            op = _Labeled(diag, t.labels[:-1], t.dims[:-1])
+        drop = [p for p, lab in enumerate(op.labels) if lab not in keep]
+        if drop:
+            var = step(f"mb.reduce_sum(x={op.var}, axes={lit(drop)}, keep_dims=False")
+            op = _Labeled(var, [x for p, x in enumerate(op.labels) if p not in drop],
+                          [d for p, d in enumerate(op.dims) if p not in drop])
+        return op
+
+    ops = [_Labeled(gen.var(v), list(t), list(static_shape(v))) for t, v in zip(terms, node.inputs)]
+    needed = [set(out).union(*(set(t) for t in terms[i + 1:])) for i in range(len(terms))]
+    acc = prepare(ops[0], needed[0])
+    for i in range(1, len(ops)):
+        b = prepare(ops[i], needed[i] | set(acc.labels))
+        keep = needed[i]
+        for x in [x for x in acc.labels if x in b.labels and x not in keep]:
+            pa, pb = acc.labels.index(x), b.labels.index(x)
+            if acc.dims[pa] != b.dims[pb]:  # a summed label of size 1 on one side: sum(a * b) = a * sum(b)
+                wide, p = (acc, pa) if acc.dims[pa] > b.dims[pb] else (b, pb)
+                summed = _Labeled(step(f"mb.reduce_sum(x={wide.var}, axes={lit([p])}, keep_dims=True"), wide.labels,
+                                  wide.dims[:p] + [1] + wide.dims[p + 1:])
+                acc, b = (summed, b) if wide is acc else (acc, summed)
+        batch = [x for x in acc.labels if x in b.labels and x in keep]
+        contract = [x for x in acc.labels if x in b.labels and x not in keep]
+        only_a = [x for x in acc.labels if x not in b.labels]
+        only_b = [x for x in b.labels if x not in acc.labels]
+        da, db = dict(zip(acc.labels, acc.dims)), dict(zip(b.labels, b.dims))
+        size = {x: max(da.get(x, 1), db.get(x, 1)) for x in acc.labels + b.labels}
+        m = int(np.prod([da[x] for x in only_a], dtype=np.int64))
+        kk = int(np.prod([da[x] for x in contract], dtype=np.int64))
+        n = int(np.prod([db[x] for x in only_b], dtype=np.int64))
+        a2 = transpose(acc, batch + only_a + contract)
+        a_shape = [da[x] for x in batch] + [m, kk]
+        a2 = reshape(a2, a_shape, batch + ["\u2191m", "\u2191k"], a_shape)
+        b2 = transpose(b, batch + contract + only_b)
+        b_shape = [db[x] for x in batch] + [kk, n]
+        b2 = reshape(b2, b_shape, batch + ["\u2191k", "\u2191n"], b_shape)
+        mm = step(f"mb.matmul(x={a2.var}, y={b2.var}")
+        labels = batch + only_a + only_b
+        dims = [size[x] for x in labels]
+        mm_op = _Labeled(mm, batch + ["\u2191m", "\u2191n"], [size[x] for x in batch] + [m, n])
+        if dims:
+            acc = reshape(mm_op, dims, labels, dims)
+        else:  # a scalar: MIL reshape to rank 0 has no value inference, a full reduce_sum does
+            acc = _Labeled(step(f"mb.reduce_sum(x={mm}, axes=[0, 1], keep_dims=False"), [], [])
+    if len(ops) == 1:
+        acc = prepare(acc, set(out))
+    final = transpose(acc, out)
+    gen.emit(f"{gen.out(node)} = mb.identity(x={final.var}, name={gen.name(node)})")

@@ -264,3 +264,276 @@ def test_suite_model_mlpackage_reloads_with_the_onnx_interface(models_dir, tmp_p
     assert coreml_ports(spec.description.input) == want_in
     assert coreml_ports(spec.description.output) == want_out
     assert spec.WhichOneof("Type") == "mlProgram"
+
+
+# ----------------------------------------------------------------------------- einsum, quantization, resize, RNNs
+def _reference(op: str, inputs: list, attrs: dict, n_outputs: int = 1, const: tuple[int, ...] = ()) -> list:
+    from translator import interpreter
+
+    model, feeds = single_op_model(op, inputs, attrs, n_outputs, const)
+    return [np.asarray(v) for v in interpreter.run(model, feeds)]
+
+
+def _numeric(op: str, inputs: list, attrs: dict, n_outputs: int = 1, const: tuple[int, ...] = ()) -> str:
+    """Emit and run through MIL value inference; assert the reference's numbers; the source."""
+    model, feeds = single_op_model(op, inputs, attrs, n_outputs, const)
+    art = coreml.emit(model)
+    got = coreml.run(art, feeds)
+    for want, y in zip(_reference(op, inputs, attrs, n_outputs, const), got):
+        assert want.shape == np.asarray(y).shape and compare(want, np.asarray(y)).ok, (op, attrs)
+    return art.source
+
+
+def _f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("i,i", [(3,), (3,)]), ("ij->ji", [(3, 4)]), ("...ii->...i", [(2, 3, 3)]),
+    ("ii", [(3, 3)]), ("i,j->ij", [(3,), (4,)]), ("ij,ji->ij", [(3, 4), (4, 3)]), ("ij,kj->", [(2, 3), (4, 3)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (3, 4, 5)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("ij,jk->ik", [(3, 1), (4, 5)])])
+def test_einsum_general_equations_lower_to_matmul(eq, shapes):
+    src = _numeric("einsum", [_f32(*s) for s in shapes], {"equation": eq})
+    assert "mb.einsum(" not in src
+
+
+def test_einsum_keeps_the_native_mil_form():
+    src = _numeric("einsum", [_f32(1, 2, 3, 4), _f32(1, 4, 3, 5)], {"equation": "abcd,adce->abce"})
+    assert "mb.einsum(" in src and "mb.matmul(" not in src
+
+
+def test_quantize_and_dequantize_use_mil_ops_for_constant_parameters():
+    x = (_f32(2, 3, 4) * 40)
+    src = _numeric("quantize_linear", [x, np.float32(0.37), np.uint8(128)], {}, const=(1, 2))
+    assert "mb.quantize(" in src and "output_dtype='uint8'" in src
+    src = _numeric("quantize_linear", [x.astype(np.float16), np.array([0.3, 0.5, 0.7], np.float32),
+                                       np.array([1, -2, 3], np.int8)], {"axis": 1}, const=(1, 2))
+    assert "mb.quantize(" in src and "axis=1" in src
+    q = RNG.integers(0, 255, (2, 3, 4)).astype(np.uint8)
+    model, feeds = single_op_model("dequantize_linear", [q, np.float32(0.05), np.uint8(3)], {}, const=(1, 2))
+    art = coreml.emit(model)
+    assert "mb.dequantize(" in art.source
+    with pytest.raises(Unsupported) as ei:  # coremltools 9.0: dequantize has no value_inference
+        coreml.run(art, feeds)
+    assert ei.value.code == "structural_only"
+
+
+def test_quantization_with_runtime_parameters_or_16_bit_data_is_composed():
+    x = (_f32(2, 3, 4) * 40)
+    src = _numeric("quantize_linear", [x, np.array([0.3, 0.5, 0.7], np.float32), np.array([1, 2, 3], np.uint8)],
+                   {"axis": 1})
+    assert "mb.quantize(" not in src and "mb.round(" in src
+    _numeric("quantize_linear", [x, np.float32(0.37), np.int16(-7)], {}, const=(1, 2))
+    q = RNG.integers(0, 255, (2, 3, 4)).astype(np.uint8)
+    _numeric("dequantize_linear", [q, np.float32(0.05), np.uint8(3)], {})
+    _numeric("dequantize_linear", [q.astype(np.int16) * 100, np.array([0.3, 0.5, 0.7], np.float32),
+                                   np.array([1, 2, 3], np.int16)], {"axis": 1}, const=(1, 2))
+    model, _ = single_op_model("quantize_linear", [x, np.float32(0.37), np.uint8(128)], {"block_size": 2}, const=(1, 2))
+    with pytest.raises(Unsupported) as ei:
+        coreml.emit(model)
+    assert ei.value.code == "unsupported_attribute_value" and "block_size" in str(ei.value)
+
+
+def _resize_choice(inputs: list, attrs: dict, const: tuple[int, ...]):
+    from emitters.coreml_ops_nn import _resize_choice as choice
+
+    model, _ = single_op_model("resize", inputs, attrs, 1, const)
+    return choice(model.graph.nodes[0])
+
+
+@pytest.mark.parametrize("attrs,scales,want", [
+    ({}, (1, 1, 2, 2), "upsample"),  # half_pixel + round_prefer_floor at x2 samples floor(out / 2)
+    ({"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, (1, 1, 3, 3), "upsample"),
+    ({"nearest_mode": "round_prefer_ceil"}, (1, 1, 1.5, 1.5), "resize"),
+    ({"mode": "linear"}, (1, 1, 2, 2), "UNALIGN_CORNERS"),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, (1, 1, 3, 3), "UNALIGN_CORNERS"),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, (1, 1, 2, 2), "STRICT_ALIGN_CORNERS"),
+    ({"mode": "linear", "coordinate_transformation_mode": "asymmetric"}, (1, 1, 2, 2), "DEFAULT")])
+def test_resize_picks_the_mil_op_that_samples_like_onnx(attrs, scales, want):
+    kind, (how, _, _) = _resize_choice([_f32(1, 2, 3, 4), None, np.asarray(scales, np.float32)], attrs, (2,))
+    assert kind == "native" and how == want
+
+
+@pytest.mark.parametrize("attrs,scales,names", [
+    ({"nearest_mode": "floor"}, (1, 1, 2, 2), "nearest_mode"),
+    ({"mode": "linear"}, (1, 1, 1.5, 1.5), "coordinate_transformation_mode"),  # 3 -> 4: ONNX scale 1.5, MIL 4/3
+    ({"mode": "linear", "antialias": 1}, (1, 1, 1, 0.5), "antialias"),
+    ({}, (1, 2, 1, 1), "axes")])
+def test_resize_refuses_what_mil_cannot_sample_naming_the_attribute(attrs, scales, names):
+    model, _ = single_op_model("resize", [_f32(1, 2, 3, 4), None, np.asarray(scales, np.float32)], attrs, 1, (2,))
+    with pytest.raises(Unsupported) as ei:
+        coreml.emit(model)
+    assert ei.value.code == "unsupported_attribute_value" and names in str(ei.value)
+
+
+def test_resize_cubic_is_a_constant_matmul_per_axis():
+    src = _numeric("resize", [_f32(1, 2, 3, 4), None, None, np.asarray([1, 2, 5, 7], np.int64)],
+                   {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, const=(3,))
+    assert src.count("mb.matmul(") == 2
+    _numeric("resize", [_f32(1, 2, 3, 4), None, np.asarray([1, 1, 2, 0.5], np.float32)],
+             {"mode": "cubic", "exclude_outside": 1, "cubic_coeff_a": -0.5}, const=(2,))
+
+
+def _mil_resize_value_inference(monkeypatch):
+    """coremltools 9.0 has no value_inference for the resize ops: give them one from their
+    docstrings (nearest: floor(out / k), floor((out + 0.5) * in / out); bilinear grids), to
+    check the emitter's plumbing (factors, sizes, rank-2 reshapes) against the reference."""
+    from coremltools.converters.mil.mil.ops.defs.iOS15 import image_resizing as ir
+
+    def apply(x, rows, cols):
+        return np.einsum("oh,...hw,pw->...op", rows, x, cols).astype(x.dtype)
+
+    def nearest(idx, n_in):
+        m = np.zeros((len(idx), n_in))
+        m[np.arange(len(idx)), np.minimum(idx, n_in - 1)] = 1
+        return m
+
+    def bilinear(n_in, n_out, mode):
+        i = np.arange(n_out, dtype=np.float64)
+        g = {"STRICT_ALIGN_CORNERS": i * (n_in - 1) / max(n_out - 1, 1), "DEFAULT": i * n_in / n_out,
+             "UNALIGN_CORNERS": (i + 0.5) * n_in / n_out - 0.5}[mode]
+        g = np.clip(g, 0, n_in - 1)
+        lo = np.floor(g).astype(int)
+        m = np.zeros((n_out, n_in))
+        np.add.at(m, (np.arange(n_out), lo), 1 - (g - lo))
+        np.add.at(m, (np.arange(n_out), np.minimum(lo + 1, n_in - 1)), g - lo)
+        return m
+
+    def up_nn(self):
+        x = self.x.val
+        if x is None:
+            return None
+        kh, kw = int(self.scale_factor_height.val), int(self.scale_factor_width.val)
+        h, w = x.shape[-2:]
+        return apply(x, nearest(np.arange(h * kh) // kh, h), nearest(np.arange(w * kw) // kw, w))
+
+    def resize_nn(self):
+        x = self.x.val
+        if x is None:
+            return None
+        (h, w), oh, ow = x.shape[-2:], int(self.target_size_height.val), int(self.target_size_width.val)
+        return apply(x, nearest(np.floor((np.arange(oh) + 0.5) * h / oh).astype(int), h),
+                     nearest(np.floor((np.arange(ow) + 0.5) * w / ow).astype(int), w))
+
+    def resize_bl(self):
+        x = self.x.val
+        if x is None:
+            return None
+        (h, w), mode = x.shape[-2:], self.sampling_mode.val
+        return apply(x, bilinear(h, int(self.target_size_height.val), mode),
+                     bilinear(w, int(self.target_size_width.val), mode))
+
+    monkeypatch.setattr(ir.upsample_nearest_neighbor, "value_inference", up_nn, raising=False)
+    monkeypatch.setattr(ir.resize_nearest_neighbor, "value_inference", resize_nn, raising=False)
+    monkeypatch.setattr(ir.resize_bilinear, "value_inference", resize_bl, raising=False)
+
+
+@pytest.mark.parametrize("op,x,attrs,scales", [
+    ("resize", (1, 2, 3, 4), {}, (1, 1, 2, 3)),
+    ("resize", (1, 2, 3, 4), {"nearest_mode": "round_prefer_ceil"}, (1, 1, 1.5, 0.5)),
+    ("resize", (1, 2, 3, 4), {"mode": "linear"}, (1, 1, 2, 2)),
+    ("resize", (3, 4), {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, (3, 2)),
+    ("upsample", (1, 1, 2, 2), {}, (1, 1, 2, 3)),
+    ("upsample", (1, 1, 2, 2), {"mode": "linear"}, (1, 1, 2, 2))])
+def test_resize_lowerings_match_the_reference_under_the_documented_mil_grids(monkeypatch, op, x, attrs, scales):
+    _mil_resize_value_inference(monkeypatch)
+    sc = np.asarray(scales, np.float32)
+    inputs = [_f32(*x), None, sc] if op == "resize" else [_f32(*x), sc]
+    src = _numeric(op, inputs, attrs, const=(len(inputs) - 1,))
+    assert "mb.matmul(" not in src
+
+
+def _mil_rnn_value_inference(monkeypatch):
+    """coremltools 9.0 has no value_inference for gru/lstm: give them the numpy reference of
+    coremltools' own MIL tests (iOS14 test_recurrent.py: GRU gates r, o, z with c = r * h,
+    o = act(W_o x + R_o c + b_o); LSTM gates i, f, o, z, peepholes i, f, o, o peeking at the new
+    cell), run in processing order, to check gate re-layout, directions and output layouts."""
+    from coremltools.converters.mil.mil.ops.defs.iOS17 import recurrent as rec
+
+    acts = {"sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh, "relu": lambda v: np.maximum(v, 0)}
+
+    def run_gru(self):
+        vals = [self.x.val, self.initial_h.val, self.weight_ih.val, self.weight_hh.val]
+        if any(v is None for v in vals):
+            return None
+        x, h, wi, wh = (np.asarray(v, np.float64) for v in vals)
+        b = np.asarray(self.bias.val if self.bias is not None else np.zeros(wi.shape[0]), np.float64)
+        ra, a = acts[self.recurrent_activation.val], acts[self.activation.val]
+        (wr, wo, wz), (rr, ro, rz), (br, bo, bz) = np.split(wi, 3), np.split(wh, 3), np.split(b, 3)
+        seq = x if self.direction.val == "forward" else x[::-1]
+        ys = []
+        for xt in seq:
+            r = ra(xt @ wr.T + h @ rr.T + br)
+            z = ra(xt @ wz.T + h @ rz.T + bz)
+            o = a(xt @ wo.T + (r * h) @ ro.T + bo)
+            h = (1 - z) * o + z * h
+            ys.append(h)
+        dt = self.x.val.dtype
+        return np.stack(ys).astype(dt), h.astype(dt)
+
+    def run_lstm(self):
+        vals = [self.x.val, self.initial_h.val, self.initial_c.val, self.weight_ih.val, self.weight_hh.val]
+        if any(v is None for v in vals):
+            return None
+        x, h, c, wi, wh = (np.asarray(v, np.float64) for v in vals)
+        b = np.asarray(self.bias.val if self.bias is not None else np.zeros(wi.shape[0]), np.float64)
+        p = np.asarray(self.peephole.val if self.peephole is not None else np.zeros(3 * h.shape[-1]), np.float64)
+        ra, ca, a = (acts[self.recurrent_activation.val], acts[self.cell_activation.val], acts[self.activation.val])
+        (wI, wF, wO, wZ), (rI, rF, rO, rZ), (bI, bF, bO, bZ) = np.split(wi, 4), np.split(wh, 4), np.split(b, 4)
+        pI, pF, pO = np.split(p, 3)
+        seq = x if self.direction.val == "forward" else x[::-1]
+        ys = []
+        for xt in seq:
+            i = ra(xt @ wI.T + h @ rI.T + bI + c * pI)
+            f = ra(xt @ wF.T + h @ rF.T + bF + c * pF)
+            z = ca(xt @ wZ.T + h @ rZ.T + bZ)
+            c = f * c + i * z
+            o = ra(xt @ wO.T + h @ rO.T + bO + c * pO)
+            h = o * a(c)
+            ys.append(h)
+        dt = self.x.val.dtype
+        return np.stack(ys).astype(dt), h.astype(dt), c.astype(dt)
+
+    monkeypatch.setattr(rec.gru, "value_inference", run_gru, raising=False)
+    monkeypatch.setattr(rec.lstm, "value_inference", run_lstm, raising=False)
+
+
+@pytest.mark.parametrize("attrs,n_dir,init,layout", [
+    ({}, 1, False, 0), ({"direction": "reverse"}, 1, True, 0), ({"direction": "bidirectional"}, 2, True, 0),
+    ({"direction": "bidirectional", "layout": 1}, 2, True, 1), ({"activations": ["Relu", "Tanh"]}, 1, False, 0)])
+def test_gru_matches_the_reference_under_coremltools_gru_semantics(monkeypatch, attrs, n_dir, init, layout):
+    _mil_rnn_value_inference(monkeypatch)
+    x = _f32(2, 3, 4) if layout else _f32(3, 2, 4)
+    w, r, b = _f32(n_dir, 15, 4) * 0.5, _f32(n_dir, 15, 5) * 0.5, _f32(n_dir, 30) * 0.5
+    h0 = [None, (_f32(2, n_dir, 5) if layout else _f32(n_dir, 2, 5))] if init else []
+    src = _numeric("gru", [x, w, r, b] + h0, {"hidden_size": 5, **attrs}, n_outputs=2, const=(1, 2, 3))
+    assert src.count("mb.gru(") == n_dir and "direction='forward'" in src
+
+
+@pytest.mark.parametrize("attrs,n_dir,extra,layout", [
+    ({}, 1, False, 0), ({"direction": "reverse"}, 1, True, 0), ({"direction": "bidirectional"}, 2, True, 0),
+    ({"direction": "bidirectional", "layout": 1}, 2, True, 1)])
+def test_lstm_matches_the_reference_under_coremltools_lstm_semantics(monkeypatch, attrs, n_dir, extra, layout):
+    _mil_rnn_value_inference(monkeypatch)
+    x = _f32(2, 3, 4) if layout else _f32(3, 2, 4)
+    w, r, b = _f32(n_dir, 20, 4) * 0.5, _f32(n_dir, 20, 5) * 0.5, _f32(n_dir, 40) * 0.5
+    state = (lambda: _f32(2, n_dir, 5)) if layout else (lambda: _f32(n_dir, 2, 5))
+    more = [None, state(), state(), _f32(n_dir, 15) * 0.5] if extra else []
+    const = (1, 2, 3, 7) if extra else (1, 2, 3)
+    src = _numeric("lstm", [x, w, r, b] + more, {"hidden_size": 5, **attrs}, n_outputs=3, const=const)
+    assert src.count("mb.lstm(") == n_dir
+
+
+def test_rnn_refusals_name_the_attribute():
+    x, w, r = _f32(3, 2, 4), _f32(1, 15, 4), _f32(1, 15, 5)
+    for attrs, word in (({"linear_before_reset": 1}, "linear_before_reset"), ({"clip": 3.0}, "clip"),
+                        ({"activations": ["HardSigmoid", "Tanh"]}, "activations")):
+        model, _ = single_op_model("gru", [x, w, r], {"hidden_size": 5, **attrs}, 2, (1, 2))
+        with pytest.raises(Unsupported) as ei:
+            coreml.emit(model)
+        assert ei.value.code == "unsupported_attribute_value" and word in str(ei.value)
+    model, _ = single_op_model("gru", [x, w, r], {"hidden_size": 5}, 2)
+    with pytest.raises(Unsupported) as ei:
+        coreml.emit(model)
+    assert ei.value.code == "requires_constant_input"

@@ -1,0 +1,182 @@
+"""Core ML lowerings: linear quantization (registered into coreml_ops.LOWER on import).
+
+MIL ``quantize`` / ``dequantize`` (iOS17) take int8/uint8 data, constant scales and zero
+points, per tensor (scalars) or per axis (vectors). Runtime scales / zero points and 16-bit or
+int32 data are composed from elementwise MIL ops instead (real_div, round, add, clip, cast;
+exact while the integers fit fp32, i.e. up to 2^24). Dtype legalization turns the int8/uint8
+values of the IR into int32 before lowering, so ``note_quant_dtypes`` records the quantized
+dtype of each node first (``node.meta["coreml_qdtype"]``); the lowering casts at the border.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from translator.ir import Graph, Node
+from translator.render import pyrepr
+
+from .coreml_ops import Gen, _axis, const_of, lit, lowering, mil_dtype, static_shape
+
+#: the quantized dtypes MIL quantize/dequantize take
+QDTYPES = ("uint8", "int8")
+#: integer data the composed lowering takes, and its saturation range
+INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
+             "int32": (-2**31, 2**31 - 1)}
+#: what the division / product is computed in: the scale's dtype (ONNX), one MIL has
+FDTYPES = ("float32", "float16")
+
+
+def note_quant_dtypes(graph: Graph) -> None:
+    """Before dtype legalization: the quantized dtype (quantize_linear's output,
+    dequantize_linear's input) and the scale's dtype of each node, in ``node.meta``."""
+    for node in graph.nodes:
+        if node.op == "quantize_linear":
+            node.meta["coreml_qdtype"] = node.outputs[0].type.dtype
+        elif node.op == "dequantize_linear":
+            node.meta["coreml_qdtype"] = node.inputs[0].type.dtype
+        else:
+            continue
+        node.meta["coreml_scale_dtype"] = node.inputs[1].type.dtype
+
+
+def _quant_plan(node: Node) -> str | tuple[str, str]:
+    """"native" (MIL quantize/dequantize: int8/uint8 data, constant scale and zero point, rank
+    >= 1), "composed" (elementwise MIL ops: runtime scale / zero point, 16-bit or int32 data),
+    or (reason code, detail)."""
+    q = node.meta.get("coreml_qdtype", node.outputs[0].type.dtype if node.op == "quantize_linear"
+                      else node.inputs[0].type.dtype)
+    if q not in INT_RANGE:
+        return ("unsupported_dtype", f"{q} data: Core ML computes in int32/fp16/fp32 only")
+    if node.meta.get("coreml_scale_dtype", node.inputs[1].type.dtype) not in FDTYPES:
+        return ("unsupported_dtype", "the scale must be float32 or float16 (the division / product is done in its dtype)")
+    if int(node.attrs.get("block_size", 0) or 0):
+        return ("unsupported_attribute_value", "block_size: quantized per tensor or per axis here, not per block")
+    if node.op == "quantize_linear" and int(node.attrs.get("precision", 0) or 0):
+        return ("unsupported_attribute_value", "precision: the division is done in the scale's dtype here")
+    shape = static_shape(node.inputs[0])
+    if shape is None:
+        return ("dynamic_shape", f"{node.op} needs a static input shape")
+    params = [v for v in node.inputs[1:3] if v is not None]
+    for v in params:
+        ps = static_shape(v)
+        axis = _axis(int(node.attrs.get("axis", 1)), len(shape))
+        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (0 <= axis < len(shape) and ps[0] == shape[axis])):
+            return ("unsupported_attribute_value", "scale / zero point: a scalar or one value per element of axis")
+    if q in QDTYPES and shape and all(v.is_const for v in params):
+        return "native"
+    return "composed"
+
+
+def _quant_check(node: Node) -> tuple[str, str] | None:
+    plan = _quant_plan(node)
+    return plan if isinstance(plan, tuple) else None
+
+
+def _param(gen: Gen, node: Node, i: int, to: str) -> str | None:
+    """Input ``i`` (scale / zero point) cast to ``to`` and shaped to broadcast along axis."""
+    v = node.inputs[i] if i < len(node.inputs) else None
+    if v is None:
+        return None
+    var = gen.var(v)
+    if v.type.dtype != to:
+        t, tn = gen.tmp(node, f"p{i}_{to}")
+        gen.emit(f"{t} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(to))}, name={tn})")
+        var = t
+    r = node.inputs[0].type.rank
+    if v.type.rank == 1 and r > 1:
+        axis = _axis(int(gen.attr(node, "axis")), r)
+        t, tn = gen.tmp(node, f"p{i}_axis")
+        gen.emit(f"{t} = mb.reshape(x={var}, shape={lit([-1 if d == axis else 1 for d in range(r)])}, name={tn})")
+        var = t
+    return var
+
+
+def _composed(gen: Gen, node: Node, q: str) -> None:
+    """quantize: clip(round_half_even(x / scale) + zp, range of q) (division in the scale's
+    dtype, the sum in fp32: integers stay exact); dequantize: (x - zp) * scale in fp32."""
+    x, out = node.inputs[0], node.outputs[0]
+    scale_dt = node.inputs[1].type.dtype
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    if node.op == "quantize_linear":
+        xv = gen.var(x) if x.type.dtype == scale_dt else step("x", f"mb.cast(x={gen.var(x)}, dtype={pyrepr(mil_dtype(scale_dt))}")
+        acc = step("rounded", f"mb.round(x=" + step("divided", f"mb.real_div(x={xv}, y={_param(gen, node, 1, scale_dt)}"))
+        if scale_dt != "float32":
+            acc = step("rounded32", f"mb.cast(x={acc}, dtype='fp32'")
+        zp = _param(gen, node, 2, "float32")
+        if zp is not None:
+            acc = step("shifted", f"mb.add(x={acc}, y={zp}")
+        lo, hi = INT_RANGE[q]
+        acc = step("saturated", f"mb.clip(x={acc}, alpha=np.float32({lit(float(lo))}), beta=np.float32({lit(float(hi))})")
+    else:
+        acc = step("x32", f"mb.cast(x={gen.var(x)}, dtype='fp32'")
+        zp = _param(gen, node, 2, "float32")
+        if zp is not None:
+            acc = step("centered", f"mb.sub(x={acc}, y={zp}")
+        acc = step("scaled", f"mb.mul(x={acc}, y={_param(gen, node, 1, 'float32')}")
+    gen.emit(f"{gen.out(node)} = mb.cast(x={acc}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+
+
+def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
+    """MIL scale / zero_point / axis arguments (constants in the weights, in MIL's dtypes)."""
+    x = node.inputs[0]
+    scale = np.asarray(const_of(node.inputs[1])).astype(np.dtype(scale_dt))
+    args = f"scale={gen.const(node, 'scale', scale)}"
+    zp_v = node.inputs[2] if len(node.inputs) > 2 else None
+    if zp_v is not None:
+        args += f", zero_point={gen.const(node, 'zp', np.asarray(const_of(zp_v)).astype(np.dtype(q)))}"
+    if scale.ndim == 1:
+        args += f", axis={lit(_axis(int(gen.attr(node, 'axis')), x.type.rank))}"
+    return args
+
+
+@lowering("quantize_linear", check=_quant_check, any_dtype=True)
+def _quantize(gen: Gen, node: Node) -> None:
+    """y = saturate(round_half_even(x / scale) + zero_point), divided in the scale's dtype;
+    MIL's uint8/int8 result is cast to the legalized output dtype."""
+    x, out = node.inputs[0], node.outputs[0]
+    q = node.meta.get("coreml_qdtype", out.type.dtype)
+    if _quant_plan(node) == "composed":
+        _composed(gen, node, q)
+        return
+    scale_dt = node.inputs[1].type.dtype
+    args = _params(gen, node, scale_dt, q)
+    xv = gen.var(x)
+    if x.type.dtype != scale_dt:
+        t, tn = gen.tmp(node, "x")
+        gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(mil_dtype(scale_dt))}, name={tn})")
+        xv = t
+    same = out.type.dtype == q
+    var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, "q")
+    gen.emit(f"{var} = mb.quantize(input={xv}, {args}, output_dtype={pyrepr(q)}, name={nm})")
+    if not same:
+        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+
+
+@lowering("dequantize_linear", check=_quant_check, any_dtype=True)
+def _dequantize(gen: Gen, node: Node) -> None:
+    """y = (x - zero_point) * scale in the scale's dtype; legalized int32 data is cast back to
+    its int8/uint8 first (its values are in range: inputs are range-checked at the boundary)."""
+    x, out = node.inputs[0], node.outputs[0]
+    q = node.meta.get("coreml_qdtype", x.type.dtype)
+    if _quant_plan(node) == "composed":
+        _composed(gen, node, q)
+        return
+    scale_dt = node.inputs[1].type.dtype
+    args = _params(gen, node, scale_dt, q)
+    xv = gen.var(x)
+    if x.type.dtype != q:
+        t, tn = gen.tmp(node, "q")
+        gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(q)}, name={tn})")
+        xv = t
+    same = out.type.dtype == scale_dt
+    var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, "dq")
+    gen.emit(f"{var} = mb.dequantize(input={xv}, {args}, name={nm})")
+    if not same:
+        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+
+
+__all__ = ["note_quant_dtypes", "QDTYPES"]

@@ -1,0 +1,149 @@
+"""Core ML lowerings: GRU and LSTM (registered into coreml_ops.LOWER on import).
+
+One MIL ``gru`` / ``lstm`` per direction, always run forward: the reverse direction reverses
+the sequence before and after (``mb.reverse`` on the time axis), so Y keeps ONNX's time order
+whatever MIL's convention for ``direction="reverse"`` outputs is. Weights are constants,
+re-laid out in Python:
+
+* GRU: ONNX gates z, r, h -> MIL r, o, z; one bias = Wb + Rb. MIL's GRU (without iOS18's
+  ``reset_after``) is ONNX ``linear_before_reset=0``: o = act(W_o x + R_o (r * h) + b_o)
+  (coremltools' own numpy reference in its MIL tests).
+* LSTM: ONNX gates i, o, f, c -> MIL i, f, o, z; bias = Wb + Rb; peepholes i, o, f -> i, f, o.
+
+Outputs get ONNX's layouts: Y [seq, num_directions, batch, hidden] (layout=1: [batch, seq,
+num_directions, hidden]), Y_h / Y_c [num_directions, batch, hidden] (layout=1: [batch,
+num_directions, hidden]). MIL has no value inference for gru/lstm: results are structural.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from translator.ir import Node
+
+from .coreml_ops import Gen, _np, const_of, lit, lowering, static_shape
+
+#: ONNX activation -> MIL activation string (only those without alpha/beta)
+_ACT = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
+#: per op: ONNX default activations, gate count, MIL gate order as ONNX gate indices
+_SPEC = {"gru": (["Sigmoid", "Tanh"], 3, [1, 2, 0]), "lstm": (["Sigmoid", "Tanh", "Tanh"], 4, [0, 2, 1, 3])}
+
+
+def _rnn_check(node: Node) -> tuple[str, str] | None:
+    acts_default = _SPEC[node.op][0]
+    ins = list(node.inputs) + [None] * (8 - len(node.inputs))
+    x = static_shape(ins[0])
+    if x is None or len(x) != 3:
+        return ("dynamic_shape", f"{node.op} needs a static rank-3 X")
+    for i in (1, 2, 3, 7):
+        if ins[i] is not None and ins[i].is_const is False:
+            return ("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
+    if ins[4] is not None:
+        lens = const_of(ins[4])
+        seq = x[1] if int(node.attrs.get("layout", 0)) else x[0]
+        if lens is None or not np.all(lens == seq):
+            return ("unsupported_attribute_value", "sequence_lens: MIL runs every sequence to the full length")
+    if any(static_shape(v) is None for v in ins[5:7] if v is not None):
+        return ("dynamic_shape", "initial states need static shapes")
+    acts = list(node.attrs.get("activations") or [])
+    per_dir = len(acts_default)
+    if acts and (len(acts) % per_dir or any(a not in _ACT for a in acts)
+                 or (len(acts) == 2 * per_dir and acts[:per_dir] != acts[per_dir:])):
+        return ("unsupported_attribute_value",
+                f"activations {acts}: MIL takes Sigmoid/Tanh/Relu without alpha/beta, the same for both directions")
+    if node.attrs.get("clip") is not None:
+        return ("unsupported_attribute_value", "clip: ONNX clips every gate input; MIL gru has no clip and MIL lstm "
+                                               "clips the cell gate only")
+    if node.op == "gru" and int(node.attrs.get("linear_before_reset", 0)):
+        return ("unsupported_attribute_value", "linear_before_reset=1: MIL gru needs reset_after (iOS18)")
+    if node.op == "lstm" and int(node.attrs.get("input_forget", 0)):
+        return ("unsupported_attribute_value", "input_forget=1: MIL lstm has no coupled input/forget gate")
+    return None
+
+
+def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:
+    """Gate blocks along axis 0 (each ``len(w) // len(order)`` rows) in MIL's order."""
+    blocks = np.split(w, len(order), axis=0)
+    return np.concatenate([blocks[k] for k in order], axis=0)
+
+
+@lowering("gru", "lstm", check=_rnn_check)
+def _rnn(gen: Gen, node: Node) -> None:
+    acts_default, gates, order = _SPEC[node.op]
+    ins = list(node.inputs) + [None] * (8 - len(node.inputs))
+    X, W, R, B = ins[:4]
+    npdt = np.dtype(_np(X.type.dtype))
+    layout = int(gen.attr(node, "layout") or 0)
+    direction = str(gen.attr(node, "direction") or "forward")
+    dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+    w, r = np.asarray(const_of(W)), np.asarray(const_of(R))
+    hidden = r.shape[-1]
+    b = np.asarray(const_of(B)) if B is not None else np.zeros((len(dirs), 2 * gates * hidden), npdt)
+    p = np.asarray(const_of(ins[7])) if node.op == "lstm" and ins[7] is not None else None
+    acts = [_ACT[a] for a in (list(gen.attr(node, "activations") or []) or acts_default)[:len(acts_default)]]
+    outs = node.outputs
+    used = [i < len(outs) and outs[i] is not None for i in range(3)]
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    x = gen.var(X)
+    if layout:
+        x = step("x_seq_first", f"mb.transpose(x={x}, perm=[1, 0, 2]")
+    batch = static_shape(X)[0 if layout else 1]
+
+    def state(v: object, d: int, key: str) -> str:
+        if v is None:
+            return gen.const(node, f"{key}0_{d}", np.zeros((batch, hidden), npdt))
+        s = gen.var(v)
+        if layout:  # [batch, num_directions, hidden]
+            return step(f"{key}0_{d}", f"mb.squeeze(x=mb.slice_by_index(x={s}, begin={lit([0, d, 0])}, "
+                                       f"end={lit([batch, d + 1, hidden])}), axes=[1]")
+        return step(f"{key}0_{d}", f"mb.squeeze(x=mb.slice_by_index(x={s}, begin={lit([d, 0, 0])}, "
+                                   f"end={lit([d + 1, batch, hidden])}), axes=[0]")
+
+    ys, hs, cs = [], [], []
+    for d, name in enumerate(dirs):
+        xd = x if name == "forward" else step(f"x_rev{d}", f"mb.reverse(x={x}, axes=[0]")
+        wi = gen.const(node, f"w_ih{d}", _reorder(w[d], order).astype(npdt))
+        wh = gen.const(node, f"w_hh{d}", _reorder(r[d], order).astype(npdt))
+        bias = gen.const(node, f"bias{d}", _reorder(b[d][:gates * hidden] + b[d][gates * hidden:], order).astype(npdt))
+        h0 = state(ins[5], d, "h")
+        if node.op == "gru":
+            args = (f"x={xd}, initial_h={h0}, weight_ih={wi}, weight_hh={wh}, bias={bias}, direction='forward', "
+                    f"output_sequence=True, recurrent_activation={lit(acts[0])}, activation={lit(acts[1])}")
+            seq, hn = gen.tmp(node, f"y{d}"), gen.tmp(node, f"yh{d}")
+            gen.emit(f"{seq[0]}, {hn[0]} = mb.gru({args}, name={seq[1]})")
+            cn = None
+        else:
+            c0 = state(ins[6], d, "c")
+            peep = ""
+            if p is not None:
+                peep = f", peephole={gen.const(node, f'peephole{d}', _reorder(p[d], [0, 2, 1]).astype(npdt))}"
+            args = (f"x={xd}, initial_h={h0}, initial_c={c0}, weight_ih={wi}, weight_hh={wh}, bias={bias}{peep}, "
+                    f"direction='forward', output_sequence=True, recurrent_activation={lit(acts[0])}, "
+                    f"cell_activation={lit(acts[1])}, activation={lit(acts[2])}")
+            seq, hn, cn = gen.tmp(node, f"y{d}"), gen.tmp(node, f"yh{d}"), gen.tmp(node, f"yc{d}")
+            gen.emit(f"{seq[0]}, {hn[0]}, {cn[0]} = mb.lstm({args}, name={seq[1]})")
+        yd = seq[0] if name == "forward" else step(f"y_rev{d}", f"mb.reverse(x={seq[0]}, axes=[0]")
+        ys.append(step(f"y_dir{d}", f"mb.expand_dims(x={yd}, axes=[1]"))  # [seq, 1, batch, hidden]
+        hs.append(step(f"yh_dir{d}", f"mb.expand_dims(x={hn[0]}, axes=[0]"))  # [1, batch, hidden]
+        if cn is not None:
+            cs.append(step(f"yc_dir{d}", f"mb.expand_dims(x={cn[0]}, axes=[0]"))
+
+    def finish(i: int, parts: list[str], axis: int, perm: list[int]) -> None:
+        if not used[i] or not parts:
+            return
+        joined = parts[0] if len(parts) == 1 else step(f"cat{i}", f"mb.concat(values=[{', '.join(parts)}], axis={axis}")
+        if layout:
+            gen.emit(f"{gen.out(node, i)} = mb.transpose(x={joined}, perm={lit(perm)}, name={gen.name(node, i)})")
+        else:
+            gen.emit(f"{gen.out(node, i)} = mb.identity(x={joined}, name={gen.name(node, i)})")
+
+    finish(0, ys, 1, [2, 0, 1, 3])
+    finish(1, hs, 0, [1, 0, 2])
+    finish(2, cs, 0, [1, 0, 2])
+
+
+__all__: list[str] = []
