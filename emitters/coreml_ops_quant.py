@@ -180,3 +180,39 @@ def _dequantize(gen: Gen, node: Node) -> None:
 
 
 __all__ = ["note_quant_dtypes", "QDTYPES"]
+
+
+@lowering("dynamic_quantize_linear", check=lambda n: None if n.inputs[0].type.dtype == "float32" and n.inputs[0].type.rank
+          else ("unsupported_dtype", "dynamic_quantize_linear takes a float32 tensor of rank >= 1"))
+def _dynamic_quantize(gen: Gen, node: Node) -> None:
+    """lo = min(0, min(x)), hi = max(0, max(x)), scale = (hi - lo) / 255 (fp32),
+    zp = clip(round_half_even(-lo / scale), 0, 255), y = clip(round_half_even(x / scale) + zp, 0, 255);
+    an all-zero x (scale 0) divides by 1 instead: y = 0, zp = 0, as in ONNX."""
+    x = node.inputs[0]
+    xv, axes = gen.var(x), lit(list(range(x.type.rank)))
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    def f32(v: float) -> str:
+        return f"np.float32({lit(float(v))})"
+
+    lo = step("lo", f"mb.minimum(x=" + step("min", f"mb.reduce_min(x={xv}, axes={axes}, keep_dims=False") + f", y={f32(0)}")
+    hi = step("hi", f"mb.maximum(x=" + step("max", f"mb.reduce_max(x={xv}, axes={axes}, keep_dims=False") + f", y={f32(0)}")
+    outs = node.outputs
+    scale_var, scale_name = (gen.out(node, 1), gen.name(node, 1)) if len(outs) > 1 else gen.tmp(node, "scale")
+    rng = step("range", f"mb.sub(x={hi}, y={lo}")
+    gen.emit(f"{scale_var} = mb.real_div(x={rng}, y={f32(255)}, name={scale_name})")
+    zero = step("scale_zero", f"mb.equal(x={scale_var}, y={f32(0)}")
+    safe = step("scale_safe", f"mb.select(cond={zero}, a={f32(1)}, b={scale_var}")
+    neg_lo = step("neg_lo", f"mb.mul(x={lo}, y={f32(-1)}")
+    zp = step("zp_f", "mb.clip(x=" + step("zp_round", "mb.round(x=" + step("zp_div", f"mb.real_div(x={neg_lo}, y={safe}")) +
+              f", alpha={f32(0)}, beta={f32(255)}")
+    y = step("y_round", "mb.round(x=" + step("y_div", f"mb.real_div(x={xv}, y={safe}"))
+    y = step("y_f", "mb.clip(x=" + step("y_shift", f"mb.add(x={y}, y={zp}") + f", alpha={f32(0)}, beta={f32(255)}")
+    for i, v in ((0, y), (2, zp)):
+        if i < len(outs):
+            gen.emit(f"{gen.out(node, i)} = mb.cast(x={v}, dtype={pyrepr(mil_dtype(outs[i].type.dtype))}, "
+                     f"name={gen.name(node, i)})")

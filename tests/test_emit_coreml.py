@@ -537,3 +537,10 @@ def test_rnn_refusals_name_the_attribute():
     with pytest.raises(Unsupported) as ei:
         coreml.emit(model)
     assert ei.value.code == "requires_constant_input"
+
+
+def test_dynamic_quantize_linear_is_composed():
+    x = _f32(2, 3, 4) * 10
+    src = _numeric("dynamic_quantize_linear", [x], {}, n_outputs=3)
+    assert "mb.round(" in src and "mb.quantize(" not in src
+    _numeric("dynamic_quantize_linear", [np.zeros((2, 3), np.float32)], {}, n_outputs=3)  # scale 0: y = 0, zp = 0
