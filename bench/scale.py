@@ -1,10 +1,11 @@
 """Conversion time and peak memory on synthetic graphs of 1k, 10k and 100k nodes.
 
-Each (size, backend) runs in its own process (so peak RSS is that conversion's own),
-converting a chain of cheap ops (Add / Mul / Relu / Neg / Abs on a [1, 8] tensor with
-small constants): ONNX frontend → IR → verifier → lowering → emitter, no execution.
-Each is converted k times (``-k``, default 3) and the best run counts, so a moment of
-load from other processes does not decide. Prints CPU and wall seconds and peak MB per
+Each backend runs in its own process, converting a chain of cheap ops (Add / Mul / Relu /
+Neg / Abs on a [1, 8] tensor with small constants): ONNX frontend → IR → verifier → lowering → emitter, no execution.
+Each size is converted k times (``-k``, default 3), in rounds that take the sizes in
+turn, and the best run counts, so a spell of load from other processes neither decides
+nor falls on one size only. Peak RSS per size is read after its first conversion (the
+first round goes smallest first). Prints CPU and wall seconds and peak MB per
 size and backend, and per backend the ratio time(largest) / time(second largest) on CPU
 seconds (wall beside): linear growth is 10 for 100k / 10k, the limit 12. Exits 1 when a
 ratio is over the limit or a conversion failed.
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OPS = ("Add", "Mul", "Relu", "Neg", "Abs")
@@ -48,13 +50,16 @@ def build_model(n: int, path: Path) -> None:
     onnx.save_model(m, str(path))
 
 
-def measure(path: str, backend: str, repeat: int) -> dict:
-    """Child process: convert ``repeat`` times, report the best wall and CPU seconds and peak RSS.
+def measure(paths: list[str], backend: str, repeat: int) -> dict:
+    """Child process (one per backend): convert each model ``repeat`` times, in rounds that
+    take the sizes in turn (ascending), so a spell of load from other processes falls on
+    all sizes alike; report per size the best wall and CPU seconds and the peak RSS.
 
     Each conversion starts from the file (frontend → IR → verifier → lowering → emitter);
-    the previous one's objects are freed first. The best of a few runs filters out the
-    moments another process had the CPU; CPU time (this process, all its threads) is
-    what another process's load disturbs least, so the ratios are taken on it.
+    the previous one's objects are freed first. The peak RSS of a size is read right after
+    its first conversion: the first round runs the sizes smallest first, so it is that
+    conversion's own high-water mark. CPU time (this process, all its threads) is what
+    another process's load disturbs least, so the ratios are taken on it.
     """
     import gc
     import resource
@@ -67,18 +72,31 @@ def measure(path: str, backend: str, repeat: int) -> dict:
     mod = backend_module(backend)
     # warm-up on the bundled model: imports, table loading and runtime probes are not conversion time
     mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
-    wall, cpu, nodes = [], [], 0
+    out: dict = {p: {"seconds": float("inf"), "cpu_seconds": float("inf"), "runs": repeat} for p in paths}
     for _ in range(repeat):
-        gc.collect()
-        w, c = time.perf_counter(), time.process_time()
-        model = load_onnx(path)
-        artifact = mod.emit(model)
-        cpu.append(time.process_time() - c)
-        wall.append(time.perf_counter() - w)
-        nodes = len(model.graph.nodes)
-        del model, artifact
-    return {"seconds": min(wall), "cpu_seconds": min(cpu), "runs": repeat,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, "nodes": nodes}
+        for p in paths:
+            gc.collect()
+            w, c = time.perf_counter(), time.process_time()
+            model = load_onnx(p)
+            artifact = mod.emit(model)
+            cpu, wall = time.process_time() - c, time.perf_counter() - w
+            r = out[p]
+            r["cpu_seconds"], r["seconds"], r["nodes"] = min(r["cpu_seconds"], cpu), min(r["seconds"], wall), len(model.graph.nodes)
+            r.setdefault("peak_mb", _peak_mb(resource))
+            del model, artifact
+    return out
+
+
+def _peak_mb(resource: Any) -> float:
+    """This process's peak RSS: VmHWM (its own since exec; ``ru_maxrss`` starts from the
+    parent's at fork, and the parent has built the largest model), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 #: tflite (TF's MLIR converter) and coreml (coremltools) convert a 10k-node chain in minutes and
@@ -105,28 +123,31 @@ def main() -> int:
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], int(args.child[2]))))
+        print(json.dumps(measure(args.child[0].split(","), args.child[1], int(args.child[2]))))
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     avail = available_backends()
     backends = args.backends.split(",") if args.backends else [b for b in DEFAULT_BACKENDS if b in avail]
     results: dict = {}
     if not args.json:
-        print(f"best of {args.repeat} conversions per (size, backend), each (size, backend) in a fresh process; "
-              f"ratios on CPU seconds (wall seconds beside)", flush=True)
+        print(f"best of {args.repeat} conversions per (size, backend); one process per backend, sizes taken in "
+              f"turn in each round; ratios on CPU seconds (wall seconds beside)", flush=True)
+    sizes.sort()
     with tempfile.TemporaryDirectory() as d:
-        for n in sizes:
-            path = Path(d) / f"chain_{n}.onnx"
-            build_model(n, path)
-            for b in backends:
-                p = subprocess.run([sys.executable, __file__, "--child", str(path), b, str(args.repeat)],
-                                   capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-                if p.returncode != 0:
-                    results.setdefault(b, {})[n] = {"error": (p.stderr.strip().splitlines() or ["?"])[-1]}
-                else:
-                    results.setdefault(b, {})[n] = json.loads(p.stdout.strip().splitlines()[-1])
-                r = results[b][n]
-                if not args.json:
+        paths = [str(Path(d) / f"chain_{n}.onnx") for n in sizes]
+        for n, path in zip(sizes, paths):
+            build_model(n, Path(path))
+        for b in backends:
+            p = subprocess.run([sys.executable, __file__, "--child", ",".join(paths), b, str(args.repeat)],
+                               capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+            if p.returncode != 0:
+                results[b] = {n: {"error": (p.stderr.strip().splitlines() or ["?"])[-1]} for n in sizes}
+            else:
+                per = json.loads(p.stdout.strip().splitlines()[-1])
+                results[b] = {n: per[path] for n, path in zip(sizes, paths)}
+            if not args.json:
+                for n in sizes:
+                    r = results[b][n]
                     print(f"{b:10s} {n:>7d} nodes: " + (
                         f"{r['cpu_seconds']:8.2f} s CPU {r['seconds']:8.2f} s wall {r['peak_mb']:8.0f} MB peak"
                         if "seconds" in r else f"error: {r['error']}"), flush=True)

@@ -412,7 +412,7 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
     from translator import __version__
     from translator.lowering import lower_for
     from translator.passes import fold_constants
-    from translator.pipeline import prepare
+    from translator.pipeline import gc_paused, prepare
     from translator.render import render
 
     tables = tables or load_tables()
@@ -427,20 +427,21 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
 
         infer(model.graph, tables)
     g = model.graph
-    cg = Codegen(tables)
-    cg.before_legalization = before
-    params = [cg.bind(v) for v in g.inputs]
-    cg.graph_body(g)
-    returns = [cg.ref(v) for v in g.outputs]
-    out_names = [r if r.isidentifier() else f"output{i}" for i, r in enumerate(returns)]
-    buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
-               for name, arr, dtype, _ in cg.buffers.values()]
-    class_name = _class_name(model)
-    source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
-                    ops=model.op_histogram(), weights_file=WEIGHTS_FILE, helpers=[ops.helper_source(h) for h in cg.helpers],
-                    buffers=buffers, input_names=params, output_names=out_names,
-                    body=free_dead_locals(cg.scope.lines, set(params) | set(returns)),
-                    returns=returns, legalized=legalized)
+    with gc_paused():  # a few objects per node, all kept until the source is rendered
+        cg = Codegen(tables)
+        cg.before_legalization = before
+        params = [cg.bind(v) for v in g.inputs]
+        cg.graph_body(g)
+        returns = [cg.ref(v) for v in g.outputs]
+        out_names = [r if r.isidentifier() else f"output{i}" for i, r in enumerate(returns)]
+        buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
+                   for name, arr, dtype, _ in cg.buffers.values()]
+        class_name = _class_name(model)
+        source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
+                        ops=model.op_histogram(), weights_file=WEIGHTS_FILE, helpers=[ops.helper_source(h) for h in cg.helpers],
+                        buffers=buffers, input_names=params, output_names=out_names,
+                        body=free_dead_locals(cg.scope.lines, set(params) | set(returns)),
+                        returns=returns, legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            decomposed, legalized, in_dtypes, out_dtypes)
