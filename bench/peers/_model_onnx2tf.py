@@ -21,12 +21,20 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 
 def main() -> int:
-    model, inputs, out_dir, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+    model, inputs, out_dir, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]).resolve(), int(sys.argv[4])
+    model = str(Path(model).resolve())  # this runner changes directory below
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import onnx2tf
     import tensorflow as tf
 
     feeds = dict(np.load(inputs, allow_pickle=False))
+    # onnx2tf downloads sample images into its working directory for NHWC-looking 3-channel inputs;
+    # a seeded stand-in there keeps it offline (bench/peers/onnx2tf.py: offline_sample_data)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sample = out_dir / "calibration_image_sample_data_20x128x128x3_float32.npy"
+    if not sample.is_file():
+        np.save(sample, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+    os.chdir(out_dir)
     t = time.perf_counter()
     onnx2tf.convert(input_onnx_file_path=model, output_folder_path=str(out_dir / "tf"), not_use_onnxsim=True,
                     non_verbose=True, keep_ncw_or_nchw_or_ncdhw_input_names=list(feeds))

@@ -7,7 +7,9 @@ for the whole benchmark; each case goes over as files: onnx2tf converts it with
 the TFLite interpreter. onnx2tf hands 3-D to 5-D outputs back channels-last: an output whose
 shape is the expected one transposed N…C is transposed back before the comparison, and
 integer outputs are compared in the expected integer type (onnx2tf narrows int64 to int32).
-A runner that dies or hangs is restarted and the case counted as an error.
+The runner works in a folder holding a seeded stand-in for the sample images onnx2tf would
+otherwise download (``offline_sample_data``). A runner that dies or hangs is restarted and
+the case counted as an error.
 """
 from __future__ import annotations
 
@@ -22,6 +24,20 @@ VENV_PYTHON = HERE.parent / ".venv-onnx2tf" / "bin" / "python"
 RUNNER = HERE / "_onnx2tf_runner.py"
 
 
+#: onnx2tf's dummy-inference images (``download_test_image_data``): it fetches them from GitHub
+#: unless this file is in its working directory, for any model whose inputs all look like NHWC
+#: images with 3 channels; offline that is a ConnectionError that says nothing about onnx2tf
+SAMPLE_DATA = "calibration_image_sample_data_20x128x128x3_float32.npy"
+
+
+def offline_sample_data(folder: Path) -> None:
+    """A seeded stand-in for onnx2tf's sample images (only fed to its per-op ONNX/TF output check)."""
+    import numpy as np
+
+    if not (folder / SAMPLE_DATA).is_file():
+        np.save(folder / SAMPLE_DATA, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+
+
 class _TFRunner(_Runner):
     def start(self) -> None:
         import os
@@ -29,8 +45,10 @@ class _TFRunner(_Runner):
 
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", TF_CPP_MIN_LOG_LEVEL="3",
                    CUDA_VISIBLE_DEVICES="")
+        offline_sample_data(Path(self.tmp.name))
         self.proc = subprocess.Popen([str(VENV_PYTHON), "-P", str(RUNNER)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                                     cwd=self.tmp.name)
 
 
 _RUNNER: _TFRunner | None = None
