@@ -213,18 +213,30 @@ def compare_openvino(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: 
 
 def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
                    threads: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """opbridge's flatbuffer through ``tflite.runner`` (one interpreter, prepared once, warmed
-    up; each timed call sets the inputs, invokes and reads the outputs) and onnx2tf's in its
-    venv (timed on ``invoke()`` alone). Both interpreters use TFLite's default thread
-    count (``_model_onnx2tf.py`` takes no thread setting), so ``threads`` is not applied."""
+    """Both flatbuffers run in the onnx2tf venv's process (one TFLite build), each in one
+    ``tf.lite.Interpreter`` with ``threads`` threads, inputs set once, warmed up, then only
+    ``invoke()`` timed, the two alternating. Our outputs come from ``tflite.runner``."""
+    extra = ["--threads", str(threads)]
     try:
         mod, art, convert_s = convert_ours("tflite", path, out_dir)
         call = mod.runner(art)
-        ours = {"ok": True, "convert_s": convert_s, "transposes": art.transposes, "outputs": call(feeds),
-                "latency_s": timed({"ours": lambda: call(feeds)}, n)["ours"]}
+        ours = {"ok": True, "convert_s": convert_s, "transposes": art.transposes, "outputs": call(feeds)}
+        from emitters.tensorflow import feed_arrays
+
+        work = out_dir / "ours_for_timing"
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "model.tflite").write_bytes(art.tflite)
+        np.savez(work / "inputs.npz", **feed_arrays(art, feeds))
+        extra += ["--ours", str(work / "model.tflite"), "--ours-inputs", str(work / "inputs.npz")]
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         ours = failed(exc)
-    return ours, run_subprocess_peer("onnx2tf", path, feeds, n, out_dir)
+    theirs = run_subprocess_peer("onnx2tf", path, feeds, n, out_dir, extra)
+    if ours.get("ok"):
+        if "ours_latency_s" in theirs:
+            ours["latency_s"] = theirs.pop("ours_latency_s")
+        else:  # the peer failed before timing: ours alone, the same way
+            ours["latency_s"] = timed({"ours": lambda: call(feeds)}, n)["ours"]
+    return ours, theirs
 
 
 def failed(exc: BaseException) -> dict[str, Any]:

@@ -132,6 +132,11 @@ def main() -> int:
     if not args.json:
         print(f"best of {args.repeat} conversions per (size, backend); one process per backend, sizes taken in "
               f"turn in each round; ratios on CPU seconds (wall seconds beside)", flush=True)
+        if "onnx" in backends:
+            from emitters.onnx import FULL_CHECK_MAX_NODES
+
+            print(f"onnx: onnx.checker full_check up to {FULL_CHECK_MAX_NODES:,} nodes, its structural check above "
+                  f"(emitters/onnx.py)", flush=True)
     sizes.sort()
     with tempfile.TemporaryDirectory() as d:
         paths = [str(Path(d) / f"chain_{n}.onnx") for n in sizes]

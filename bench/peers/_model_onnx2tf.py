@@ -22,6 +22,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 def main() -> int:
     model, inputs, out_dir, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]).resolve(), int(sys.argv[4])
+    opts = dict(zip(sys.argv[5::2], sys.argv[6::2]))  # --threads N, --ours OURS.tflite --ours-inputs X.npz
+    threads = int(opts["--threads"]) if "--threads" in opts else None
     model = str(Path(model).resolve())  # this runner changes directory below
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import onnx2tf
@@ -40,23 +42,39 @@ def main() -> int:
                     non_verbose=True, keep_ncw_or_nchw_or_ncdhw_input_names=list(feeds))
     convert_s = time.perf_counter() - t
     tfl = sorted((out_dir / "tf").glob("*_float32.tflite"))[0]
-    interp = tf.lite.Interpreter(model_path=str(tfl))
+    interp = tf.lite.Interpreter(model_path=str(tfl), num_threads=threads)
     interp.allocate_tensors()
     details = interp.get_input_details()
     by_name = {d["name"]: d for d in details}
     for i, (name, x) in enumerate(feeds.items()):
         d = by_name.get(name) or details[i]
         interp.set_tensor(d["index"], x.astype(d["dtype"]))
-    times = []
-    for _ in range(n):
-        s = time.perf_counter()
-        interp.invoke()
-        times.append(time.perf_counter() - s)
+    timed = [interp]
+    if "--ours" in opts:  # opbridge's flatbuffer in this same process and TFLite build, timed alike
+        ours = tf.lite.Interpreter(model_path=opts["--ours"], num_threads=threads)
+        ours.allocate_tensors()
+        sig = ours.get_signature_runner().get_input_details()
+        for key, x in dict(np.load(opts["--ours-inputs"], allow_pickle=False)).items():
+            ours.set_tensor(sig[key]["index"], x.astype(sig[key]["dtype"]))
+        timed.append(ours)
+    for it in timed:  # warm-up
+        for _ in range(3):
+            it.invoke()
+    times: list[list[float]] = [[] for _ in timed]
+    for r in range(n):  # alternate which one goes first, so load falls on both alike
+        order = list(enumerate(timed)) if r % 2 == 0 else list(reversed(list(enumerate(timed))))
+        for j, it in order:
+            s = time.perf_counter()
+            it.invoke()
+            times[j].append(time.perf_counter() - s)
     outs = [interp.get_tensor(o["index"]) for o in interp.get_output_details()]
     np.savez(out_dir / "outputs.npz", *outs)
     ops = interp._get_ops_details()  # noqa: SLF001 - the interpreter's op list
-    print(json.dumps({"convert_s": convert_s, "latency_s": statistics.median(times),
-                      "transposes": sum(1 for o in ops if o["op_name"] == "TRANSPOSE")}))
+    rec = {"convert_s": convert_s, "latency_s": statistics.median(times[0]),
+           "transposes": sum(1 for o in ops if o["op_name"] == "TRANSPOSE")}
+    if len(times) > 1:
+        rec["ours_latency_s"] = statistics.median(times[1])
+    print(json.dumps(rec))
     return 0
 
 
