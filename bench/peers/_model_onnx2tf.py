@@ -39,7 +39,9 @@ def main() -> int:
     os.chdir(out_dir)
     t = time.perf_counter()
     onnx2tf.convert(input_onnx_file_path=model, output_folder_path=str(out_dir / "tf"), not_use_onnxsim=True,
-                    non_verbose=True, keep_ncw_or_nchw_or_ncdhw_input_names=list(feeds))
+                    non_verbose=True,
+                    # keep the source layout for image-like inputs (onnx2tf accepts only 3-D to 5-D names here)
+                    keep_ncw_or_nchw_or_ncdhw_input_names=[k for k, v in feeds.items() if 3 <= v.ndim <= 5] or None)
     convert_s = time.perf_counter() - t
     tfl = sorted((out_dir / "tf").glob("*_float32.tflite"))[0]
     interp = tf.lite.Interpreter(model_path=str(tfl), num_threads=threads)
