@@ -20,6 +20,7 @@ from translator.errors import Unsupported
 from translator.ir import Graph, Model, TensorType, Value
 from translator.lowering import lower_for, native_ops
 from translator.tables import Tables, load_tables
+from translator.pipeline import paused_gc
 
 NAME = "onnx"
 
@@ -277,6 +278,7 @@ def _doc_string(model: Model) -> str:
 FULL_CHECK_MAX_NODES = 20_000
 
 
+@paused_gc
 def emit(model: Model, opset: int | None = None, ir_version: int | None = None, check: bool | str = True,
          tables: Tables | None = None) -> Any:
     """IR → ``onnx.ModelProto`` at ``opset`` (default: newest onnxruntime accepts).

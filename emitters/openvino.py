@@ -34,6 +34,7 @@ from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, TensorType, Value
 from translator.render import ident, pyrepr
 from translator.tables import Tables, load_tables
+from translator.pipeline import paused_gc
 
 NAME = "openvino"
 #: the CPU plugin's compile configuration used by ``run`` (and by the openvino_fe peer)
@@ -583,6 +584,7 @@ def _node_accepts(tables: Tables, types: Mapping[str, str]) -> Callable[[Node], 
     return accepts
 
 
+@paused_gc
 def emit(model: Model, tables: Tables | None = None) -> Artifact:
     """IR → builder script + weights, and the ``ov.Model`` that script builds (``Artifact``)."""
     from translator.infer import infer

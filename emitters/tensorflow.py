@@ -34,6 +34,7 @@ from translator.ir import Graph, Model, Node, Value
 from translator.tables import Tables, load_tables
 
 from . import tensorflow_ops as ops
+from translator.pipeline import paused_gc
 
 NAME = "tensorflow"
 #: constants with more elements than this become tf.Variables (kept out of the graph proto)
@@ -433,6 +434,7 @@ def channels_last_ops(node: Node) -> bool:
     return ops.channels_last(node)
 
 
+@paused_gc
 def translate(model: Model, backend: str = NAME, tables: Tables | None = None, io_channels_last: bool = False,
               accepts: Check | None = None, legal: frozenset[str] | None = None) -> TFArtifact:
     """The shared TensorFlow / TFLite pipeline. ``accepts``: an extra per-node check of the

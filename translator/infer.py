@@ -17,6 +17,7 @@ from typing import Any, Callable
 from .errors import VerifyError
 from .ir import Graph, Node, TensorType, Value
 from .tables import Tables, load_tables
+from .gcpause import paused_gc
 
 Dims = "tuple[int | str | None, ...]"
 ShapeRule = Callable[[Node], "list[tuple | None]"]
@@ -406,6 +407,7 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
     return [TensorType(d, tuple(s) if s is not None else None) for d, s in zip(dtypes, shapes)]
 
 
+@paused_gc
 def infer(graph: Graph, tables: Tables | None = None) -> None:
     """Fill unknown dtypes/shapes of node outputs in place (known ones are kept)."""
     tables = tables or load_tables()
