@@ -116,3 +116,16 @@ def models_dir() -> Path:
             subprocess.run([str(PEERS_PY), str(ROOT / "bench" / "export_models.py"), "--models", ",".join(missing)],
                            check=True, timeout=1800)
     return MODELS_DIR
+
+
+# ----------------------------------------------------------------------------- node-test gates
+def run_nodetests(backend: str, peers: str, tmp_path: Path, timeout: int) -> dict:
+    """``bench/nodetests.py --backend B --peers P --json`` as a subprocess; its JSON report.
+    (The slow acceptance gates of every backend call this.)"""
+    import subprocess
+
+    out = tmp_path / f"{backend}.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", backend, "--peers", peers,
+                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(out.read_text())

@@ -307,14 +307,9 @@ def test_resnet18_matches_the_reference(models_dir):
 def test_node_tests_pass_at_least_what_openvinos_own_frontend_passes(tmp_path):
     """The ONNX backend node tests through the emitter and, in the same run, through OpenVINO's
     ONNX frontend (bench/peers/openvino_fe.py), both compiled with f32 inference precision."""
-    import json
+    from conftest import run_nodetests
 
-    out = tmp_path / "openvino.json"
-    cmd = [sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "openvino", "--peers", "openvino_fe",
-           "--json", str(out), "-q"]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=3000)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(out.read_text())
+    r = run_nodetests("openvino", "openvino_fe", tmp_path, timeout=3000)
     ours, peer = r["counts"]["pass"], r["peers"]["openvino_fe"]["counts"]["pass"]
     assert ours >= peer and ours >= 1450, f"openvino backend {ours}, OpenVINO's ONNX frontend {peer}"
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass"), "every failure needs a reason code"

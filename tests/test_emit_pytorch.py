@@ -361,13 +361,9 @@ def test_xfail_fragment_names_real_ops():
 @pytest.mark.slow
 def test_node_tests_pass_1250_with_a_reason_for_every_gap(tmp_path):
     """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py)."""
-    import json
+    from conftest import run_nodetests
 
-    out = tmp_path / "pytorch.json"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "pytorch", "--peers", "none",
-                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=1800)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(out.read_text())
+    r = run_nodetests("pytorch", "none", tmp_path, timeout=1800)
     assert r["counts"]["pass"] >= 1250
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
 

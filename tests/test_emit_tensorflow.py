@@ -212,12 +212,8 @@ def test_a_gap_is_refused_with_a_reason():
 @pytest.mark.slow
 def test_node_tests_pass_1100_with_a_reason_for_every_gap(tmp_path):
     """The ONNX backend node tests through the TensorFlow emitter (bench/nodetests.py)."""
-    import json
+    from conftest import run_nodetests
 
-    out = tmp_path / "tensorflow.json"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "tensorflow", "--peers", "none",
-                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=3600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(out.read_text())
+    r = run_nodetests("tensorflow", "none", tmp_path, timeout=3600)
     assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1100
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")

@@ -2,8 +2,6 @@
 range check, retrying through the table's decompositions, atomic and deterministic saves."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -101,13 +99,9 @@ def test_hostile_tensor_name_stays_data():
 @pytest.mark.slow
 def test_node_tests_pass_900_with_a_reason_for_every_gap(tmp_path):
     """The ONNX backend node tests through the TFLite emitter (bench/nodetests.py)."""
-    import json
+    from conftest import run_nodetests
 
-    out = tmp_path / "tflite.json"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", "tflite", "--peers", "none",
-                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=5400)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(out.read_text())
+    r = run_nodetests("tflite", "none", tmp_path, timeout=5400)
     assert r["cases"] >= 1800 and r["counts"]["pass"] >= 900
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
 

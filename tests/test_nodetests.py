@@ -5,23 +5,17 @@ issue's acceptance criteria, measured side by side with onnxruntime in the same 
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import run_nodetests
+
 pytestmark = pytest.mark.slow
 
 
 def _run(backend: str, peers: str, tmp_path: Path) -> dict:
-    out = tmp_path / f"{backend}.json"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", backend, "--peers", peers,
-                        "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=2700)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(out.read_text())
+    return run_nodetests(backend, peers, tmp_path, timeout=2700)
 
 
 def test_onnx_backend_passes_at_least_what_onnxruntime_passes_natively(tmp_path):
