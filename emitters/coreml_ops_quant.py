@@ -133,6 +133,17 @@ def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
     return args
 
 
+def _into_output(gen: Gen, node: Node, produced: str, call: str, key: str) -> None:
+    """Emit ``call`` (without its ``name=``) as the node's output when it produces the output's
+    dtype, else into a temporary cast to the (legalized) output dtype."""
+    out = node.outputs[0]
+    same = out.type.dtype == produced
+    var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, key)
+    gen.emit(f"{var} = {call}, name={nm})")
+    if not same:
+        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+
+
 @lowering("quantize_linear", check=_quant_check, any_dtype=True)
 def _quantize(gen: Gen, node: Node) -> None:
     """y = saturate(round_half_even(x / scale) + zero_point), divided in the scale's dtype;
@@ -149,18 +160,14 @@ def _quantize(gen: Gen, node: Node) -> None:
         t, tn = gen.tmp(node, "x")
         gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(mil_dtype(scale_dt))}, name={tn})")
         xv = t
-    same = out.type.dtype == q
-    var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, "q")
-    gen.emit(f"{var} = mb.quantize(input={xv}, {args}, output_dtype={pyrepr(q)}, name={nm})")
-    if not same:
-        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+    _into_output(gen, node, q, f"mb.quantize(input={xv}, {args}, output_dtype={pyrepr(q)}", "q")
 
 
 @lowering("dequantize_linear", check=_quant_check, any_dtype=True)
 def _dequantize(gen: Gen, node: Node) -> None:
     """y = (x - zero_point) * scale in the scale's dtype; legalized int32 data is cast back to
     its int8/uint8 first (its values are in range: inputs are range-checked at the boundary)."""
-    x, out = node.inputs[0], node.outputs[0]
+    x = node.inputs[0]
     q = node.meta.get("coreml_qdtype", x.type.dtype)
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
@@ -172,11 +179,7 @@ def _dequantize(gen: Gen, node: Node) -> None:
         t, tn = gen.tmp(node, "q")
         gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(q)}, name={tn})")
         xv = t
-    same = out.type.dtype == scale_dt
-    var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, "dq")
-    gen.emit(f"{var} = mb.dequantize(input={xv}, {args}, name={nm})")
-    if not same:
-        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+    _into_output(gen, node, scale_dt, f"mb.dequantize(input={xv}, {args}", "dq")
 
 
 __all__ = ["note_quant_dtypes", "QDTYPES"]
