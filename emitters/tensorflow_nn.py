@@ -384,6 +384,14 @@ def _resize_check(n: Node) -> tuple[str, str] | None:
     return None
 
 
+def _narrowed(c: Any, y: str, dt: str) -> str:
+    """A value computed in a wider float back to ``dt``: integers rounded and saturated first."""
+    if not is_float(dt):
+        info = np.iinfo(np.dtype(dt))
+        y = f"tf.clip_by_value(tf.math.round({y}), {float(info.min)}, {float(info.max)})"
+    return f"tf.cast({y}, {c.tf(dt)})"
+
+
 @lowering("resize", "upsample", accepts=_resize_check)
 def resize(c: Any) -> list[str]:
     """Separable: each resized axis is a gather (nearest) or an (out, in) weight matrix —
@@ -441,10 +449,7 @@ def resize(c: Any) -> list[str]:
             lines.append(f"{nxt} = tf.einsum({c.lit(eq)}, {src}, {mat})")
         y = nxt
     if widened:
-        if not is_float(dt):
-            info = np.iinfo(np.dtype(dt))
-            y = f"tf.clip_by_value(tf.math.round({y}), {float(info.min)}, {float(info.max)})"
-        y = f"tf.cast({y}, {c.tf(dt)})"
+        y = _narrowed(c, y, dt)
     if outside:
         mask = np.zeros([1] * r, dtype=bool)
         for a, om in outside:
@@ -559,10 +564,7 @@ def resize_dynamic(c: Any) -> list[str]:
             lines.append(f"{nxt} = tf.einsum({c.lit(eq)}, {src}, tf.cast({m}, {work}))")
         y = nxt
     if widened:
-        if not is_float(dt):
-            info = np.iinfo(np.dtype(dt))
-            y = f"tf.clip_by_value(tf.math.round({y}), {float(info.min)}, {float(info.max)})"
-        y = f"tf.cast({y}, {c.tf(dt)})"
+        y = _narrowed(c, y, dt)
     if ctm == "tf_crop_and_resize":
         y = f"tf.where({outside}, tf.cast({c.lit(extrap)}, {c.tf(dt)}), {y})"
     return lines + [f"{c.o()} = {y}"]
