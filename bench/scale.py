@@ -2,15 +2,22 @@
 
 Each backend runs in its own process, converting a chain of cheap ops (Add / Mul / Relu /
 Neg / Abs on a [1, 8] tensor with small constants): ONNX frontend → IR → verifier → lowering → emitter, no execution.
-Each size is converted k times (``-k``, default 3), in rounds that take the sizes in
-turn, and the best run counts, so a spell of load from other processes neither decides
-nor falls on one size only. Peak RSS per size is read after its first conversion (the
-first round goes smallest first). Prints CPU and wall seconds and peak MB per
-size and backend, and per backend the ratio time(largest) / time(second largest) on CPU
-seconds (wall beside): linear growth is 10 for 100k / 10k, the limit 12. Exits 1 when a
-ratio is over the limit or a conversion failed.
 
-    python bench/scale.py [--sizes 1000,10000,100000] [--backends onnx,...] [-k 3] [--json]
+One timed sample of a size is a batch of back-to-back conversions, so that every sample
+lasts about as long as one conversion of the largest size (a 10k graph is converted 10
+times in a row per sample, capped at ``--max-batch``); the per-conversion time is the
+batch time divided by its length. Between conversions the previous one's objects are
+collected, untimed, as before a single conversion. Samples of equal length see the machine's noise alike:
+the minimum of a few one-second samples would otherwise be systematically luckier than
+the minimum of a few ten-second ones, which biases the ratio upwards. Each size gets k
+samples (``-k``, default 3), in rounds that take the sizes in turn, and the best counts.
+Peak RSS per size is read after its first conversion (the first round goes smallest
+first). Prints CPU and wall seconds per conversion and peak MB per size and backend, and
+per backend the ratio time(largest) / time(second largest) on CPU seconds (wall beside):
+linear growth is 10 for 100k / 10k, the limit 12. Exits 1 when a ratio is over the limit
+or a conversion failed.
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--backends onnx,...] [-k 3] [--max-batch 10] [--json]
 """
 from __future__ import annotations
 
@@ -50,16 +57,19 @@ def build_model(n: int, path: Path) -> None:
     onnx.save_model(m, str(path))
 
 
-def measure(paths: list[str], backend: str, repeat: int) -> dict:
-    """Child process (one per backend): convert each model ``repeat`` times, in rounds that
-    take the sizes in turn (ascending), so a spell of load from other processes falls on
-    all sizes alike; report per size the best wall and CPU seconds and the peak RSS.
+def measure(paths: list[str], batches: list[int], backend: str, repeat: int) -> dict:
+    """Child process (one per backend): take ``repeat`` samples of each model, in rounds
+    that take the sizes in turn (ascending), so a spell of load from other processes falls
+    on all sizes alike; report per size the best per-conversion wall and CPU seconds, the
+    batch length, and the peak RSS.
 
-    Each conversion starts from the file (frontend → IR → verifier → lowering → emitter);
-    the previous one's objects are freed first. The peak RSS of a size is read right after
-    its first conversion: the first round runs the sizes smallest first, so it is that
-    conversion's own high-water mark. CPU time (this process, all its threads) is what
-    another process's load disturbs least, so the ratios are taken on it.
+    A sample converts a model ``batch`` times back to back (``batches``, one per path,
+    from ``batch_lengths``). Each conversion starts from the
+    file (frontend → IR → verifier → lowering → emitter); the previous one's objects are
+    freed first. The peak RSS of a size is read right after its first conversion: the
+    first round runs the sizes smallest first, so it is that conversion's own high-water
+    mark. CPU time (this process, all its threads) is what another process's load disturbs
+    least, so the ratios are taken on it.
     """
     import gc
     import resource
@@ -74,17 +84,28 @@ def measure(paths: list[str], backend: str, repeat: int) -> dict:
     mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
     out: dict = {p: {"seconds": float("inf"), "cpu_seconds": float("inf"), "runs": repeat} for p in paths}
     for _ in range(repeat):
-        for p in paths:
-            gc.collect()
-            w, c = time.perf_counter(), time.process_time()
-            model = load_onnx(p)
-            artifact = mod.emit(model)
-            cpu, wall = time.process_time() - c, time.perf_counter() - w
+        for p, batch in zip(paths, batches):
             r = out[p]
-            r["cpu_seconds"], r["seconds"], r["nodes"] = min(r["cpu_seconds"], cpu), min(r["seconds"], wall), len(model.graph.nodes)
-            r.setdefault("peak_mb", _peak_mb(resource))
-            del model, artifact
+            cpu = wall = 0.0
+            for _k in range(batch):
+                gc.collect()  # the previous conversion's objects (IR graphs are cyclic): not timed
+                w, c = time.perf_counter(), time.process_time()
+                model = load_onnx(p)
+                artifact = mod.emit(model)
+                cpu, wall = cpu + time.process_time() - c, wall + time.perf_counter() - w
+                r["nodes"] = len(model.graph.nodes)
+                if "peak_mb" not in r:
+                    r["peak_mb"] = _peak_mb(resource)
+                del model, artifact
+            cpu, wall = cpu / batch, wall / batch
+            r["cpu_seconds"], r["seconds"] = min(r["cpu_seconds"], cpu), min(r["seconds"], wall)
+            r["batch"] = batch
     return out
+
+
+def batch_lengths(sizes: list[int], max_batch: int) -> list[int]:
+    """Conversions per timed sample: about as many as make one conversion of the largest size."""
+    return [max(1, min(max_batch, max(sizes) // n)) for n in sizes]
 
 
 def _peak_mb(resource: Any) -> float:
@@ -119,19 +140,24 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--backends", help=f"comma-separated (default: {','.join(DEFAULT_BACKENDS)})")
     ap.add_argument("-k", "--repeat", type=int, default=3, help="conversions per (size, backend); the best counts")
+    ap.add_argument("--max-batch", type=int, default=10,
+                    help="most conversions in one timed sample of a small size (default 10)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0].split(","), args.child[1], int(args.child[2]))))
+        print(json.dumps(measure(args.child[0].split(","), [int(b) for b in args.child[1].split(",")], args.child[2],
+                                 int(args.child[3]))))
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     avail = available_backends()
     backends = args.backends.split(",") if args.backends else [b for b in DEFAULT_BACKENDS if b in avail]
     results: dict = {}
     if not args.json:
-        print(f"best of {args.repeat} conversions per (size, backend); one process per backend, sizes taken in "
-              f"turn in each round; ratios on CPU seconds (wall seconds beside)", flush=True)
+        print(f"best of {args.repeat} samples per (size, backend), a sample = "
+              + ", ".join(f"{b} x {n:,}" for n, b in zip(sorted(sizes), batch_lengths(sorted(sizes), args.max_batch)))
+              + " nodes back to back; one process per backend, sizes taken in turn in each round; seconds per "
+              "conversion, ratios on CPU seconds (wall seconds beside)", flush=True)
         if "onnx" in backends:
             from emitters.onnx import FULL_CHECK_MAX_NODES
 
@@ -142,8 +168,10 @@ def main() -> int:
         paths = [str(Path(d) / f"chain_{n}.onnx") for n in sizes]
         for n, path in zip(sizes, paths):
             build_model(n, Path(path))
+        batches = batch_lengths(sizes, args.max_batch)
         for b in backends:
-            p = subprocess.run([sys.executable, __file__, "--child", ",".join(paths), b, str(args.repeat)],
+            p = subprocess.run([sys.executable, __file__, "--child", ",".join(paths),
+                                ",".join(map(str, batches)), b, str(args.repeat)],
                                capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
             if p.returncode != 0:
                 results[b] = {n: {"error": (p.stderr.strip().splitlines() or ["?"])[-1]} for n in sizes}

@@ -28,6 +28,7 @@ import numpy as np
 from translator.errors import Unsupported
 from translator.ir import Graph, Node, Value
 from translator.lowering import register_lowering
+from translator.names import NameSet
 from translator.render import ident, pyrepr
 from translator.tables import Tables
 
@@ -150,19 +151,14 @@ class Gen:
         self.weights: dict[str, np.ndarray] = {}
         self.weight_vars: list[tuple[str, str]] = []
         self.names: dict[int, str] = {}
-        self.used: set[str] = set()
+        self.used = NameSet()
         self.origin: dict[str, str] = {}
         self.output_names: list[str] = []
         self._op = "?"
 
     # names -------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        s = ident(base or "v")
-        n, k = s, 1
-        while n in self.used:
-            n = f"{s}_{k}"
-            k += 1
-        self.used.add(n)
+        n = self.used.take(ident(base or "v"))
         self.origin[n] = self._op
         return n
 

@@ -19,6 +19,7 @@ import numpy as np
 from translator.errors import Unsupported
 from translator.ir import Graph, Model, TensorType, Value
 from translator.lowering import lower_for, native_ops
+from translator.names import NameSet
 from translator.tables import Tables, load_tables
 from translator.pipeline import paused_gc
 
@@ -64,19 +65,13 @@ class _Emitter:
         self.opset = opset
         self.enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
         self.names: dict[int, str] = {}
-        self.used: set[str] = set()
+        self.used = NameSet(sep="__")
         self.onnx = onnx
 
     def name(self, v: Value) -> str:
         key = id(v)
         if key not in self.names:
-            base = v.name or "v"
-            n, k = base, 1
-            while n in self.used:
-                n = f"{base}__{k}"
-                k += 1
-            self.used.add(n)
-            self.names[key] = n
+            self.names[key] = self.used.take(v.name or "v")
         return self.names[key]
 
     def elem(self, dtype: str | None) -> int:

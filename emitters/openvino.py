@@ -32,6 +32,7 @@ import numpy as np
 
 from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, TensorType, Value
+from translator.names import NameSet
 from translator.render import ident, pyrepr
 from translator.tables import Tables, load_tables
 from translator.pipeline import paused_gc
@@ -111,16 +112,10 @@ class _Namer:
     """Model names → unique Python identifiers (sanitized by ``render.ident``)."""
 
     def __init__(self) -> None:
-        self.used: set[str] = set(RESERVED)
+        self.used = NameSet(RESERVED)
 
     def fresh(self, base: str) -> str:
-        s = ident(base, "v")
-        name, k = s, 1
-        while name in self.used:
-            name = f"{s}_{k}"
-            k += 1
-        self.used.add(name)
-        return name
+        return self.used.take(ident(base, "v"))
 
 
 @dataclass

@@ -27,6 +27,7 @@ import numpy as np
 
 from translator.errors import Unsupported
 from translator.ir import Graph, Model, Node, Value
+from translator.names import NameSet
 from translator.render import ident
 from translator.tables import Tables, load_tables
 
@@ -202,7 +203,7 @@ class _Scope:
     def __init__(self, parent: "_Scope | None", indent: str) -> None:
         self.parent = parent
         self.names: dict[int, str] = {}
-        self.used: set[str] = set(parent.used) if parent else set()
+        self.used = NameSet(parent.used.taken if parent else ())
         self.lines: list[str] = []
         self.indent = indent
 
@@ -222,7 +223,7 @@ class Codegen:
         self.tables = tables
         self.torch_dtype = torch_dtypes(tables)
         self.buffers: dict[int, tuple[str, np.ndarray, str, Value]] = {}
-        self.buffer_names: set[str] = set()
+        self.buffer_names = NameSet()
         self.helpers: list[str] = []
         self.scope = _Scope(None, "")
         #: value id → its dtype before legalization (uint16 / uint32 widened)
@@ -237,12 +238,7 @@ class Codegen:
         root = ident(base)
         if root in _RESERVED:
             root = f"{root}_"
-        name, k = root, 1
-        while name in self.scope.used:
-            name = f"{root}_{k}"
-            k += 1
-        self.scope.used.add(name)
-        return name
+        return self.scope.used.take(root)
 
     def bind(self, v: Value) -> str:
         name = self.fresh(v.name)
@@ -254,11 +250,7 @@ class Codegen:
             root = ident(v.name, prefix="c")
             if root in self._module_attrs or root in _RESERVED:
                 root = f"{root}_"
-            name, k = root, 1
-            while name in self.buffer_names:
-                name = f"{root}_{k}"
-                k += 1
-            self.buffer_names.add(name)
+            name = self.buffer_names.take(root)
             dtype = self.dtype_name(v.type.dtype)
             self.buffers[id(v)] = (name, v.const, dtype, v)
         return f"self.{self.buffers[id(v)][0]}"

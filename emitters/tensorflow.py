@@ -31,6 +31,7 @@ import numpy as np
 
 from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, Value
+from translator.names import NameSet
 from translator.tables import Tables, load_tables
 
 from . import tensorflow_ops as ops
@@ -113,19 +114,13 @@ class Namer:
     """Model names → unique Python identifiers (sanitized; never a keyword or builtin)."""
 
     def __init__(self) -> None:
-        self.used: set[str] = set(_RESERVED)
+        self.used = NameSet(_RESERVED)
         self.names: dict[int, str] = {}
 
     def fresh(self, base: str) -> str:
         from translator.render import ident
 
-        b = ident(base)
-        name, k = b, 1
-        while name in self.used:
-            name = f"{b}_{k}"
-            k += 1
-        self.used.add(name)
-        return name
+        return self.used.take(ident(base))
 
     def __call__(self, v: Value) -> str:
         if id(v) not in self.names:

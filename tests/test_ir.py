@@ -62,3 +62,53 @@ def test_insert_before_keeps_order():
     n = g.add_node("abs", [x], outputs=["z"], before=b.producer)
     assert [m.op for m in g.nodes] == ["relu", "abs", "neg", "add"]
     assert n.graph is g
+
+
+def test_pending_edits_apply_in_order():
+    """Insertions before a node (also before one just inserted) and removals are recorded
+    and applied in one pass when ``nodes`` is read; the order is what eager edits give."""
+    g, x, a, b, c = _chain()
+    relu, neg = a.producer, b.producer
+    p = g.add_node("abs", [x], outputs=["p"], before=neg)
+    q = g.add_node("exp", [x], outputs=["q"], before=neg)
+    r = g.add_node("sin", [x], outputs=["r"], before=q)  # before a node not yet placed
+    g.replace_all_uses_with(a, x)
+    g.remove_node(relu)
+    gone = g.add_node("cos", [x], outputs=["s"], before=neg)
+    g.remove_node(gone)  # inserted and removed before any read
+    assert [n.op for n in g.nodes] == ["abs", "sin", "exp", "neg", "add"]
+    assert p.graph is g and r.graph is g and relu.graph is None and gone.graph is None
+    with pytest.raises(ValueError, match="not in graph"):
+        g.add_node("abs", [x], before=relu)
+    with pytest.raises(ValueError, match="not in graph"):
+        g.remove_node(relu)
+    assert len(g) == 5
+
+
+def _edit_seconds(n: int) -> float:
+    """Decompose-like edits on an n-node chain: per node, insert two nodes before it, reroute,
+    remove it."""
+    import time
+
+    g = Graph()
+    v = g.add_input("x", TensorType("float32", (1,)))
+    for _ in range(n):
+        v = g.add_node("relu", [v], outputs=["t"]).outputs[0]
+    g.outputs = [v]
+    t = time.process_time()
+    for node in list(g.nodes):
+        first = g.add_node("neg", [node.inputs[0]], outputs=["t"], before=node)
+        second = g.add_node("neg", first.outputs, outputs=["t"], before=node)
+        g.replace_all_uses_with(node.outputs[0], second.outputs[0])
+        g.remove_node(node)
+    assert len(g.nodes) == 2 * n
+    return time.process_time() - t
+
+
+def test_edits_and_names_take_linear_time():
+    """10x the nodes costs about 10x (quadratic edits or name scans would cost ~100x); all
+    values here share one name root, the worst case for suffix scans."""
+    _edit_seconds(500)  # warm-up
+    small = min(_edit_seconds(2_000) for _ in range(2))
+    big = min(_edit_seconds(20_000) for _ in range(2))
+    assert big / small < 30, f"2k → 20k nodes: {big / small:.1f}x the time"

@@ -10,6 +10,9 @@
   outputs, attributes (Python values; subgraphs are ``Graph`` objects).
 * ``Graph``: inputs, outputs, nodes in a deterministic order; edits go through
   ``add_node`` / ``remove_node`` / ``replace_all_uses_with`` so use lists stay exact.
+  Each edit is O(1) (amortized): removals and insertions before a node are recorded and
+  applied in one linear pass the next time ``nodes`` is read, so a pass that decomposes or
+  folds k nodes of an n-node graph costs O(n + k), not O(n·k).
 
 Iteration order is insertion order everywhere, so the same input builds the same graph.
 """
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from .names import NameSet
 
 if TYPE_CHECKING:  # numpy is imported only by code that touches constants
     import numpy as np
@@ -130,19 +135,42 @@ class Graph:
         self.name = name
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
-        self.nodes: list[Node] = []
+        self._nodes: list[Node] = []
+        self._before: dict[int, list[Node]] = {}  # id(node) → nodes inserted before it, in order
+        self._removed = 0  # nodes in _nodes whose graph is no longer this one
         self.constants: dict[str, Value] = {}
-        self._names: set[str] = set()
+        self._names = NameSet()
         self.parent: Graph | None = None
+
+    # ------------------------------------------------------------------ node order
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes in order (edits since the last read are applied here, in one pass)."""
+        if self._before or self._removed:
+            self._materialize()
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, nodes: list[Node]) -> None:
+        self._nodes, self._before, self._removed = list(nodes), {}, 0
+
+    def _materialize(self) -> None:
+        out: list[Node] = []
+        before = self._before
+
+        def place(n: Node) -> None:
+            for m in before.pop(id(n), ()):
+                place(m)
+            if n.graph is self:
+                out.append(n)
+
+        for n in self._nodes:
+            place(n)
+        self._nodes, self._before, self._removed = out, {}, 0
 
     # ------------------------------------------------------------------ construction
     def unique_name(self, base: str) -> str:
-        name, k = base or "v", 1
-        while name in self._names:
-            name = f"{base}_{k}"
-            k += 1
-        self._names.add(name)
-        return name
+        return self._names.take(base or "v")
 
     def add_input(self, name: str, type: TensorType) -> Value:
         v = Value(self.unique_name(name), type)
@@ -168,18 +196,22 @@ class Graph:
         node = Node(op, inputs, outs, attrs, name or op)
         node.graph = self
         if before is not None:
-            self.nodes.insert(self.nodes.index(before), node)
+            if before.graph is not self:
+                raise ValueError(f"node {before.name!r} is not in graph {self.name!r}")
+            self._before.setdefault(id(before), []).append(node)
         else:
-            self.nodes.append(node)
+            self._nodes.append(node)
         return node
 
     def remove_node(self, node: Node) -> None:
         for v in node.outputs:
             if v.uses or v in self.outputs:
                 raise ValueError(f"cannot remove node {node.name!r}: output {v.name!r} still used")
+        if node.graph is not self:
+            raise ValueError(f"node {node.name!r} is not in graph {self.name!r}")
         node._set_inputs(())
-        self.nodes.remove(node)
         node.graph = None
+        self._removed += 1
 
     def replace_all_uses_with(self, old: Value, new: Value) -> None:
         for node, i in list(old.uses):
