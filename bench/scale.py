@@ -154,7 +154,7 @@ def main() -> int:
     backends = args.backends.split(",") if args.backends else [b for b in DEFAULT_BACKENDS if b in avail]
     results: dict = {}
     if not args.json:
-        print(f"best of {args.repeat} samples per (size, backend), a sample = "
+        print((f"best of {args.repeat} samples" if args.repeat > 1 else "one sample") + " per (size, backend), a sample = "
               + ", ".join(f"{b} x {n:,}" for n, b in zip(sorted(sizes), batch_lengths(sorted(sizes), args.max_batch)))
               + " nodes back to back; one process per backend, sizes taken in turn in each round; seconds per "
               "conversion, ratios on CPU seconds (wall seconds beside)", flush=True)
