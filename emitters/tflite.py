@@ -5,7 +5,8 @@ column (an op is native when its TFLite cell is native or composite and the Tens
 code for it exists), with TFLite's dtypes (``legal_dtypes``: int64 → int32 with a range
 check, float64 / float16 → float32, …; every change reported), then converts the
 ``tf.function`` with ``tf.lite.TFLiteConverter`` — builtin ops only unless
-``allow_select_tf_ops``. When the converter rejects a TensorFlow op, the IR node that
+``allow_select_tf_ops`` (graphs above 2 x 10k nodes in segments, joined afterwards:
+``tflite_segments``). When the converter rejects a TensorFlow op, the IR node that
 produced it (known from the generated source's line numbers) is decomposed through the
 table and the conversion retried; a node with no decomposition is ``Unsupported``.
 
@@ -59,6 +60,15 @@ def emit(model: Model, io_channels_last: bool = False, allow_select_tf_ops: bool
                 if v is not None and v.type.dtype is not None and v.type.dtype not in legal:
                     raise Unsupported(node.op, NAME, "unsupported_dtype",
                                       f"bit_cast of {v.type.dtype}, which TFLite legalizes to another width", node.name)
+    if not io_channels_last:
+        from translator.pipeline import prepare
+
+        from . import tflite_segments
+
+        segments = tflite_segments.split(prepare(model))
+        if segments is not None:  # a very large graph: the converter gets it in segments
+            return tflite_segments.convert(model, segments, lambda part: emit(
+                part, allow_select_tf_ops=allow_select_tf_ops, tables=tables))
     original = clone(model)
     rejected: dict[str, str] = {}  # node name -> the TensorFlow op the converter rejected
 

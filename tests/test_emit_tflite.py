@@ -145,3 +145,56 @@ def test_depthwise_conv_is_a_depthwise_builtin(mult, strides, dil, pads):
         ops = {o["op_name"] for o in tf.lite.Interpreter(model_content=art.tflite)._get_ops_details()}
     assert "DEPTHWISE_CONV_2D" in ops and "CONV_2D" not in ops
     assert compare(expected, tflite.run(art, feeds)[0], rtol=1e-4, atol=1e-5).ok
+
+
+def _branchy_model(n_blocks: int):
+    """Residual blocks on float32 plus an int64 counter chain; an early value is both a
+    model output and read by the last block, so values cross every cut."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], [numpy_helper.from_array(np.full((1, 4), 0.5, np.float32), "half"),
+                        numpy_helper.from_array(np.asarray([3], np.int64), "three")]
+    x, k = "x", "k"
+    early = None
+    for i in range(n_blocks):
+        nodes += [helper.make_node("Mul", [x, "half"], [f"m{i}"]), helper.make_node("Relu", [f"m{i}"], [f"r{i}"]),
+                  helper.make_node("Add", [x, f"r{i}"], [f"x{i}"]), helper.make_node("Add", [k, "three"], [f"k{i}"])]
+        x, k = f"x{i}", f"k{i}"
+        if i == 1:
+            early = x
+    nodes.append(helper.make_node("Sub", [x, early], ["y"]))
+    g = helper.make_graph(nodes, "branchy", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+                                             helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4]),
+                           helper.make_tensor_value_info(early, TensorProto.FLOAT, [1, 4]),
+                           helper.make_tensor_value_info(k, TensorProto.INT64, [1])], inits)
+    return onnx.helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_large_graph_converts_in_segments_joined_into_one_model(monkeypatch, tmp_path):
+    """With the threshold lowered to 8 nodes, a 33-node graph converts in 5 segments; the
+    joined flatbuffer has one subgraph, no segment-boundary tensors left as inputs, and
+    gives what the whole conversion and the reference give."""
+    import onnx
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    from emitters import tflite_segments
+
+    path = tmp_path / "branchy.onnx"
+    onnx.save_model(_branchy_model(8), str(path))
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 4)).astype(np.float32),
+             "k": np.asarray([5], np.int64)}
+    expected = ref_run(load_onnx(path), feeds)
+    whole = tflite.emit(load_onnx(path))
+    monkeypatch.setattr(tflite_segments, "SEGMENT_NODES", 8)
+    art = tflite.emit(load_onnx(path))
+    assert art.options["segments"] == 5 and "segments" not in whole.options
+    fb = flatbuffer_utils.convert_bytearray_to_object(bytearray(art.tflite))
+    assert len(fb.subgraphs) == 1 and len(fb.subgraphs[0].inputs) == 2 and len(fb.subgraphs[0].outputs) == 3
+    got, ref_whole = tflite.run(art, feeds), tflite.run(whole, feeds)
+    assert [p.name for p in art.outputs] == [p.name for p in whole.outputs]
+    for e, g, w in zip(expected, got, ref_whole):
+        assert g.dtype == e.dtype and compare(e, g, rtol=1e-6, atol=1e-6).ok and np.array_equal(g, w)
+    assert got[2].tolist() == [5 + 3 * 8]
+    assert tflite.emit(load_onnx(path)).tflite == art.tflite  # deterministic
