@@ -61,11 +61,9 @@ def emit(model: Model, io_channels_last: bool = False, allow_select_tf_ops: bool
                     raise Unsupported(node.op, NAME, "unsupported_dtype",
                                       f"bit_cast of {v.type.dtype}, which TFLite legalizes to another width", node.name)
     if not io_channels_last:
-        from translator.pipeline import prepare
-
         from . import tflite_segments
 
-        segments = tflite_segments.split(prepare(model))
+        segments = tflite_segments.split(model)
         if segments is not None:  # a very large graph: the converter gets it in segments
             return tflite_segments.convert(model, segments, lambda part: emit(
                 part, allow_select_tf_ops=allow_select_tf_ops, tables=tables))

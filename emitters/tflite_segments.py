@@ -42,10 +42,13 @@ def split(model: Model) -> list[Segment] | None:
     """The segments of a graph above the threshold, or None (convert it whole): small graphs,
     graphs with control-flow subgraphs, or values whose type a segment signature needs but
     the IR does not know statically."""
+    from translator.pipeline import prepare
+
     g = model.graph
     nodes = g.nodes
     if len(nodes) <= 2 * SEGMENT_NODES or any(any(True for _ in n.subgraphs()) for n in nodes):
         return None
+    prepare(model)  # the types of the values that cross a cut
     if any(v.producer is None for v in g.outputs):
         return None  # an input or constant returned as is: nothing to cut around
     k = math.ceil(len(nodes) / SEGMENT_NODES)
