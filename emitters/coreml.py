@@ -288,10 +288,31 @@ def _mil_error(art: CoreMLArtifact, exc: BaseException, where: str) -> OpbridgeE
     return Unsupported(op, NAME, "runtime_error", f"{where}: {type(exc).__name__}: {msg[:300]}", node)
 
 
+@contextlib.contextmanager
+def _unrendered_program_logs() -> Any:
+    """coremltools' pass pipeline logs ``f"Program before {pipeline} pipeline:\\n{prog}"`` (and
+    after) at debug level: the f-string renders the whole program before ``logger.debug``
+    can drop it, and the renderer builds its text by repeated string concatenation, which
+    is quadratic. On a 4k-op program that is a quarter of the conversion and it grows with
+    the square of the size. While we convert, and unless coremltools' debug logging is on,
+    a program's ``str`` is a one-line summary (the program itself is not touched)."""
+    from coremltools.converters.mil.mil import Program
+
+    if logging.getLogger("coremltools").isEnabledFor(logging.DEBUG):
+        yield
+        return
+    saved = Program.__str__
+    Program.__str__ = lambda self: f"<MIL program, {len(self.functions)} function(s)>"  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Program.__str__ = saved  # type: ignore[method-assign]
+
+
 def _convert_and_save(art: CoreMLArtifact, prog: Any) -> None:
     ns = _namespace(art)
     try:
-        with _fresh_names():
+        with _fresh_names(), _unrendered_program_logs():
             mlmodel = ns["convert"](prog, skip_model_load=not _can_predict())
     except Exception as exc:  # noqa: BLE001 - a pass or the serializer refused the program
         raise _mil_error(art, exc, "coremltools conversion") from None

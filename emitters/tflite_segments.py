@@ -101,7 +101,11 @@ def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], A
     """Convert each segment with ``emit_one`` and join them into one TFArtifact."""
     from .tensorflow import TFArtifact
 
-    arts = [emit_one(seg.model) for seg in segments]
+    arts = []
+    for seg in segments:
+        art = emit_one(seg.model)
+        art._instance = None  # the segment's traced tf.Module: only its flatbuffer is needed now
+        arts.append(art)
     data, in_ports, out_ports = join(model.graph, segments, arts)
     first = arts[0]
     return TFArtifact(
