@@ -120,8 +120,9 @@ def _peak_mb(resource: Any) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-#: tflite (TF's MLIR converter) and coreml (coremltools) convert a 10k-node chain in minutes and
-#: need gigabytes at 100k: measured only when asked for (--backends tflite,coreml)
+#: tflite (TensorFlow's converter, in segments above 20k nodes) and coreml (coremltools' pass
+#: pipeline) take about a minute per 10k nodes, so a 100k conversion takes 8-11 minutes: they run
+#: only when asked for (--backends tflite,coreml -k 1 --max-batch 1, about 25 minutes)
 DEFAULT_BACKENDS = ("onnx", "pytorch", "tensorflow", "openvino")
 LIMIT = 12.0  # time(100k) / time(10k); linear growth is 10
 
