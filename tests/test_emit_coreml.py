@@ -544,3 +544,31 @@ def test_dynamic_quantize_linear_is_composed():
     src = _numeric("dynamic_quantize_linear", [x], {}, n_outputs=3)
     assert "mb.round(" in src and "mb.quantize(" not in src
     _numeric("dynamic_quantize_linear", [np.zeros((2, 3), np.float32)], {}, n_outputs=3)  # scale 0: y = 0, zp = 0
+
+
+def test_program_text_is_not_rendered_for_dropped_debug_logs():
+    """coremltools' pass pipeline formats the whole program into debug-log f-strings; while
+    we convert, that rendering is a one-line summary unless debug logging is on, and the
+    full text is back afterwards."""
+    import logging
+
+    from coremltools.converters.mil import Builder as mb
+    from coremltools.converters.mil.mil import Function, Program, types
+
+    with Function({"x": mb.placeholder(shape=(2,), dtype=types.fp32)}) as fn:
+        fn.set_outputs([mb.relu(x=fn.inputs["x"], name="r")])
+    prog = Program()
+    prog.add_function("main", fn)
+    full = str(prog)
+    assert "relu" in full
+    with coreml._unrendered_program_logs():
+        assert str(prog) == "<MIL program, 1 function(s)>"
+    assert str(prog) == full
+    log = logging.getLogger("coremltools")
+    level = log.level
+    log.setLevel(logging.DEBUG)
+    try:
+        with coreml._unrendered_program_logs():
+            assert str(prog) == full
+    finally:
+        log.setLevel(level)
