@@ -7,9 +7,10 @@ One timed sample of a size is a batch of back-to-back conversions, so that every
 lasts about as long as one conversion of the largest size (a 10k graph is converted 10
 times in a row per sample, capped at ``--max-batch``); the per-conversion time is the
 batch time divided by its length. Between conversions the previous one's objects are
-collected, untimed, as before a single conversion. Samples of equal length see the machine's noise alike:
-the minimum of a few one-second samples would otherwise be systematically luckier than
-the minimum of a few ten-second ones, which biases the ratio upwards. Each size gets k
+collected, untimed, as before a single conversion. Samples of equal length see the
+machine's noise alike: the minimum of a few one-second samples would otherwise be
+systematically luckier than the minimum of a few ten-second ones, which biases the ratio
+upwards. Each size gets k
 samples (``-k``, default 3), in rounds that take the sizes in turn, and the best counts.
 Peak RSS per size is read after its first conversion (the first round goes smallest
 first). Prints CPU and wall seconds per conversion and peak MB per size and backend, and
@@ -140,7 +141,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--backends", help=f"comma-separated (default: {','.join(DEFAULT_BACKENDS)})")
-    ap.add_argument("-k", "--repeat", type=int, default=3, help="conversions per (size, backend); the best counts")
+    ap.add_argument("-k", "--repeat", type=int, default=3, help="timed samples per (size, backend); the best counts")
     ap.add_argument("--max-batch", type=int, default=10,
                     help="most conversions in one timed sample of a small size (default 10)")
     ap.add_argument("--json", action="store_true")

@@ -107,8 +107,7 @@ def _clone_graph(g: Graph, outer: dict[int, Value]) -> Graph:
     for v in g.inputs:
         vmap[id(v)] = ng.add_input(v.name, v.type)
     for v in g.constants.values():
-        vmap[id(v)] = ng.add_constant(v.name, v.const, v.type.dtype or "float32")
-        vmap[id(v)].type = v.type
+        vmap[id(v)] = copy_constant(ng, v)
     for n in g.nodes:
         attrs = {}
         for k, a in n.attrs.items():
@@ -117,13 +116,27 @@ def _clone_graph(g: Graph, outer: dict[int, Value]) -> Graph:
             elif isinstance(a, list) and a and all(isinstance(x, Graph) for x in a):
                 a = [_clone_graph(x, vmap) for x in a]
             attrs[k] = a
-        new = ng.add_node(n.op, [None if v is None else vmap[id(v)] for v in n.inputs], attrs,
-                          outputs=[o.name for o in n.outputs], name=n.name, types=[o.type for o in n.outputs])
-        new.meta = dict(n.meta)
-        for o, no in zip(n.outputs, new.outputs):
-            vmap[id(o)] = no
+        copy_node(ng, n, [None if v is None else vmap[id(v)] for v in n.inputs], attrs, vmap)
     ng.outputs = [vmap[id(v)] for v in g.outputs]
     return ng
+
+
+def copy_constant(g: Graph, v: Value) -> Value:
+    """``v`` (a constant of another graph) as a constant of ``g``: same name, type and array."""
+    c = g.add_constant(v.name, v.const, v.type.dtype or "float32")
+    c.type = v.type
+    return c
+
+
+def copy_node(g: Graph, n: Node, inputs: list[Value | None], attrs: dict[str, Any], vmap: dict[int, Value]) -> Node:
+    """``n`` (a node of another graph) appended to ``g`` on ``inputs``: same op, name, output
+    names and types, meta; ``vmap`` then maps each of its outputs to the copy's."""
+    new = g.add_node(n.op, inputs, attrs, outputs=[o.name for o in n.outputs], name=n.name,
+                     types=[o.type for o in n.outputs])
+    new.meta = dict(n.meta)
+    for o, no in zip(n.outputs, new.outputs):
+        vmap[id(o)] = no
+    return new
 
 
 def _refuse_undecomposable(graph_model: Model, new: dict[str, str], tables: Tables) -> None:

@@ -44,6 +44,8 @@ def split(model: Model) -> list[Segment] | None:
     the IR does not know statically."""
     from translator.pipeline import prepare
 
+    from .tflite import copy_constant, copy_node
+
     g = model.graph
     nodes = g.nodes
     if len(nodes) <= 2 * SEGMENT_NODES or any(any(True for _ in n.subgraphs()) for n in nodes):
@@ -71,8 +73,7 @@ def split(model: Model) -> list[Segment] | None:
             nv = vmap.get(id(v))
             if nv is None:
                 if v.is_const:
-                    nv = sg.add_constant(v.name, v.const, v.type.dtype or "float32")
-                    nv.type = v.type
+                    nv = copy_constant(sg, v)
                 else:
                     nv = sg.add_input(v.name, v.type)
                     ins.append(v)
@@ -80,11 +81,7 @@ def split(model: Model) -> list[Segment] | None:
             return nv
 
         for n in run:
-            new = sg.add_node(n.op, [None if v is None else get(v) for v in n.inputs], dict(n.attrs),
-                              outputs=[o.name for o in n.outputs], name=n.name, types=[o.type for o in n.outputs])
-            new.meta = dict(n.meta)
-            for o, no in zip(n.outputs, new.outputs):
-                vmap[id(o)] = no
+            copy_node(sg, n, [None if v is None else get(v) for v in n.inputs], dict(n.attrs), vmap)
         outs = [o for n in run for o in n.outputs if id(o) in returned or last_use.get(id(o), -1) > i]
         if not outs or any(not v.type.is_static or v.type.dtype is None for v in ins + outs):
             return None
