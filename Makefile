@@ -7,10 +7,10 @@ PIP_EXTRA ?= torch==2.13.0
 
 .PHONY: demo test test-slow venv clean
 
-$(VENV)/.stamp: pyproject.toml
+$(VENV)/.stamp: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[all,test]' $(PIP_EXTRA)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,test]' $(PIP_EXTRA)
 	touch $@
 
 venv: $(VENV)/.stamp

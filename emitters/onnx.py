@@ -5,11 +5,16 @@ and fixed attributes are the op's ``onnx`` cell in ``optable.yaml`` (``trunc_mod
 ``Mod`` with ``fmod=1``). The model doc string is rendered from
 ``templates/onnx/doc_string.j2``. The default opset and IR version are the newest the
 installed onnxruntime accepts (probed once), so a model written by a newer ``onnx``
-still runs.
+still runs. onnxruntime loads an opset before it has a kernel for every op version in it
+(1.32 loads opset 28 without QuantizeLinear-28; RoiAlign-22 has none at all), so the
+default opset is chosen per model: the newest one, down to ``OPSET_FLOOR``, at which
+onnxruntime has a CPU kernel for every node (``choose_opset``). A node it cannot run at
+any of them is decomposed, or refused with the reason, like a dtype the schema lacks.
 """
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -52,6 +57,87 @@ def runtime_limits() -> tuple[int, int]:
     while irv > 7 and not ok(opset, irv):
         irv -= 1
     return opset, irv
+
+
+#: The default opset goes no lower than this to find kernels for a model's nodes: from
+#: opset 21 on, a new op version adds types, inputs or attributes (which the schema check
+#: sees), but GroupNormalization-21 changed what its scale and bias mean.
+OPSET_FLOOR = 21
+
+_OPEN = 2**31 - 1  # onnxruntime's "and every later version"
+
+
+@lru_cache(maxsize=None)
+def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[int, int, dict[str, frozenset[str]]]]]] | None:
+    """(onnxruntime version, op → its schema versions, op → CPU kernels ``(first, last,
+    {type param: types})``) for the default domain; None when onnxruntime does not list them."""
+    try:
+        import onnxruntime as ort
+        from onnxruntime.capi import onnxruntime_pybind11_state as C
+
+        kernel_defs, schema_defs = C.get_all_opkernel_def(), C.get_all_operator_schema()
+    except Exception:  # noqa: BLE001 - an onnxruntime without the listing: the schema alone decides
+        return None
+    kernels: dict[str, list[tuple[int, int, dict[str, frozenset[str]]]]] = defaultdict(list)
+    for k in kernel_defs:
+        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
+            first, last = k.version_range
+            kernels[k.op_name].append((first, last, {p: frozenset(ts) for p, ts in k.type_constraints.items()}))
+    versions: dict[str, list[int]] = defaultdict(list)
+    for sd in schema_defs:
+        if sd.domain in ("", "ai.onnx"):
+            versions[sd.name].append(sd.since_version)
+    return ort.__version__, {k: sorted(v) for k, v in versions.items()}, dict(kernels)
+
+
+@lru_cache(maxsize=None)
+def _inlines(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
+    """Whether onnxruntime builds a session for a lone ``op_type`` node whose ONNX schema is
+    a function without a kernel (it inlines HardSwish-22 but not Swish-24, say). Only its
+    NOT_IMPLEMENTED answer counts against it: other complaints are about the probe."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    names = [f"i{k}" if t else "" for k, t in enumerate(inputs)]
+    graph = helper.make_graph(
+        [helper.make_node(op_type, names, ["y"])], "probe",
+        [helper.make_tensor_value_info(nm, t, None) for nm, t in zip(names, inputs) if t],
+        [onnx.ValueInfoProto(name="y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=runtime_limits()[1])
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - the probe's answer
+        return "NOT_IMPLEMENTED" not in str(exc)
+    return True
+
+
+def _kernel_gap(op_type: str, opset: int, schema: Any, bound: dict[str, str],
+                inputs: tuple[int, ...] = ()) -> str | None:
+    """Why onnxruntime cannot run ``op_type`` at ``opset`` with these type bindings, or None.
+    ``inputs``: the node's input types as TensorProto enums (0 = omitted), for the probe of a
+    function op."""
+    rk = runtime_kernels()
+    if rk is None:
+        return None
+    version, versions, kernels = rk
+    known = [v for v in versions.get(op_type, []) if v <= opset]
+    if not known:
+        return f"onnxruntime {version} does not know ONNX {op_type} at opset {opset}"
+    since = known[-1]
+    # onnxruntime takes a kernel when it starts at the node's version, or spans it with a closed range
+    for first, last, constraints in kernels.get(op_type, []):
+        if first == since or (first < since <= last and last != _OPEN):
+            if all(t in constraints[p] or (t == "tensor(float16)" and "tensor(float)" in constraints[p])
+                   for p, t in bound.items() if p in constraints):
+                return None  # (float16 with a float kernel: onnxruntime inserts the casts on CPU)
+    if (getattr(schema, "has_function", False) or getattr(schema, "has_context_dependent_function", False)) \
+            and _inlines(op_type, opset, inputs):
+        return None
+    constrained = {p for _, _, c in kernels.get(op_type, []) for p in c}
+    types = ", ".join(f"{p}={t[7:-1] if t.startswith('tensor(') else t}" for p, t in sorted(bound.items())
+                      if p in constrained)
+    return f"onnxruntime {version} has no CPU kernel for {op_type}-{since}" + (f" with {types}" if types else "")
 
 
 # ----------------------------------------------------------------------------- emission
@@ -219,14 +305,17 @@ def _onnx_type_str(dtype: str, enum_of: dict[str, int]) -> str | None:
     return "tensor(" + {"float": "float", "double": "double"}.get(name, name) + ")"
 
 
-def _opset_accepts(opset: int, tables: Tables) -> Any:
-    """Node check: the ONNX schema in force at the target opset takes the node's input types."""
+def _opset_accepts(opset: int, tables: Tables, runtime: bool = True, attrs: bool = False) -> Any:
+    """Node check: the ONNX schema in force at ``opset`` takes the node's input types and,
+    with ``runtime``, the installed onnxruntime has a CPU kernel for that version and those
+    types; with ``attrs``, the schema also has every attribute the node sets."""
     import onnx.defs
 
     from translator.frontends.onnx import onnx_dtype_map
 
     enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
     schemas: dict[str, Any] = {}
+    verdicts: dict[tuple[Any, ...], str | None] = {}
 
     def schema_of(op_type: str) -> Any:
         if op_type not in schemas:
@@ -236,28 +325,66 @@ def _opset_accepts(opset: int, tables: Tables) -> Any:
                 schemas[op_type] = None
         return schemas[op_type]
 
+    def dtypes(values: Any) -> tuple[str | None, ...]:
+        return tuple(v.type.dtype if v is not None and v.type.kind == "tensor" else None for v in values)
+
     def accepts(node: Any) -> str | None:
         op = tables.ops.get(node.op)
         cell = op.backends.get(NAME) if op else None
         if cell is None or cell.status != "native" or cell.names[0].startswith("com."):
             return None
-        op_type = cell.names[0]
+        key = (cell.names[0], dtypes(node.inputs), dtypes(node.outputs),
+               tuple(sorted(node.attrs)) if attrs else ())
+        if key not in verdicts:
+            verdicts[key] = _verdict(*key, tuple(cell.attrs) if attrs else ())
+        return verdicts[key]
+
+    def _verdict(op_type: str, ins: tuple[str | None, ...], outs: tuple[str | None, ...],
+                 attr_names: tuple[str, ...], cell_attrs: tuple[str, ...]) -> str | None:
         schema = schema_of(op_type)
         if schema is None:
             return f"ONNX {op_type} does not exist at opset {opset}"
         allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
-        formals = list(schema.inputs)
-        for i, v in enumerate(node.inputs):
-            if v is None or v.type.dtype is None or v.type.kind != "tensor" or not formals:
+        bound: dict[str, str] = {}
+        for formals, dts, is_input in ((list(schema.inputs), ins, True), (list(schema.outputs), outs, False)):
+            if not formals:
                 continue
-            f = formals[min(i, len(formals) - 1)]
-            ok = allowed.get(f.type_str, {f.type_str})
-            t = _onnx_type_str(v.type.dtype, enum_of)
-            if t is not None and t not in ok:
-                return f"ONNX {op_type}-{schema.since_version} (opset {opset}) does not take {v.type.dtype} for {f.name}"
-        return None
+            if len(dts) > len(formals) and formals[-1].option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
+                return f"ONNX {op_type}-{schema.since_version} (opset {opset}) takes at most {len(formals)} {'inputs' if is_input else 'outputs'}, not {len(dts)}"
+            for i, dt in enumerate(dts):
+                f = formals[min(i, len(formals) - 1)]
+                t = _onnx_type_str(dt, enum_of) if dt is not None else None
+                if t is None:
+                    continue
+                if is_input and t not in allowed.get(f.type_str, {f.type_str}):
+                    return f"ONNX {op_type}-{schema.since_version} (opset {opset}) does not take {dt} for {f.name}"
+                if f.type_str in allowed:
+                    bound.setdefault(f.type_str, t)
+        for a in (*attr_names, *cell_attrs):
+            if a not in schema.attributes:
+                return f"ONNX {op_type}-{schema.since_version} (opset {opset}) has no attribute {a!r}"
+        if not runtime:
+            return None
+        return _kernel_gap(op_type, opset, schema, bound, tuple(enum_of.get(dt, 0) if dt else 0 for dt in ins))
 
     return accepts
+
+
+def choose_opset(graph: Graph, tables: Tables, top: int) -> int:
+    """The newest opset from ``top`` down to ``OPSET_FLOOR`` at which every node the emitter
+    writes natively passes ``_opset_accepts`` (schema types and attributes, onnxruntime
+    kernel); when none does, the one with the fewest refusals (the newest among equals)."""
+    cell_ok = native_ops(NAME, tables)
+    nodes = [n for n in graph.walk() if n.op in cell_ok]
+    best, fewest = top, None
+    for opset in range(top, max(OPSET_FLOOR, 7) - 1, -1):
+        accepts = _opset_accepts(opset, tables, attrs=True)
+        refused = sum(1 for n in nodes if accepts(n) is not None)
+        if refused == 0:
+            return opset
+        if fewest is None or refused < fewest:
+            best, fewest = opset, refused
+    return best
 
 
 def _doc_string(model: Model) -> str:
@@ -285,10 +412,10 @@ def emit(model: Model, opset: int | None = None, ir_version: int | None = None, 
 
     tables = tables or load_tables()
     max_opset, max_ir = runtime_limits()
-    opset = opset or min(max_opset, onnx.defs.onnx_opset_version())
     from translator.pipeline import prepare
 
     prepare(model)
+    opset = opset or choose_opset(model.graph, tables, min(max_opset, onnx.defs.onnx_opset_version()))
     supported = native_ops(NAME, tables)
     lower_for(model.graph, NAME, supported, tables, accepts=_opset_accepts(opset, tables))
     em = _Emitter(tables, opset)

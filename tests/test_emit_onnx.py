@@ -62,3 +62,50 @@ def test_float_floor_mod_is_decomposed_but_integer_floor_mod_is_native():
     proto = onnx_backend.emit(model)
     assert [n.op_type for n in proto.graph.node] == ["Mod"]
     assert onnx_backend.run(proto, feeds)[0].tolist() == [2, -2]
+
+
+def _runtime_without(op_type: str, from_version: int):
+    """``runtime_kernels`` as if the installed onnxruntime had no CPU kernel for ``op_type``
+    from ``from_version`` on (its real listing otherwise)."""
+    version, versions, kernels = onnx_backend.runtime_kernels()
+    fewer = dict(kernels)
+    fewer[op_type] = [(f, min(last, from_version - 1), c) for f, last, c in kernels.get(op_type, []) if f < from_version]
+    return lambda: (version, versions, fewer)
+
+
+def _quantize_model():
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    return single_op_model("quantize_linear", [x, np.asarray(0.05, np.float32), np.asarray(128, np.uint8)], {},
+                           const=(1, 2))
+
+
+def test_default_opset_steps_down_to_the_newest_the_runtime_has_every_kernel_for(monkeypatch):
+    model, feeds = _quantize_model()
+    want = onnx_backend.run(onnx_backend.emit(model), feeds)[0]
+    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 24))
+    model, _ = _quantize_model()
+    proto = onnx_backend.emit(model)
+    # QuantizeLinear-24 arrives at opset 24: at 23 the version in force (23) has a kernel
+    assert proto.opset_import[0].version == 23
+    assert [n.op_type for n in proto.graph.node] == ["QuantizeLinear"]
+    assert np.array_equal(onnx_backend.run(proto, feeds)[0], want)
+
+
+def test_a_node_the_runtime_runs_at_no_opset_is_decomposed(monkeypatch):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    model, feeds = single_op_model("sinh", [x], {})
+    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("Sinh", 1))
+    proto = onnx_backend.emit(model)
+    opset, _ = onnx_backend.runtime_limits()
+    assert proto.opset_import[0].version == min(opset, onnx.defs.onnx_opset_version())  # no opset helps: the top one
+    assert "Sinh" not in [n.op_type for n in proto.graph.node]
+    assert compare(np.sinh(x), onnx_backend.run(proto, feeds)[0]).ok
+
+
+def test_a_runtime_gap_without_decomposition_is_refused_with_the_kernel_named():
+    from translator.errors import Unsupported
+
+    c = np.asarray([True, False, True])
+    model, _ = single_op_model("where", [c, np.asarray([True, True, False]), np.asarray([False, False, False])], {})
+    with pytest.raises(Unsupported, match=r"onnxruntime [\d.]+ has no CPU kernel for Where-\d+ with T=bool"):
+        onnx_backend.emit(model)

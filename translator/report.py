@@ -57,7 +57,7 @@ class BackendPlan:
         return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
 
 
-def _capabilities(backend: str, tables: Tables) -> tuple[frozenset[str], Callable[[Node], str | None] | None]:
+def _capabilities(backend: str, tables: Tables, graph: Graph | None = None) -> tuple[frozenset[str], Callable[[Node], str | None] | None]:
     """What an emitter supports: its ``supported_ops()``/``accepts()`` when it has them, else its table column."""
     try:
         mod = importlib.import_module(f"emitters.{backend}")
@@ -72,9 +72,13 @@ def _capabilities(backend: str, tables: Tables) -> tuple[frozenset[str], Callabl
     accepts = mod.accepts if mod is not None and hasattr(mod, "accepts") else None
     if backend == "onnx" and mod is not None:
         try:
-            from emitters.onnx import _opset_accepts, runtime_limits
+            import onnx
 
-            accepts = _opset_accepts(runtime_limits()[0], tables)
+            from emitters.onnx import _opset_accepts, choose_opset, runtime_limits
+
+            top = min(runtime_limits()[0], onnx.defs.onnx_opset_version())
+            # the opset `convert` would choose for this model (the newest onnxruntime runs it at)
+            accepts = _opset_accepts(choose_opset(graph, tables, top) if graph is not None else top, tables)
         except Exception:  # noqa: BLE001 - onnxruntime missing: the table alone decides
             accepts = None
     return frozenset(supported), accepts
@@ -125,7 +129,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     kept = {id(n) for n in model.graph.walk()}
     plans = []
     for b in backends:
-        supported, accepts = _capabilities(b, tables)
+        supported, accepts = _capabilities(b, tables, model.graph)
         legal = backend_dtypes(b, tables)
         bp = BackendPlan(b)
         for node in order:
