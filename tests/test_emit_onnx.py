@@ -109,3 +109,17 @@ def test_a_runtime_gap_without_decomposition_is_refused_with_the_kernel_named():
     model, _ = single_op_model("where", [c, np.asarray([True, True, False]), np.asarray([False, False, False])], {})
     with pytest.raises(Unsupported, match=r"onnxruntime [\d.]+ has no CPU kernel for Where-\d+ with T=bool"):
         onnx_backend.emit(model)
+
+
+def test_report_plans_the_opset_convert_would_choose(monkeypatch):
+    """``opbridge report`` asks the same question as ``convert``: a node onnxruntime runs at a
+    lower opset is native; one it runs at none is refused with the kernel named."""
+    from translator.report import plan_model
+
+    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 24))
+    (plan,) = plan_model(_quantize_model()[0], ["onnx"])
+    assert [p.status for p in plan.nodes] == ["native"]
+    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 1))
+    (plan,) = plan_model(_quantize_model()[0], ["onnx"])
+    assert [p.status for p in plan.nodes] == ["unsupported"]
+    assert "no CPU kernel for QuantizeLinear" in plan.nodes[0].detail
