@@ -91,10 +91,11 @@ def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[i
 
 
 @lru_cache(maxsize=None)
-def _inlines(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
-    """Whether onnxruntime builds a session for a lone ``op_type`` node whose ONNX schema is
-    a function without a kernel (it inlines HardSwish-22 but not Swish-24, say). Only its
-    NOT_IMPLEMENTED answer counts against it: other complaints are about the probe."""
+def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
+    """Whether onnxruntime builds a session for a lone ``op_type`` node it lists no kernel
+    for: it inlines some function ops (HardSwish-22, not Swish-24) and turns Constant nodes
+    into initializers. Only its NOT_IMPLEMENTED answer counts against the op: other
+    complaints (a probe without the op's attributes) are about the probe."""
     import onnx
     import onnxruntime as ort
     from onnx import helper
@@ -115,8 +116,8 @@ def _inlines(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
 def _kernel_gap(op_type: str, opset: int, schema: Any, bound: dict[str, str],
                 inputs: tuple[int, ...] = ()) -> str | None:
     """Why onnxruntime cannot run ``op_type`` at ``opset`` with these type bindings, or None.
-    ``inputs``: the node's input types as TensorProto enums (0 = omitted), for the probe of a
-    function op."""
+    ``inputs``: the node's input types as TensorProto enums (0 = omitted), for the probe of an
+    op without a listed kernel."""
     rk = runtime_kernels()
     if rk is None:
         return None
@@ -131,8 +132,7 @@ def _kernel_gap(op_type: str, opset: int, schema: Any, bound: dict[str, str],
             if all(t in constraints[p] or (t == "tensor(float16)" and "tensor(float)" in constraints[p])
                    for p, t in bound.items() if p in constraints):
                 return None  # (float16 with a float kernel: onnxruntime inserts the casts on CPU)
-    if (getattr(schema, "has_function", False) or getattr(schema, "has_context_dependent_function", False)) \
-            and _inlines(op_type, opset, inputs):
+    if _runs_without_kernel(op_type, opset, inputs):
         return None
     constrained = {p for _, _, c in kernels.get(op_type, []) for p in c}
     types = ", ".join(f"{p}={t[7:-1] if t.startswith('tensor(') else t}" for p, t in sorted(bound.items())

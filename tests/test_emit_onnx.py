@@ -64,13 +64,16 @@ def test_float_floor_mod_is_decomposed_but_integer_floor_mod_is_native():
     assert onnx_backend.run(proto, feeds)[0].tolist() == [2, -2]
 
 
-def _runtime_without(op_type: str, from_version: int):
-    """``runtime_kernels`` as if the installed onnxruntime had no CPU kernel for ``op_type``
-    from ``from_version`` on (its real listing otherwise)."""
+def _pretend_no_kernel(monkeypatch, op_type: str, from_version: int) -> None:
+    """Make the emitter see onnxruntime without a CPU kernel for ``op_type`` from
+    ``from_version`` on (its real kernel listing and probe otherwise)."""
     version, versions, kernels = onnx_backend.runtime_kernels()
     fewer = dict(kernels)
     fewer[op_type] = [(f, min(last, from_version - 1), c) for f, last, c in kernels.get(op_type, []) if f < from_version]
-    return lambda: (version, versions, fewer)
+    probe = onnx_backend._runs_without_kernel
+    monkeypatch.setattr(onnx_backend, "runtime_kernels", lambda: (version, versions, fewer))
+    monkeypatch.setattr(onnx_backend, "_runs_without_kernel",
+                        lambda op, opset, inputs: op != op_type and probe(op, opset, inputs))
 
 
 def _quantize_model():
@@ -82,7 +85,7 @@ def _quantize_model():
 def test_default_opset_steps_down_to_the_newest_the_runtime_has_every_kernel_for(monkeypatch):
     model, feeds = _quantize_model()
     want = onnx_backend.run(onnx_backend.emit(model), feeds)[0]
-    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 24))
+    _pretend_no_kernel(monkeypatch, "QuantizeLinear", 24)
     model, _ = _quantize_model()
     proto = onnx_backend.emit(model)
     # QuantizeLinear-24 arrives at opset 24: at 23 the version in force (23) has a kernel
@@ -94,7 +97,7 @@ def test_default_opset_steps_down_to_the_newest_the_runtime_has_every_kernel_for
 def test_a_node_the_runtime_runs_at_no_opset_is_decomposed(monkeypatch):
     x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
     model, feeds = single_op_model("sinh", [x], {})
-    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("Sinh", 1))
+    _pretend_no_kernel(monkeypatch, "Sinh", 1)
     proto = onnx_backend.emit(model)
     opset, _ = onnx_backend.runtime_limits()
     assert proto.opset_import[0].version == min(opset, onnx.defs.onnx_opset_version())  # no opset helps: the top one
@@ -116,10 +119,35 @@ def test_report_plans_the_opset_convert_would_choose(monkeypatch):
     lower opset is native; one it runs at none is refused with the kernel named."""
     from translator.report import plan_model
 
-    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 24))
+    _pretend_no_kernel(monkeypatch, "QuantizeLinear", 24)
     (plan,) = plan_model(_quantize_model()[0], ["onnx"])
     assert [p.status for p in plan.nodes] == ["native"]
-    monkeypatch.setattr(onnx_backend, "runtime_kernels", _runtime_without("QuantizeLinear", 1))
+    _pretend_no_kernel(monkeypatch, "QuantizeLinear", 1)
     (plan,) = plan_model(_quantize_model()[0], ["onnx"])
     assert [p.status for p in plan.nodes] == ["unsupported"]
     assert "no CPU kernel for QuantizeLinear" in plan.nodes[0].detail
+
+
+def test_a_constant_node_is_not_a_kernel_gap():
+    """onnxruntime lists no kernel for Constant (it makes Constant nodes initializers), and
+    none for ops it inlines as functions: the probe lets them through, the model runs."""
+    from onnx import TensorProto, helper
+
+    c = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0]))
+    add = helper.make_node("Add", ["x", "c"], ["y"])
+    hs = helper.make_node("HardSwish", ["y"], ["z"])
+    g = helper.make_graph([c, add, hs], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])])
+    src = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    from translator.frontends.onnx import from_proto
+
+    model = from_proto(src, ROOT, "constant.onnx")
+    ops = [n.op for n in model.graph.nodes]
+    assert "constant" in ops
+    proto = onnx_backend.emit(model)
+    opset, _ = onnx_backend.runtime_limits()
+    assert proto.opset_import[0].version == min(opset, onnx.defs.onnx_opset_version())
+    assert "hard_swish" in ops and "HardSwish" in [n.op_type for n in proto.graph.node]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
+    y = x + np.asarray([1.0, 2.0, 3.0], np.float32)
+    assert compare(y * np.clip(y / 6 + 0.5, 0, 1), onnx_backend.run(proto, {"x": x})[0]).ok
