@@ -91,6 +91,20 @@ def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[i
 
 
 @lru_cache(maxsize=None)
+def _placeholder_attrs(op_type: str, opset: int) -> list[Any]:
+    """A value for each attribute the schema requires, so that the probe gets past graph
+    checks (MaxRoiPool without pooled_shape fails before onnxruntime looks for a kernel)."""
+    import onnx.defs
+    from onnx import helper
+
+    kinds = onnx.defs.OpSchema.AttrType
+    filler = {kinds.INT: 1, kinds.INTS: [1, 1], kinds.FLOAT: 1.0, kinds.FLOATS: [1.0],
+              kinds.STRING: "", kinds.STRINGS: [""]}
+    schema = onnx.defs.get_schema(op_type, opset, "")
+    return [helper.make_attribute(name, filler[a.type])
+            for name, a in sorted(schema.attributes.items()) if a.required and a.type in filler]
+
+
 def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
     """Whether onnxruntime builds a session for a lone ``op_type`` node it lists no kernel
     for: it inlines some function ops (HardSwish-22, not Swish-24) and turns Constant nodes
@@ -101,8 +115,10 @@ def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> b
     from onnx import helper
 
     names = [f"i{k}" if t else "" for k, t in enumerate(inputs)]
+    node = helper.make_node(op_type, names, ["y"])
+    node.attribute.extend(_placeholder_attrs(op_type, opset))
     graph = helper.make_graph(
-        [helper.make_node(op_type, names, ["y"])], "probe",
+        [node], "probe",
         [helper.make_tensor_value_info(nm, t, None) for nm, t in zip(names, inputs) if t],
         [onnx.ValueInfoProto(name="y")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=runtime_limits()[1])

@@ -151,3 +151,31 @@ def test_a_constant_node_is_not_a_kernel_gap():
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
     y = x + np.asarray([1.0, 2.0, 3.0], np.float32)
     assert compare(y * np.clip(y / 6 + 0.5, 0, 1), onnx_backend.run(proto, {"x": x})[0]).ok
+
+
+def test_the_probe_sets_required_attributes_so_a_missing_kernel_shows():
+    """MaxRoiPool-22 (onnxruntime 1.32 has only the kernel from version 1): without its
+    required pooled_shape the probe failed on the attribute, not on the kernel, and the
+    emitter wrote a node onnxruntime then refused. Checked against a real session."""
+    from onnx import TensorProto
+
+    attrs = onnx_backend._placeholder_attrs("MaxRoiPool", 22)
+    assert [a.name for a in attrs] == ["pooled_shape"]
+    x = np.random.default_rng(0).standard_normal((1, 1, 4, 4)).astype(np.float32)
+    rois = np.asarray([[0, 0, 0, 3, 3]], np.float32)
+    for opset in (21, 22):
+        runs = onnx_backend._runs_without_kernel("MaxRoiPool", opset, (TensorProto.FLOAT, TensorProto.FLOAT))
+        node = onnx.helper.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[2, 2])
+        g = onnx.helper.make_graph([node], "g", [onnx.helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                                                 onnx.helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
+                                   [onnx.helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", opset)], ir_version=10)
+        import onnxruntime as ort
+
+        try:
+            ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x, "r": rois})
+            really = True
+        except Exception as exc:  # noqa: BLE001
+            assert "NOT_IMPLEMENTED" in str(exc), exc
+            really = False
+        assert runs == really, opset
