@@ -24,8 +24,10 @@ DECOMPOSED = [op for op in TABLES.ops.values() if op.decomposition]
 def test_decomposition_matches_reference(op):
     fn = reference.get(op.id)
     assert fn is not None, f"{op.id} has a decomposition but no reference function to check it against"
-    smp = sample(op, np.float32)
-    assert smp is not None, f"no sample for {op.id}"
+    kinds = (op.decomposition_when or {}).get("dtype_kind") or ("float",)
+    dtype = {"float": np.float32, "int": np.int32, "uint": np.uint8, "bool": np.bool_}[kinds[0]]
+    smp = sample(op, dtype)
+    assert smp is not None, f"no sample for {op.id} at {np.dtype(dtype)}"
     expected = fn(*smp.inputs, **smp.attrs)
     expected = expected if isinstance(expected, tuple) else (expected,)
 

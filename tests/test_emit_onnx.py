@@ -105,13 +105,26 @@ def test_a_node_the_runtime_runs_at_no_opset_is_decomposed(monkeypatch):
     assert compare(np.sinh(x), onnx_backend.run(proto, feeds)[0]).ok
 
 
-def test_a_runtime_gap_without_decomposition_is_refused_with_the_kernel_named():
+def test_a_runtime_gap_the_decomposition_does_not_cover_is_refused_with_the_kernel_named(monkeypatch):
+    """Where's decomposition is for bool values only (``when: dtype_of: X``): a float Where
+    without a kernel is refused, naming the kernel."""
     from translator.errors import Unsupported
 
     c = np.asarray([True, False, True])
-    model, _ = single_op_model("where", [c, np.asarray([True, True, False]), np.asarray([False, False, False])], {})
-    with pytest.raises(Unsupported, match=r"onnxruntime [\d.]+ has no CPU kernel for Where-\d+ with T=bool"):
+    model, _ = single_op_model("where", [c, np.ones(3, np.float32), np.zeros(3, np.float32)], {})
+    _pretend_no_kernel(monkeypatch, "Where", 1)
+    with pytest.raises(Unsupported, match=r"onnxruntime [\d.]+ has no CPU kernel for Where-\d+ \[unsupported_dtype\]"):
         onnx_backend.emit(model)
+
+
+def test_bool_where_has_no_kernel_at_any_version_and_is_decomposed():
+    c = np.asarray([[True], [False]])
+    x, y = np.asarray([True, True, False]), np.asarray([False, True, False])
+    model, feeds = single_op_model("where", [c, x, y], {})
+    proto = onnx_backend.emit(model)
+    assert sorted({n.op_type for n in proto.graph.node}) == ["And", "Not", "Or"]
+    got = onnx_backend.run(proto, feeds)[0]
+    assert got.dtype == np.bool_ and (got == np.where(c, x, y)).all() and got.shape == (2, 3)
 
 
 def test_report_plans_the_opset_convert_would_choose(monkeypatch):

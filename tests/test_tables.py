@@ -132,6 +132,10 @@ GOOD_DTYPES = textwrap.dedent("""\
     """)
 
 
+_SIG = ("  signature:\n    inputs:\n    - {name: A, type: T}\n    - {name: B, type: T}\n"
+        "    outputs:\n    - {name: C, type: T}\n    types: {T: [float32]}\n")
+
+
 def _op(extra: str = "", cell: str = "status: native\n      name: Add\n      source: seed:000") -> str:
     return textwrap.dedent("""\
         schema: 1
@@ -167,6 +171,10 @@ def test_minimal_tables_load(tmp_path):
     (_op().replace("ops:\n", "ops:\n- id: add\n  title: A\n  category: c\n  broadcast: none\n"), "duplicate op id"),
     (_op().replace("broadcast: multidirectional", "broadcast: sideways"), "broadcast 'sideways'"),
     (_op().replace("  backends:", "  backends: [1,\n"), "invalid YAML"),
+    (_op(_SIG + "  decomposition:\n    when: {dtype_kind: [bool], dtype_of: Z}\n    body:\n    - {op: add, in: [A, B], out: C}\n"),
+     "dtype_of names 'Z', not an input of the signature (A, B)"),
+    (_op("  decomposition:\n    when: {dtype_of: A}\n    body:\n    - {op: add, in: [A, B], out: C}\n"),
+     "give 'dtype_kind' too"),
 ])
 def test_loader_errors_name_file_line_and_op(tmp_path, text, needle):
     with pytest.raises(TableError) as ei:

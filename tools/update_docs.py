@@ -28,7 +28,8 @@ decomposition:
   comment: one line of math          # shown by `opbridge query`
   when:                              # optional; all listed conditions must hold
     attrs: {approximate: none}       #   attribute values (defaults from the signature)
-    dtype_kind: [float]              #   kind of the first input: float, int, uint, bool, complex
+    dtype_kind: [float]              #   kind of an input: float, int, uint, bool, complex
+    dtype_of: X                      #   ... of this input (default: the first)
     present: [B]                     #   optional inputs that must be given
   body:                              # SSA steps; `in` names signature ports, earlier `out`s or literals
   - {op: div, in: [X, 1.4142135623730951], out: xs}

@@ -159,13 +159,19 @@ def applies(op: Op, node: Node) -> str | None:
         if _thaw(attrs.get(k)) != _thaw(v):
             return f"the decomposition needs {k}={_thaw(v)!r} (node has {attrs.get(k)!r})"
     kinds = when.get("dtype_kind")
-    first = next((v for v in node.inputs if v is not None), None)
+    of = when.get("dtype_of")
+    if of is not None and op.signature is not None:
+        idx = next((i for i, p in enumerate(op.signature.inputs) if p.name == of), len(node.inputs))
+        first = node.inputs[idx] if idx < len(node.inputs) else None
+    else:
+        first = next((v for v in node.inputs if v is not None), None)
     if kinds and first is not None and first.type.dtype is not None:
         from .dtypes import numpy_dtype
 
         kind = {"f": "float", "i": "int", "u": "uint", "b": "bool", "c": "complex"}.get(numpy_dtype(first.type.dtype).kind, "?")
-        if kind not in kinds and not (kind == "float" and "float" in kinds):
-            return f"the decomposition needs a {'/'.join(kinds)} input (node has {first.type.dtype})"
+        if kind not in kinds:
+            what = f"input {of!r}" if of else "input"
+            return f"the decomposition needs a {'/'.join(kinds)} {what} (node has {first.type.dtype})"
     if op.signature is not None:
         for name in when.get("present") or ():
             idx = next((i for i, p in enumerate(op.signature.inputs) if p.name == name), None)

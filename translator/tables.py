@@ -134,7 +134,8 @@ class Op:
     signature: Signature | None = None
     decomposition: tuple[Step, ...] | None = None
     decomposition_comment: str | None = None
-    #: when the decomposition applies: {attrs: {name: value}, dtype_kind: [float, ...], present: [input names]}
+    #: when the decomposition applies: {attrs: {name: value}, dtype_kind: [float, ...],
+    #: dtype_of: input name (whose dtype dtype_kind checks; default the first), present: [input names]}
     decomposition_when: Mapping[str, Any] | None = None
     tolerance: Mapping[str, float] | None = None
     #: expected failures of the generated op tests: ({backend, reason, dtype?}, ...)
@@ -406,7 +407,10 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
     ctx.mapping(node, where, ("body",), ("comment", "when"))
     when = node.get("when")
     if when is not None:
-        ctx.mapping(when, where + " when", (), ("attrs", "dtype_kind", "present"))
+        ctx.mapping(when, where + " when", (), ("attrs", "dtype_kind", "dtype_of", "present"))
+        if "dtype_of" in when and "dtype_kind" not in when:
+            raise ctx.fail(when, where + " when", "'dtype_of' names the input whose dtype 'dtype_kind' checks; "
+                           "give 'dtype_kind' too", key="dtype_of")
     body = node["body"]
     if not isinstance(body, list) or not body:
         raise ctx.fail(node, where, "'body' must be a non-empty list of steps", key="body")
@@ -463,6 +467,14 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
         dec, dec_comment, dec_when = (None, None, None)
         if "decomposition" in node:
             dec, dec_comment, dec_when = _parse_decomposition(ctx, node["decomposition"], where + " decomposition")
+            for key, names in (dec_when or {}).items():
+                if key in ("dtype_of", "present") and sig is not None:
+                    ports = {p.name for p in sig.inputs}
+                    for nm in ([names] if isinstance(names, str) else names):
+                        if nm not in ports:
+                            raise ctx.fail(node["decomposition"]["when"], where + " decomposition when",
+                                           f"{key} names {nm!r}, not an input of the signature ({', '.join(sorted(ports))})",
+                                           key=key)
             decomp_nodes[oid] = node["decomposition"]
         out[oid] = Op(
             id=oid, title=str(node["title"]), category=str(node["category"]), broadcast=node["broadcast"],
