@@ -135,10 +135,10 @@ class NodeEmit:
     # ------------------------------------------------------------------ inputs
     def index(self, name: str) -> int:
         assert self.sig is not None
-        for i, p in enumerate(self.sig.inputs):
-            if p.name == name:
-                return i
-        raise KeyError(f"{self.node.op} has no input {name!r}")
+        i = self.sig.input_index(name)
+        if i is None:
+            raise KeyError(f"{self.node.op} has no input {name!r}")
+        return i
 
     def v(self, i: int) -> Value | None:
         return self.node.inputs[i] if i < len(self.node.inputs) else None

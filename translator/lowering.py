@@ -158,13 +158,14 @@ def applies(op: Op, node: Node) -> str | None:
     for k, v in (when.get("attrs") or {}).items():
         if _thaw(attrs.get(k)) != _thaw(v):
             return f"the decomposition needs {k}={_thaw(v)!r} (node has {attrs.get(k)!r})"
+
+    def given(name: str) -> Value | None:
+        idx = op.signature.input_index(name) if op.signature is not None else None
+        return node.inputs[idx] if idx is not None and idx < len(node.inputs) else None
+
     kinds = when.get("dtype_kind")
     of = when.get("dtype_of")
-    if of is not None and op.signature is not None:
-        idx = next((i for i, p in enumerate(op.signature.inputs) if p.name == of), len(node.inputs))
-        first = node.inputs[idx] if idx < len(node.inputs) else None
-    else:
-        first = next((v for v in node.inputs if v is not None), None)
+    first = given(of) if of is not None and op.signature is not None else next((v for v in node.inputs if v is not None), None)
     if kinds and first is not None and first.type.dtype is not None:
         from .dtypes import numpy_dtype
 
@@ -174,8 +175,7 @@ def applies(op: Op, node: Node) -> str | None:
             return f"the decomposition needs a {'/'.join(kinds)} {what} (node has {first.type.dtype})"
     if op.signature is not None:
         for name in when.get("present") or ():
-            idx = next((i for i, p in enumerate(op.signature.inputs) if p.name == name), None)
-            if idx is None or idx >= len(node.inputs) or node.inputs[idx] is None:
+            if given(name) is None:
                 return f"the decomposition needs input {name!r}"
     return None
 

@@ -108,6 +108,9 @@ class Signature:
     def attribute(self, name: str) -> Attribute | None:
         return next((a for a in self.attributes if a.name == name), None)
 
+    def input_index(self, name: str) -> int | None:
+        return next((i for i, p in enumerate(self.inputs) if p.name == name), None)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -467,14 +470,13 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
         dec, dec_comment, dec_when = (None, None, None)
         if "decomposition" in node:
             dec, dec_comment, dec_when = _parse_decomposition(ctx, node["decomposition"], where + " decomposition")
-            for key, names in (dec_when or {}).items():
-                if key in ("dtype_of", "present") and sig is not None:
-                    ports = {p.name for p in sig.inputs}
-                    for nm in ([names] if isinstance(names, str) else names):
-                        if nm not in ports:
-                            raise ctx.fail(node["decomposition"]["when"], where + " decomposition when",
-                                           f"{key} names {nm!r}, not an input of the signature ({', '.join(sorted(ports))})",
-                                           key=key)
+            for key in ("dtype_of", "present") if dec_when and sig is not None else ():
+                names = dec_when.get(key) or ()
+                for nm in ([names] if isinstance(names, str) else names):
+                    if sig.input_index(nm) is None:
+                        ports = ", ".join(sorted(p.name for p in sig.inputs))
+                        raise ctx.fail(node["decomposition"]["when"], where + " decomposition when",
+                                       f"{key} names {nm!r}, not an input of the signature ({ports})", key=key)
             decomp_nodes[oid] = node["decomposition"]
         out[oid] = Op(
             id=oid, title=str(node["title"]), category=str(node["category"]), broadcast=node["broadcast"],
