@@ -126,6 +126,15 @@ class CoreMLArtifact:
 
 
 # ----------------------------------------------------------------------------- emission
+def deployment_target(name: str) -> str:
+    """``name`` if it is one of coremltools' ``ct.target`` members (any case), else a refusal."""
+    known = [t for t in dir(_ct().target) if not t.startswith("_")]
+    for t in known:
+        if t.lower() == str(name).lower():
+            return t
+    raise OpbridgeError("bad_option", f"unknown Core ML deployment target {str(name)!r} (known: {', '.join(known)})")
+
+
 def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = None) -> CoreMLArtifact:
     """IR → builder script + weights → MIL program → converted, saved, reloaded .mlpackage."""
     from translator.infer import infer
@@ -136,6 +145,7 @@ def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = Non
     from emitters import coreml_ops, coreml_ops_quant
 
     tables = tables or load_tables()
+    target = deployment_target(target)
     prepare(model)
     g = model.graph
     if any(True for n in g.nodes for _ in n.subgraphs()):
@@ -202,7 +212,7 @@ def _mil_dtype(dtype: str) -> str:
 
 def _render(model: Model, gen: Any, inputs: list[Port], outputs: list[str], target: str) -> str:
     from translator import __version__
-    from translator.render import render
+    from translator.render import Code, code_lines, render
 
     specs = []
     for p in inputs:
@@ -212,9 +222,9 @@ def _render(model: Model, gen: Any, inputs: list[Port], outputs: list[str], targ
         specs.append((p.coreml, _mil_dtype(p.legal), tuple(int(d) for d in p.shape)))
     return render(NAME, "builder.py.j2", source=model.source or "<model>", version=__version__, target=target,
                   ops=model.op_histogram(), input_specs=specs, output_names=[o for o in gen.output_names],
-                  inputs=[{"var": gen.pyvar(p.coreml), "name": p.coreml} for p in inputs],
-                  weights=[{"var": var, "key": key} for var, key in gen.weight_vars],
-                  body=gen.lines, outputs=outputs)
+                  inputs=[{"var": Code(gen.pyvar(p.coreml)), "name": p.coreml} for p in inputs],
+                  weights=[{"var": Code(var), "key": key} for var, key in gen.weight_vars],
+                  body=code_lines(gen.lines), outputs=code_lines(outputs))
 
 
 @lru_cache(maxsize=1)

@@ -586,7 +586,7 @@ def emit(model: Model, tables: Tables | None = None) -> Artifact:
     from translator.lowering import lower_for
     from translator.passes import fold_constants
     from translator.pipeline import prepare
-    from translator.render import render
+    from translator.render import Code, code_lines, render
 
     tables = tables or load_tables()
     prepare(model)
@@ -599,8 +599,10 @@ def emit(model: Model, tables: Tables | None = None) -> Artifact:
     for v in g.inputs:
         em.ty(em.dtype_of(v))
     main = em.graph_function(g, "build_main", list(g.inputs), "the model")
+    functions = [{"name": Code(f.name), "doc": f.doc, "body": code_lines(f.body), "ret": Code(f.ret)}
+                 for f in em.functions]
     source = render(NAME, "builder.py.j2", source=model.source or "<ir>", source_format=model.source_format,
-                    functions=em.functions, main=main.name, opset17=em.uses_opset17,
+                    functions=functions, main=Code(main.name), opset17=em.uses_opset17,
                     ops=model.op_histogram())
     inputs = [(v.name, em.dtype_of(v)) for v in g.inputs]
     outputs = [(v.name, em.dtype_of(v)) for v in g.outputs]

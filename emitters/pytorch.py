@@ -405,7 +405,7 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
     from translator.lowering import lower_for
     from translator.passes import fold_constants
     from translator.pipeline import gc_paused, prepare
-    from translator.render import render
+    from translator.render import code_lines, render
 
     tables = tables or load_tables()
     prepare(model)
@@ -430,10 +430,11 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
                    for name, arr, dtype, _ in cg.buffers.values()]
         class_name = _class_name(model)
         source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
-                        ops=model.op_histogram(), weights_file=WEIGHTS_FILE, helpers=[ops.helper_source(h) for h in cg.helpers],
-                        buffers=buffers, input_names=params, output_names=out_names,
-                        body=free_dead_locals(cg.scope.lines, set(params) | set(returns)),
-                        returns=returns, legalized=legalized)
+                        ops=model.op_histogram(), weights_file=WEIGHTS_FILE,
+                        helpers=code_lines(ops.helper_source(h) for h in cg.helpers),
+                        buffers=buffers, input_names=code_lines(params), output_names=out_names,
+                        body=code_lines(free_dead_locals(cg.scope.lines, set(params) | set(returns))),
+                        returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            decomposed, legalized, in_dtypes, out_dtypes)

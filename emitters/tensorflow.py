@@ -439,7 +439,7 @@ def translate(model: Model, backend: str = NAME, tables: Tables | None = None, i
     from translator.lowering import lower_for
     from translator.passes import fold_constants, layout, legalize_dtypes
     from translator.pipeline import prepare
-    from translator.render import render
+    from translator.render import Code, code_lines, render
 
     tables = tables or load_tables()
     prepare(model)
@@ -482,8 +482,9 @@ def translate(model: Model, backend: str = NAME, tables: Tables | None = None, i
     source = render("tensorflow", "module.py.j2", version=__version__, source=model.source or "<model>",
                     source_format=model.source_format, target=backend,
                     io_layout="channels-last" if io_channels_last else "as in the source model",
-                    transposes=rep.transposes, warnings=warnings, module_name="opbridge_model", init=cg.init,
-                    specs=specs, args=[p.key for p in inputs], body=body, result="{" + ", ".join(result) + "}")
+                    transposes=rep.transposes, warnings=warnings, module_name="opbridge_model",
+                    init=code_lines(cg.init), specs=code_lines(specs), args=code_lines(p.key for p in inputs),
+                    body=code_lines(body), result=Code("{" + ", ".join(result) + "}"))
     first = next(i for i, line in enumerate(source.splitlines()) if line.lstrip().startswith("def forward(")) + 2
     return TFArtifact(backend, source, cg.weights, inputs, outputs, rep.transposes, rep.as_dict(), warnings,
                       list(decomposed), {"io_channels_last": io_channels_last},

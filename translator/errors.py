@@ -6,6 +6,8 @@ REASON_CODES = (
     "rank_limit", "requires_constant_input", "dynamic_shape", "bad_model", "missing_external_data",
     "broadcast_mismatch", "type_mismatch", "verifier", "runtime_error", "no_reference",
     "structural_only",  # built and serialized, but no numeric result could be computed here (coreml on Linux)
+    "bad_option",  # a command-line option's value is not one the target knows
+    "internal_error",  # an unexpected exception inside opbridge (a bug): reported at the CLI boundary
 )
 
 
