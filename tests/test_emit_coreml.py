@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("coremltools")
 
 from emitters import coreml  # noqa: E402
-from translator.errors import Unsupported  # noqa: E402
+from translator.errors import OpbridgeError, Unsupported  # noqa: E402
 from translator.harness import compare, single_op_model  # noqa: E402
 from translator.ir import Graph, Model, TensorType  # noqa: E402
 
@@ -170,8 +170,11 @@ def test_decomposition_and_composite_cells():
 def test_deployment_target_is_an_option():
     model, feeds = single_op_model("relu", [np.ones((2, 2), np.float32)], {})
     art = coreml.emit(model, target="iOS16")
-    assert "ct.target.iOS16" in art.source
+    assert "TARGET = getattr(ct.target, 'iOS16')" in art.source
     assert coreml.run(art, feeds)[0].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert coreml.emit(single_op_model("relu", [np.ones(2, np.float32)], {})[0], target="ios16").target == "iOS16"
+    with pytest.raises(OpbridgeError, match=r"unknown Core ML deployment target 'iOS16\)\s*; import os'.*\[bad_option\]"):
+        coreml.emit(model, target="iOS16) ; import os")
 
 
 def test_importing_the_emitter_imports_no_framework():

@@ -46,7 +46,7 @@ def test_tiny_cnn_matches_the_reference_with_one_transpose():
     expected = ref_run(load_onnx(MODEL), feeds)
     art = tfe.emit(load_onnx(MODEL))
     assert art.transposes == 1 and art.layout["transposes"] == 1  # NCHW input -> NHWC, once
-    assert "transposes: 1" in art.source
+    assert "TRANSPOSES = 1\n" in art.source
     assert compare(expected[0], tfe.run(art, feeds)[0]).ok
 
 

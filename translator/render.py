@@ -35,7 +35,7 @@ _IDENT_BAD = re.compile(r"[^0-9A-Za-z_]")
 
 #: names generated code binds itself (imports, parameters): a model's name never shadows them
 RESERVED = frozenset({"self", "torch", "tf", "np", "F", "ops", "ops17", "mb", "ct", "ov", "math", "os", "sys",
-                      "types", "W", "w", "feeds", "fn", "prog"})
+                      "types", "W", "feeds", "fn", "prog"})
 
 
 class Code(str):
