@@ -19,11 +19,27 @@ if False:  # typing only (annotations are strings: nothing is imported at run ti
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
+_UNSAFE = None
+
+
+def safe(text: Any) -> str:
+    """``text`` for a terminal: control characters (newlines included), DEL, C1 controls,
+    line/paragraph separators and bidirectional overrides are shown escaped, so a name
+    from a model can neither move the cursor nor fake a line of output."""
+    global _UNSAFE
+    if _UNSAFE is None:
+        import re
+
+        _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
 def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False, default=str) + "\n")
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
+    rows = [[safe(c) for c in r] for r in rows]
     widths = [len(h) for h in header]
     for r in rows:
         for i, c in enumerate(r):
@@ -187,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("--json", action="store_true", help="machine-readable output")
+        sp.add_argument("-v", "--verbose", action="store_true",
+                        help="show the frameworks' own log output, and a traceback on an internal error")
         sp.set_defaults(func=fn)
         return sp
 
@@ -244,11 +262,82 @@ def _quick_parse(argv: Sequence[str]) -> _QuickArgs | None:
     return _QuickArgs(op, backends or None, as_json) if op is not None else None
 
 
+def quiet_frameworks() -> None:
+    """TensorFlow/absl/gRPC log to stderr from C++ at import: off unless ``-v``."""
+    for k, v in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("GRPC_VERBOSITY", "ERROR"), ("GLOG_minloglevel", "3")):
+        os.environ.setdefault(k, v)
+    import logging
+
+    for name in ("tensorflow", "absl", "coremltools", "jax"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+#: what native libraries print on file descriptor 2 by themselves: absl's pre-init notice
+#: and glog/absl-formatted INFO/WARNING lines (``I0000 00:00:... port.cc:153] ...``)
+_NATIVE_LOG = None
+
+
+def filter_native_stderr() -> None:
+    """Route file descriptor 2 through a filter that drops native libraries' log lines
+    (TensorFlow's C++ logs through absl before any setting can silence it); Python's own
+    ``sys.stderr`` writes to the terminal directly. Undone at exit, after draining."""
+    import atexit
+    import re
+    import threading
+
+    global _NATIVE_LOG
+    _NATIVE_LOG = re.compile(rb"^(WARNING: All log messages before absl::InitializeLog\(\)|"
+                             rb"[IWE]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] )")
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+        r, w = os.pipe()
+        os.dup2(w, 2)
+        os.close(w)
+    except OSError:
+        return
+    sys.stderr = open(real, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+
+    def pump() -> None:
+        with open(r, "rb", buffering=0) as src:
+            for line in iter(src.readline, b""):
+                if not _NATIVE_LOG.match(line):
+                    os.write(real, line)
+
+    t = threading.Thread(target=pump, name="opbridge-stderr-filter", daemon=True)
+    t.start()
+
+    def restore() -> None:
+        try:
+            sys.stderr.flush()
+            os.dup2(real, 2)  # closes the pipe's last write end: the pump drains and stops
+        except OSError:
+            pass
+        t.join(timeout=2)
+
+    atexit.register(restore)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type, message, and the node when known."""
+    where = next((f"node {n!r}: " for n in (getattr(exc, "node", None),) if n), "")
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} [internal_error]"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``argv`` None: ``sys.argv``, and this process's file descriptor 2
+    is filtered of native log lines; a caller passing ``argv`` keeps its own)."""
+    from_console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _quick_parse(argv) or build_parser().parse_args(argv)
     from .quick import NotFound
 
+    verbose = bool(getattr(args, "verbose", False))
+    if not verbose:
+        quiet_frameworks()
+        if from_console and getattr(args, "func", None) is not None and args.func.__module__.endswith("cli_models"):
+            filter_native_stderr()
     try:
         if getattr(args, "json", False) and args.func.__module__.endswith("cli_models"):
             # frameworks (coremltools) print notices on stdout: keep stdout for the JSON document
@@ -260,11 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return int(args.func(args))
         return int(args.func(args))
     except (NotFound, TableError, UserError) as exc:
-        print(f"opbridge: error: {exc}", file=sys.stderr)
+        print(f"opbridge: error: {safe(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except KeyboardInterrupt:
+        print("opbridge: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary: one line, never a bare traceback
+        from .errors import OpbridgeError
+
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        line = str(exc) if isinstance(exc, OpbridgeError) else internal_error_line(exc)
+        print(f"opbridge: error: {safe(line)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

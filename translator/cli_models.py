@@ -33,10 +33,20 @@ def cmd_check(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     out = report_json(res)
-    failed = any(r["status"] != "pass" for r in out["backends"])
+    from .cli import safe
+
+    failed = any(r["status"] == "fail" for r in out["backends"])
+    unchecked = [r for r in out["backends"] if r["status"] != "fail" and r["status"] != "pass"
+                 and r["reason"] != "structural_only"]
+    code = 2 if unchecked else 1 if failed else 0
+    if unchecked:
+        r = unchecked[0]
+        detail = r["detail"] if r["detail"].rstrip().endswith("]") else f"{r['detail']} [{r['reason']}]"
+        more = f" (and {len(unchecked) - 1} more backend(s))" if len(unchecked) > 1 else ""
+        print(safe(f"opbridge: error: cannot check on {r['backend']}: {detail}{more}"), file=sys.stderr)
     if args.json:
         _out(args, json.dumps(out, indent=2))
-        return 1 if failed else 0
+        return code
     tol = out["tolerance"]
     print(f"tolerance: rtol {tol['rtol']:g}, atol {tol['atol']:g}")
     rows = []
@@ -53,8 +63,8 @@ def cmd_check(args: "argparse.Namespace") -> int:
         fd = r["first_divergence"]
         if fd:
             where = f"node {fd.get('node')!r} (op {fd.get('op')}, value {fd.get('value')!r})" if "node" in fd else fd.get("error")
-            print(f"{r['backend']}: first diverging {where}")
-    return 1 if failed else 0
+            print(safe(f"{r['backend']}: first diverging {where}"))
+    return code
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -113,7 +123,9 @@ def cmd_report(args: "argparse.Namespace") -> int:
     if args.json:
         _out(args, R.dumps(R.model_json(args.model, plans)))
     elif args.md != "-":
-        print(R.model_text(plans))
+        from .cli import safe
+
+        print("\n".join(safe(line) for line in R.model_text(plans).split("\n")))
     return 0
 
 
@@ -164,11 +176,50 @@ def _grouped(warnings: "list[str]", show: int = 3) -> "list[str]":
     return out
 
 
-def cmd_convert(args: "argparse.Namespace") -> int:
+def _staging(final: str) -> "Any":
+    """A scratch folder beside ``final`` (same file system: moving in is a rename)."""
     import os
+    import tempfile
+    from pathlib import Path
+
+    parent = Path(os.path.abspath(final)).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".opbridge-", dir=parent))
+
+
+def _move_into_place(staged: "Any", final: str) -> None:
+    """``staged`` becomes ``final`` by rename (an existing ``final`` is replaced, as each
+    backend's ``save`` does)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    dest = Path(final)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_dir() and not dest.is_symlink():
+        old = staged.with_name(staged.name + ".old")
+        os.replace(dest, old)
+        os.replace(staged, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, dest)
+
+
+#: a check status that is a verdict on the artifact (the rest: the check could not run)
+_CHECKED = ("pass", "fail")
+
+
+def cmd_convert(args: "argparse.Namespace") -> int:
+    """Convert to each target into a scratch folder, check what was written, then move the
+    artifacts into place. Exit 0: written and checked (or --no-check); 1: written, and the
+    check ran and found a mismatch (kept for inspection); 2: a target cannot be converted
+    or checked, and nothing is left at -o."""
+    import os
+    import shutil
     import time
 
     from .check import check_model, load_inputs, model_loader, report_json
+    from .cli import internal_error_line, safe
     from .errors import OpbridgeError
     from .harness import BACKENDS, backend_module, classify
 
@@ -182,7 +233,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
 
     def say(msg: str) -> None:
         if not quiet:
-            print(f"[convert] {msg}", file=sys.stderr, flush=True)
+            print(f"[convert] {safe(msg)}", file=sys.stderr, flush=True)
 
     try:
         t0 = time.perf_counter()
@@ -194,52 +245,78 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     stem = os.path.splitext(os.path.basename(args.model))[0]
+    finals = {t: (args.output if len(targets) == 1 else os.path.join(args.output, stem + SUFFIX[t])) for t in targets}
+    stage = _staging(args.output)
+    staged: dict[str, "Any"] = {}
     results = []
     worst = 0
-    for t in targets:
-        rec: dict = {"target": t, "status": "ok"}
-        t1 = time.perf_counter()
-        try:
-            mod = backend_module(t)
-            say(f"{t}: lowering and emitting")
-            kwargs = {}
-            if args.opset and t == "onnx":
-                kwargs["opset"] = args.opset
-            if args.target and t == "coreml":
-                kwargs["target"] = args.target
-            if args.channels_last_io and t in ("tensorflow", "tflite"):
-                kwargs["io_channels_last"] = True
-            if args.allow_select_tf_ops and t == "tflite":
-                kwargs["allow_select_tf_ops"] = True
-            artifact = mod.emit(build(), **kwargs)
-            out = args.output if len(targets) == 1 else os.path.join(args.output, stem + SUFFIX[t])
-            rec["output"] = _save(mod, artifact, out)
-            say(f"{t}: wrote {rec['output']} ({time.perf_counter() - t1:.2f} s)")
-            for k in ("transposes", "warnings"):
-                v = getattr(artifact, k, None)
-                if v is not None:
-                    rec[k] = v
-        except Exception as exc:  # noqa: BLE001 - reported with a reason code
-            status, code = classify(exc)
-            rec.update(status="failed", reason=code, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            say(f"{t}: cannot convert: {rec['detail']}")
-            worst = 2
+    try:
+        for t in targets:
+            rec: dict = {"target": t, "status": "ok"}
+            t1 = time.perf_counter()
+            try:
+                mod = backend_module(t)
+                say(f"{t}: lowering and emitting")
+                kwargs = {}
+                if args.opset and t == "onnx":
+                    kwargs["opset"] = args.opset
+                if args.target and t == "coreml":
+                    kwargs["target"] = args.target
+                if args.channels_last_io and t in ("tensorflow", "tflite"):
+                    kwargs["io_channels_last"] = True
+                if args.allow_select_tf_ops and t == "tflite":
+                    kwargs["allow_select_tf_ops"] = True
+                artifact = mod.emit(build(), **kwargs)
+                staged[t] = stage / t / os.path.basename(finals[t])
+                staged[t].parent.mkdir()
+                _save(mod, artifact, str(staged[t]))
+                say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
+                for k in ("transposes", "warnings"):
+                    v = getattr(artifact, k, None)
+                    if v is not None:
+                        rec[k] = v
+            except Exception as exc:  # noqa: BLE001 - reported with a reason code
+                if isinstance(exc, OpbridgeError):
+                    code, detail = classify(exc)[1], str(exc).splitlines()[0]
+                else:  # a bug of ours, not a property of the model
+                    code, detail = "internal_error", internal_error_line(exc)
+                    if getattr(args, "verbose", False):
+                        import traceback
+
+                        traceback.print_exc()
+                rec.update(status="failed", reason=code, detail=detail)
+                say(f"{t}: cannot convert: {detail}")
+                worst = 2
+                results.append(rec)
+                continue
+            if args.check:
+                say(f"{t}: checking against the NumPy reference")
+                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model))
+                b = res["backends"][0]
+                b["source"] = res.get("source", "")  # "onnxruntime", or why the source could not run
+                rec["check"] = b
+                if b["status"] == "fail":
+                    rec["status"] = "check_failed"
+                    worst = max(worst, 1)
+                elif b["status"] not in _CHECKED and b["reason"] == "structural_only":
+                    rec["check_note"] = f"{b['reason']}: {b['detail']}".strip()
+                elif b["status"] not in _CHECKED:  # the check could not run: not a pass
+                    rec.update(status="check_error", reason=b["reason"] or "runtime_error",
+                               detail=f"the written artifact could not be checked: {b['detail']}")
+                    worst = 2
             results.append(rec)
-            continue
-        if args.check:
-            say(f"{t}: checking against the NumPy reference")
-            res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model))
-            b = res["backends"][0]
-            b["source"] = res.get("source", "")  # "onnxruntime", or why the source could not run
-            rec["check"] = b
-            if b["status"] == "fail":
-                rec["status"] = "check_failed"
-                worst = max(worst, 1)
-            elif b["status"] != "pass":
-                rec["check_note"] = f"{b['status']}: {b['reason']} {b['detail']}".strip()
-        results.append(rec)
+        if worst < 2:
+            for t, path in staged.items():
+                _move_into_place(path, finals[t])
+                rec = next(r for r in results if r["target"] == t)
+                rec["output"] = finals[t]
+                if rec["status"] == "check_failed":
+                    rec["kept"] = "kept for inspection: the check ran and found a mismatch"
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     if args.json:
-        _out(args, json.dumps({"model": args.model, "nodes": n_nodes, "targets": results}, indent=2))
+        _out(args, json.dumps({"model": args.model, "nodes": n_nodes, "targets": results,
+                               "written": worst < 2}, indent=2))
     else:
         for r in results:
             line = f"{r['target']}: {r['status']}"
@@ -259,9 +336,21 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 line += f"; transposes {r['transposes']}"
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
-            print(line)
+            if "kept" in r:
+                line += f" ({r['kept']})"
+            print(safe(line))
             for w in _grouped(r.get("warnings") or []):
-                print(f"  warning: {w}")
+                print(f"  warning: {safe(w)}")
+    if worst == 2:
+        bad = [r for r in results if r["status"] in ("failed", "check_error")]
+        good = [r["target"] for r in results if r["status"] not in ("failed", "check_error")]
+        first = bad[0]
+        more = f" (and {len(bad) - 1} more target(s))" if len(bad) > 1 else ""
+        hint = f"; the others convert alone: --to {','.join(good)}" if good else ""
+        verb = "check" if first["status"] == "check_error" else "convert to"
+        detail = first["detail"] if first["detail"].rstrip().endswith("]") else f"{first['detail']} [{first['reason']}]"
+        print(safe(f"opbridge: error: cannot {verb} {first['target']}: {detail}{more}; nothing written{hint}"),
+              file=sys.stderr)
     return worst
 
 
