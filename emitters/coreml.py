@@ -458,13 +458,15 @@ def _feeds(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarr
 
 def _back(art: CoreMLArtifact, values: list[Any]) -> list[np.ndarray]:
     from translator.dtypes import numpy_dtype
+    from translator.harness import exact_astype
 
     out = []
     for p, v in zip(art.outputs, values):
         a = np.asarray(v)
         if p.shape is not None and len(p.shape) == 0 and a.shape == (1,):
             a = a.reshape(())
-        out.append(a.astype(numpy_dtype(p.dtype)))
+        # the MIL output's declared dtype, then the source dtype only when exact (legalized)
+        out.append(exact_astype(a.astype(numpy_dtype(p.legal)), numpy_dtype(p.dtype)))
     return out
 
 

@@ -151,9 +151,33 @@ def _constant_of_shape(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.broadcast({c}, {as_i64(g, g.x(0), g.dtype(0))})")
 
 
+#: ONNX casts into these keep the low bits (floats truncated first); OpenVINO's Convert does
+#: not wrap, so the wrap-around is computed in the graph: ((x + lo) mod 2^n) - lo
+_WRAPPED = {"int4": (16, 8), "uint4": (16, 0)}
+
+
 @lowering("cast")
 def _cast(g: "Gen", node: Node) -> None:
-    g.out(0, f"ops.convert({g.x(0)}, {g.ty(g.out_dtype(0))})")
+    to, src = g.out_dtype(0), g.dtype(0)
+    if to in _WRAPPED and src not in _WRAPPED and src != "bool":
+        span, lo = _WRAPPED[to]
+        x = g.let(f"ops.convert({g.x(0)}, {g.ty('int64')})")  # floats truncate toward zero
+        if lo:
+            x = g.let(f"ops.add({x}, {g.const(lo, 'int64')})")
+        x = g.let(f"ops.floor_mod({x}, {g.const(span, 'int64')})")
+        if lo:
+            x = g.let(f"ops.subtract({x}, {g.const(lo, 'int64')})")
+        g.out(0, f"ops.convert({x}, {g.ty(to)})")
+        return
+    g.out(0, f"ops.convert({g.x(0)}, {g.ty(to)})")
+
+
+@lowering("cast_like")
+def _cast_like(g: "Gen", node: Node) -> None:
+    if g.out_dtype(0) in _WRAPPED:  # the wrap-around of cast (convert_like does not wrap either)
+        _cast(g, node)
+    else:
+        g.out(0, f"ops.convert_like({g.x(0)}, {g.x(1)})")
 
 
 # ----------------------------------------------------------------------------- variadic elementwise

@@ -425,6 +425,10 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
         params = [cg.bind(v) for v in g.inputs]
         cg.graph_body(g)
         returns = [cg.ref(v) for v in g.outputs]
+        for i, d in out_dtypes.items():  # uint16/uint32 computed widened: the module wraps them itself
+            wrapped = cg.fresh(g.outputs[i].name)
+            cg.scope.lines.append(f"{wrapped} = torch.bitwise_and({returns[i]}, {(1 << (16 if d == 'uint16' else 32)) - 1})")
+            returns[i] = wrapped
         out_names = [r if r.isidentifier() else f"output{i}" for i, r in enumerate(returns)]
         buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
                    for name, arr, dtype, _ in cg.buffers.values()]
@@ -471,6 +475,7 @@ def runner(artifact: PyTorchArtifact) -> Any:
     import torch
 
     from translator.errors import OpbridgeError
+    from translator.harness import exact_astype
 
     model = artifact.instantiate()
 
@@ -485,8 +490,8 @@ def runner(artifact: PyTorchArtifact) -> Any:
             args.append([to_torch(t) for t in x] if isinstance(x, list) else None if x is None else to_torch(x))
         with torch.no_grad():
             outs = [to_numpy(o) for o in model(*args)]
-        for i, d in artifact.output_dtypes.items():
-            outs[i] = outs[i].astype(d)
+        for i, d in artifact.output_dtypes.items():  # documented widening, back only when exact
+            outs[i] = exact_astype(outs[i], d)
         return outs
 
     return call

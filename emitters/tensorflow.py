@@ -309,9 +309,32 @@ class Codegen:
 
     def node_lines(self, node: Node) -> list[str]:
         ctx = NodeCtx(self, node)
+        rounded = self.bf16_legalized(ctx)
         if ops.widens(node, self.tables):
-            return self.widened(ctx)
-        return self.generate(ctx)
+            return self.widened(ctx) + rounded
+        return self.generate(ctx) + rounded
+
+    def bf16_legalized(self, ctx: NodeCtx) -> list[str]:
+        """Outputs the model computes in bfloat16 but this backend in float32 (TFLite's
+        legalization) are rounded to bfloat16 in the graph (round to nearest; Veltkamp's
+        split keeps the top 8 significant bits; |x| > 2^64 scaled first, inf/NaN kept): the
+        artifact itself returns bfloat16 values, which the runner may then retype exactly."""
+        node = ctx.node
+        source = node.meta.get("source_dtypes") or []
+        lines: list[str] = []
+        for k, v in enumerate(node.outputs):
+            if k >= len(source) or source[k] != "bfloat16" or v.type.dtype != "float32" or not v.uses and \
+                    v not in (node.graph.outputs if node.graph else []):
+                continue
+            x = ctx.out_name[k] = self.names.fresh(f"{v.name}_f32")
+            big, s, gam, hi = (self.names.fresh(f"{v.name}_{t}") for t in ("big", "s", "g", "hi"))
+            lines += [f"{big} = tf.abs({x}) > 18446744073709551616.0",
+                      f"{s} = tf.where({big}, {x} * 5.421010862427522e-20, {x})",
+                      f"{gam} = {s} * 65537.0",
+                      f"{hi} = {gam} + ({s} - {gam})",
+                      f"{hi} = tf.where({big}, {hi} * 18446744073709551616.0, {hi})",
+                      f"{self.names(v)} = tf.where(tf.math.is_finite({x}), {hi}, {x})"]
+        return lines
 
     def widened(self, ctx: NodeCtx) -> list[str]:
         """float16/bfloat16 math in float32, rounded back per op (as the reference does)."""
@@ -552,8 +575,10 @@ def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np
 
 
 def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
-    """Back to the source model's dtypes (strings decoded) and layout, in the model's output order."""
+    """Back to the source model's dtypes where the values allow it exactly (strings decoded)
+    and layout, in the model's output order."""
     from translator.dtypes import numpy_dtype
+    from translator.harness import exact_astype
 
     res = []
     for p, y in zip(artifact.outputs, values):
@@ -562,7 +587,7 @@ def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
             y = np.asarray([s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else s
                             for s in y.reshape(-1)], dtype=object).reshape(y.shape)
         elif p.source_dtype is not None and p.source_dtype != p.dtype and p.source_dtype in tf_dtype_names():
-            y = y.astype(numpy_dtype(p.source_dtype))
+            y = exact_astype(y, numpy_dtype(p.source_dtype))  # a documented legalization, never rounded here
         if p.channels_last and y.ndim >= 3:  # back to the source model's layout
             y = np.ascontiguousarray(np.moveaxis(y, -1, 1))
         res.append(y)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import OpbridgeError
+from .artifact_io import output_ports, run_written
 from .harness import Diff, backend_module, classify, compare, tolerance_for
 from .ir import Model
 
@@ -31,9 +32,10 @@ from .ir import Model
 SCALED_EPS = 128
 
 
-def compare_output(expected: Any, got: Any, tol: dict[str, float]) -> Diff:
-    """A model output: the op tolerance element-wise, or scaled to the output's magnitude."""
-    d = compare(expected, got, **tol)
+def compare_output(expected: Any, got: Any, tol: dict[str, float], legalized: str | None = None) -> Diff:
+    """A model output: the op tolerance element-wise, or scaled to the output's magnitude.
+    ``legalized``: the dtype the artifact documents for this output (``artifact_io.OutputPort``)."""
+    d = compare(expected, got, **tol, legalized=legalized)
     if d.ok or not d.reason.startswith("max abs"):
         return d
     e = np.asarray(expected)
@@ -43,8 +45,9 @@ def compare_output(expected: Any, got: Any, tol: dict[str, float]) -> Diff:
     scale = float(finite.max()) if finite.size else 0.0
     bound = SCALED_EPS * float(np.finfo(e.dtype).eps) * scale
     if d.max_abs <= bound:
+        legal = compare(expected, got, rtol=0.0, atol=float("inf"), legalized=legalized).legalized
         return Diff(True, d.max_abs, d.max_rel, d.max_ulp,
-                    f"scaled: max abs {d.max_abs:.3g} <= {SCALED_EPS} eps x max|ref| {scale:.3g}")
+                    f"scaled: max abs {d.max_abs:.3g} <= {SCALED_EPS} eps x max|ref| {scale:.3g}", legal)
     return d
 
 
@@ -157,10 +160,15 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         try:
             mod = backend_module(b)
             artifact = artifacts[b] if artifacts and b in artifacts else mod.emit(build_ir())
-            got = list(mod.run(artifact, feeds))
-            for i, (name, e, g) in enumerate(zip(out_names, expected, got)):
-                d = compare_output(e, g, tol)
-                rep.outputs.append(OutputReport(name, d, compare_output(src[i], g, tol) if src is not None else None))
+            got = run_written(b, artifact, feeds)  # the written file, loaded back and run
+            ports = output_ports(b, artifact)
+            if len(got) != len(out_names) or [p.name for p in ports] != out_names:
+                rep.status, rep.reason = "fail", "outputs"
+                rep.detail = f"the artifact returns {[p.name for p in ports]} ({len(got)} values), expected {out_names}"
+            for i, (name, e, g, port) in enumerate(zip(out_names, expected, got, ports)):
+                d = compare_output(e, g, tol, port.legal)
+                rep.outputs.append(OutputReport(name, d, compare_output(src[i], g, tol, port.legal)
+                                                if src is not None else None))
                 if not d.ok:
                     rep.status, rep.reason = "fail", "mismatch"
             if rep.status == "fail":
@@ -203,7 +211,9 @@ def report_json(res: dict[str, Any]) -> dict[str, Any]:
             "backend": r.backend, "status": r.status, "reason": r.reason, "detail": r.detail,
             "seconds": round(r.seconds, 3), "first_divergence": r.first_divergence,
             "outputs": [{"name": o.name, "ok": o.diff.ok, "max_abs": o.diff.max_abs, "max_rel": o.diff.max_rel,
-                         "max_ulp": o.diff.max_ulp, "reason": o.diff.reason,
+                         "max_ulp": o.diff.max_ulp, "verdict": o.diff.verdict,
+                         "reason": o.diff.reason or (o.diff.verdict if o.diff.legalized else ""),
+                         "legalized": o.diff.legalized,
                          **({"vs_source": {"ok": o.vs_source.ok, "max_abs": o.vs_source.max_abs, "max_rel": o.vs_source.max_rel,
                                            "max_ulp": o.vs_source.max_ulp}} if o.vs_source is not None else {})}
                         for o in r.outputs]})

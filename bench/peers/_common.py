@@ -33,11 +33,20 @@ def feeds_for(model: Any, inputs: list[Any]) -> dict[str, Any]:
     return dict(zip(names, (as_value(x) for x in inputs)))
 
 
-def check_outputs(expected: list[Any], got: list[Any]) -> tuple[bool, str]:
-    if len(got) < len(expected):
-        return False, "missing_outputs"
-    for e, g in zip(expected, got):
-        d = compare(as_value(e), g, RTOL, ATOL)
+def check_outputs(expected: list[Any], got: list[Any], names: list[str] | None = None,
+                  ports: list[Any] | None = None) -> tuple[bool, str]:
+    """Exactly the expected outputs (count, and names when both sides know them), each of the
+    declared dtype or of the dtype the artifact's interface documents (``ports[i].legal``).
+    ``(True, "legalized int64→int32")`` is a pass on a documented legalization."""
+    if len(got) != len(expected):
+        return False, "missing_outputs" if len(got) < len(expected) else "extra_outputs"
+    if names is not None and ports is not None and [p.name for p in ports] != list(names):
+        return False, "output_names"
+    legalized = []
+    for i, (e, g) in enumerate(zip(expected, got)):
+        d = compare(as_value(e), g, RTOL, ATOL, legalized=ports[i].legal if ports is not None else None)
         if not d.ok:
-            return False, "mismatch"
-    return True, ""
+            return False, "dtype" if d.reason.startswith("dtype") else "mismatch"
+        if d.legalized and d.legalized not in legalized:
+            legalized.append(d.legalized)
+    return True, ("legalized " + ", ".join(legalized)) if legalized else ""
