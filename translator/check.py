@@ -75,12 +75,24 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1) -> dict[str
 
     rng = np.random.default_rng(seed)
     feeds = {}
+    from . import budget
+
     for v in model.graph.inputs:
         t = v.type
-        if t.kind != "tensor" or t.dtype is None or t.shape is None:
-            raise OpbridgeError("dynamic_shape", f"input {v.name!r} has type {t}; pass --inputs file.npz")
+        if t.kind != "tensor":
+            raise OpbridgeError("dynamic_shape", f"input {v.name!r} is a {t.kind}, random inputs are tensors only; "
+                                "pass --inputs file.npz")
+        if t.dtype is None or t.shape is None:
+            raise OpbridgeError("dynamic_shape", f"input {v.name!r} has type {t} (no element type or rank); "
+                                "pass --inputs file.npz")
         shape = tuple(d if isinstance(d, int) else dim_default for d in t.shape)
-        dt = numpy_dtype(t.dtype)
+        try:
+            dt = numpy_dtype(t.dtype)
+        except Exception as exc:  # noqa: BLE001 - a dtype NumPy cannot hold
+            raise OpbridgeError("unsupported_dtype", f"input {v.name!r}: no random values of dtype {t.dtype} "
+                                f"({type(exc).__name__}); pass --inputs file.npz") from None
+        budget.check_tensor(shape, None if dt.kind == "O" else max(dt.itemsize, 4),
+                            f"random input {v.name!r} of shape {shape}")
         if dt.kind == "b":
             arr = rng.random(shape) < 0.5
         elif dt.kind in "iu":
@@ -228,6 +240,6 @@ def model_loader(path: str) -> Callable[[], Model]:
 
     proto = read_model_proto(p)
     base = p.resolve().parent
-    from_proto(proto, base, str(path))  # fail early, with the frontend's one-line reason
+    from_proto(proto, base, str(path))  # validate and fail early, with the frontend's one-line reason
 
-    return lambda: from_proto(proto, base, str(path))
+    return lambda: from_proto(proto, base, str(path), validate=False)  # validated above

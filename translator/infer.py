@@ -51,6 +51,13 @@ def broadcast_shapes(a: tuple, b: tuple, node: Node | None = None) -> tuple:
     return tuple(reversed(out))
 
 
+def _checked_axis(n: Node, axis: int, rank: int) -> int:
+    """``axis`` normalized into [0, rank), or a VerifyError naming the node."""
+    if not -rank <= axis < rank:
+        raise VerifyError("bad_model", f"axis {axis} is out of range for rank {rank}", node=n.name, op=n.op)
+    return axis + rank if axis < 0 else axis
+
+
 def _const(v: Value | None) -> Any:
     return None if v is None else v.const
 
@@ -96,6 +103,8 @@ def _transpose(n: Node) -> list:
     if s is None:
         return [None]
     perm = n.attrs.get("perm") or list(range(len(s)))[::-1]
+    if sorted(int(p) for p in perm) != list(range(len(s))):
+        raise VerifyError("bad_model", f"perm {list(perm)} is not a permutation of the {len(s)} axes", node=n.name, op=n.op)
     return [tuple(s[p] for p in perm)]
 
 
@@ -159,8 +168,7 @@ def _gather(n: Node) -> list:
     s, q = n.inputs[0].type.shape, n.inputs[1].type.shape
     if s is None or q is None:
         return [None]
-    axis = int(n.attrs.get("axis", 0))
-    axis = axis + len(s) if axis < 0 else axis
+    axis = _checked_axis(n, int(n.attrs.get("axis", 0)), len(s))
     return [tuple(s[:axis]) + tuple(q) + tuple(s[axis + 1:])]
 
 
@@ -256,8 +264,7 @@ def _concat(n: Node) -> list:
     if not shapes or any(s is None for s in shapes):
         return [None]
     r = len(shapes[0])
-    axis = int(n.attrs.get("axis", 0))
-    axis = axis + r if axis < 0 else axis
+    axis = _checked_axis(n, int(n.attrs.get("axis", 0)), r)
     total: Any = 0
     for s in shapes:
         total = total + s[axis] if isinstance(total, int) and isinstance(s[axis], int) else None
@@ -292,6 +299,12 @@ def _conv(n: Node) -> list:
     strides = n.attrs.get("strides") or [1] * sp
     dil = n.attrs.get("dilations") or [1] * sp
     pads = n.attrs.get("pads") or [0] * (2 * sp)
+    if len(strides) != sp or len(dil) != sp or len(pads) != 2 * sp:
+        raise VerifyError("bad_model", f"strides {list(strides)}, dilations {list(dil)} and pads {list(pads)} do not "
+                          f"fit {sp} spatial axes", node=n.name, op=n.op)
+    if any(int(v) < 1 for v in list(strides) + list(dil)):
+        raise VerifyError("bad_model", f"strides {list(strides)} and dilations {list(dil)} must be positive",
+                          node=n.name, op=n.op)
     ceil = bool(n.attrs.get("ceil_mode", 0))
     dims = tuple(_spatial_out(x[2 + i], kernel[i], strides[i], dil[i], pads[i] + pads[i + sp], ceil) for i in range(sp))
     return [(x[0], channels) + dims] * len(n.outputs)
@@ -419,7 +432,14 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
     for node in graph.nodes:
         for sub in node.subgraphs():
             infer(sub, tables)
-        inferred = infer_node(node, tables, enum_map)
+        try:
+            inferred = infer_node(node, tables, enum_map)
+        except VerifyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - invalid attributes/inputs (strides 0, perm out of range, ...)
+            msg = " ".join(str(exc).split())[:300]
+            raise VerifyError("bad_model", f"shape inference failed: {type(exc).__name__}" + (f": {msg}" if msg else ""),
+                              node=node.name, op=node.op) from None
         for v, t in zip(node.outputs, inferred):
             if v.type.kind != "tensor":
                 continue

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from . import reference
+from . import budget, reference
 from .errors import OpbridgeError, Unsupported
-from .ir import Graph, Model, Value
+from .ir import Graph, Model, Node, Value
 from .lowering import lower_for
 
 
@@ -45,7 +45,8 @@ def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None) -> None:
             elif id(v) in env:
                 args.append(env[id(v)])
             else:
-                raise OpbridgeError("verifier", f"value {v.name!r} used before it is computed", node=node.name)
+                raise OpbridgeError("verifier", f"value {v.name!r} used before it is computed", node=node.name,
+                                    op=node.op)
         kwargs = {}
         for k, a in node.attrs.items():
             if isinstance(a, Graph):
@@ -54,18 +55,73 @@ def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None) -> None:
                 kwargs[k] = [_body(x, env, None) for x in a]
             else:
                 kwargs[k] = a
-        try:
-            res = fn(*args, **kwargs)
-        except OpbridgeError:
-            raise
-        except NotImplementedError as exc:
-            raise Unsupported(node.op, "numpy", "unsupported_attribute_value", str(exc) or "not implemented", node.name) from None
-        if not isinstance(res, tuple):
-            res = (res,)
+        budget.check_time(node=node.name, op=node.op)
+        res = call_reference(node, fn, args, kwargs)
         for v, r in zip(node.outputs, res):
             env[id(v)] = r
             if trace is not None:
                 trace[v.name] = r
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _check_sizes(node: Node, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Refuse, before the op allocates it, an output over the budget: predicted from the
+    arguments (``reference/_sizes.py``), else the node's statically known output shape."""
+    from .reference._sizes import predict
+
+    sizes = predict(node.op, args, kwargs)
+    if sizes is not None:
+        for n, itemsize in sizes:
+            budget.check_tensor(n, itemsize, "output")
+        return
+    for v in node.outputs:
+        shp = v.type.shape
+        if v.type.kind == "tensor" and shp is not None and all(isinstance(d, int) for d in shp):
+            budget.check_tensor(shp, None, f"output {v.name!r}")
+
+
+def _check_result(res: tuple) -> None:
+    import numpy as np
+
+    for r in res:
+        if isinstance(r, np.ndarray):
+            budget.check_tensor(r.size, None if r.dtype.kind == "O" else r.dtype.itemsize, "output")
+
+
+def call_reference(node: Node, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
+                   check_sizes: bool = True) -> tuple:
+    """``fn(*args, **kwargs)`` for ``node`` under the resource budget; the results as a tuple.
+
+    Every failure is an ``OpbridgeError`` naming the node and its op: the op's own
+    ``OpbridgeError`` (``too_large`` from the budget, ...), ``NotImplementedError`` as
+    ``unsupported_attribute_value``, ``MemoryError`` as ``too_large`` and anything else a
+    malformed model makes NumPy raise (IndexError, ValueError, ZeroDivisionError,
+    TypeError, KeyError, RecursionError...) as ``bad_model`` with the exception's text."""
+    try:
+        if check_sizes:
+            _check_sizes(node, args, kwargs)
+        res = fn(*args, **kwargs)
+        if not isinstance(res, tuple):
+            res = (res,)
+        if check_sizes:
+            _check_result(res)
+        return res
+    except Unsupported:
+        raise
+    except OpbridgeError as exc:
+        if exc.node is not None:
+            raise
+        raise OpbridgeError(exc.code, exc.detail, node=node.name, op=node.op, where=exc.where) from None
+    except NotImplementedError as exc:
+        raise Unsupported(node.op, "numpy", "unsupported_attribute_value", str(exc) or "not implemented", node.name) from None
+    except MemoryError:
+        raise OpbridgeError("too_large", "out of memory evaluating the node", node=node.name, op=node.op) from None
+    except Exception as exc:  # noqa: BLE001 - a malformed model: one line naming the node
+        raise OpbridgeError("bad_model", _one_line(exc), node=node.name, op=node.op) from None
 
 
 def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = None) -> list[Any]:
@@ -78,7 +134,7 @@ def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = N
         if v.name not in feeds:
             raise OpbridgeError("bad_model", f"no value fed for input {v.name!r}")
         env[id(v)] = feeds[v.name]
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), budget.run_scope():
         _run(g, env, trace)
     return [env[id(v)] for v in g.outputs]
 

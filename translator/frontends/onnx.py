@@ -13,13 +13,14 @@ registered handler use the generic one (attributes and inputs carried over as-is
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import FrontendError
+from ..errors import FrontendError, OpbridgeError
 from ..ir import Graph, Model, TensorType, Value
 from ..pipeline import gc_paused
 from ..tables import Tables, load_tables
@@ -182,7 +183,7 @@ def _external_tensor(ctx: _Ctx, t: Any) -> np.ndarray:
     np_dtype = helper.tensor_dtype_to_np_dtype(t.data_type)
     shape = tuple(int(d) for d in t.dims)
     offset = int(info.get("offset", 0))
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)
     size = file.stat().st_size
     if offset + count * np.dtype(np_dtype).itemsize > size:
         raise ctx.fail("missing_external_data", f"tensor {t.name!r}: external data file {loc!r} is truncated")
@@ -219,7 +220,7 @@ def _attr(ctx: _Ctx, a: Any) -> Any:
 
 
 def _subgraph(ctx: _Ctx, g: Any) -> Graph:
-    outer = ctx.graph
+    outer, outer_name = ctx.graph, ctx.node_name
     sub = Graph(g.name or "body")
     sub.parent = outer
     ctx.graph = sub
@@ -228,7 +229,7 @@ def _subgraph(ctx: _Ctx, g: Any) -> Graph:
         _fill_graph(ctx, g)
     finally:
         ctx.scopes.pop()
-        ctx.graph = outer
+        ctx.graph, ctx.node_name = outer, outer_name  # the node owning the subgraph keeps its name
     return sub
 
 
@@ -411,9 +412,15 @@ def _onnx_shape_inference(proto: Any) -> Any:
 
 
 def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
-               tables: Tables | None = None, infer_shapes: bool = True) -> Model:
+               tables: Tables | None = None, infer_shapes: bool = True, validate: bool = True) -> Model:
+    """The IR of ``proto``. ``validate`` (default) first runs the validation stage
+    (``frontends/validate.py``); a caller converting the same proto again may skip it."""
     import onnx
 
+    if validate:
+        from .validate import validate_model
+
+        validate_model(proto, base_dir, path)
     tables = tables or load_tables()
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "" not in opsets and "ai.onnx" not in opsets:
@@ -430,7 +437,20 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
     ctx.graph = Graph(proto.graph.name or "main")
     ctx.scopes.append({})
     with gc_paused():  # every object built here stays alive: collector passes would only walk the heap
-        _fill_graph(ctx, proto.graph)
+        try:
+            _fill_graph(ctx, proto.graph)
+        except FrontendError:
+            raise
+        except OpbridgeError as exc:
+            raise FrontendError(exc.code, exc.detail, node=exc.node or ctx.node_name or None, op=exc.op,
+                                where=exc.where or path) from None
+        except MemoryError:
+            raise FrontendError("too_large", "out of memory while reading the model", node=ctx.node_name or None,
+                                where=path) from None
+        except Exception as exc:  # noqa: BLE001 - any other failure on a malformed model: one line with the node
+            msg = " ".join(str(exc).split())[:300]
+            raise FrontendError("bad_model", f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__,
+                                node=ctx.node_name or None, where=path) from None
     meta = {p.key: p.value for p in proto.metadata_props}
     return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta)
 

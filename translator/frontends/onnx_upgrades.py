@@ -40,8 +40,20 @@ handler("ReduceSum", 13)(_generic)
 for _op in ("Squeeze", "Unsqueeze"):
     handler(_op, 1)(_attr_to_input("axes", 1))
     handler(_op, 13)(_generic)
-handler("Split", 1)(_attr_to_input("split", 1))
-handler("Split", 13)(_generic)
+_split_v1 = _attr_to_input("split", 1)
+
+
+@handler("Split", 1)
+@handler("Split", 13)
+def _split_v13(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """Before opset 18, no ``split`` means equal parts, one per output: ``num_outputs`` of the newest form."""
+    has_split = "split" in attrs or (len(inputs) > 1 and inputs[1] is not None)
+    if not has_split:
+        attrs = {**attrs, "num_outputs": len(node.output)}
+    return _split_v1(ctx, node, inputs, attrs)
+
+
+handler("Split", 18)(_generic)
 handler("TopK", 1)(_attr_to_input("k", 1))
 handler("TopK", 10)(_generic)
 

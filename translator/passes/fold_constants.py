@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference
+from ..errors import OpbridgeError
+from ..reference._sizes import predict
 from ..dtypes import dtype_id
 from ..ir import Graph, Node
 
@@ -60,9 +62,19 @@ def run(graph: Graph) -> int:
         fn = reference.get(node.op)
         if fn is None:
             continue
-        with np.errstate(all="ignore"):
-            res = fn(*[None if v is None else v.const for v in node.inputs], **node.attrs)
-        res = list(res) if isinstance(res, tuple) else [res]
+        args = [None if v is None else v.const for v in node.inputs]
+        sizes = predict(node.op, args, node.attrs)
+        if sizes is not None and any(n > MAX_ELEMENTS for n, _ in sizes):
+            continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
+        from ..interpreter import call_reference
+
+        try:
+            with np.errstate(all="ignore"):
+                res = list(call_reference(node, fn, args, dict(node.attrs)))
+        except OpbridgeError as exc:
+            if exc.code != "bad_model":
+                continue  # over budget or unsupported here: left to the backend
+            raise
         arrays = [np.asarray(r) for r in res]
         if any(a.size > MAX_ELEMENTS or a.dtype.kind == "O" for a in arrays):
             continue

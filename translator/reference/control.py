@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import budget
 from . import reference
 
 
@@ -27,7 +28,10 @@ def loop(M, cond, *v_initial, body):
     n = len(states)
     scans: list[list] | None = None
     i = 0
+    if cond is None and trip is not None:
+        budget.loop_trip_count(trip)  # a counted loop: its trip count is known up front
     while (trip is None or i < trip) and keep:
+        budget.loop_iteration()
         outs = body(np.array(i, dtype=np.int64), np.array(keep), *states)
         keep = bool(np.asarray(outs[0]).reshape(-1)[0])
         states = list(outs[1:1 + n])
@@ -55,6 +59,7 @@ def scan(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_direct
     length = xs[0].shape[in_axes[0]] if m else 0
     outs_acc: list[list] = []
     for t in range(length):
+        budget.loop_iteration("scan")
         elems = [np.take(x, length - 1 - t if d else t, axis=a) for x, a, d in zip(xs, in_axes, in_dirs)]
         outs = body(*states, *elems)
         states = list(outs[:n])

@@ -33,6 +33,10 @@ def _conv_float(x, w, strides, pads, dilations, group):
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + nd]) for i in range(nd)])
     out_sp = [(xp.shape[2 + i] - dilations[i] * (k_sp[i] - 1) - 1) // strides[i] + 1 for i in range(nd)]
     n, c, m = x.shape[0], x.shape[1], w.shape[0]
+    if group < 1 or c % group or m % group or w.shape[1] * group != c:
+        raise ValueError(f"group {group} does not fit {c} input channels and weights of shape {tuple(w.shape)}")
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
+        raise ValueError(f"strides {list(strides)} and dilations {list(dilations)} must be positive")
     cg, mg = c // group, m // group
     y = np.zeros((n, m, *out_sp), dtype=np.result_type(x.dtype, w.dtype))
     for g in range(group):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import budget
 from . import reference
 
 
@@ -51,6 +52,7 @@ def sequence_erase(input_sequence, position=None):
 def sequence_map(input_sequence, *additional_inputs, body):
     results: list[list] = []
     for i in range(len(input_sequence)):
+        budget.loop_iteration("sequence_map")
         args = [input_sequence[i]] + [a[i] if isinstance(a, list) else a for a in additional_inputs]
         outs = body(*args)
         if not results:

@@ -79,6 +79,8 @@ def _split_sizes(dim: int, split, num_outputs) -> list[int]:
 def split(x, split=None, axis=0, num_outputs=None):
     axis = _axis(axis, x.ndim)
     sizes = _split_sizes(x.shape[axis], split, num_outputs)
+    if sum(sizes) != x.shape[axis] or any(s < 0 for s in sizes):
+        raise ValueError(f"split sizes {sizes} do not add up to the axis' length {x.shape[axis]}")
     bounds = np.cumsum([0] + sizes)
     return tuple(np.take(x, np.arange(bounds[i], bounds[i + 1]), axis=axis) for i in range(len(sizes)))
 
@@ -158,7 +160,8 @@ def range_(start, limit, delta, stash_type=1):
     dtype = start.dtype
     if not is_float(dtype):
         s, l, d = int(start), int(limit), int(delta)
-        return np.array([s + i * d for i in range(max(-(-(l - s) // d), 0))], dtype=dtype)
+        n = max(-(-(l - s) // d), 0)  # d == 0: ZeroDivisionError, reported as a bad model
+        return (s + np.arange(n, dtype=np.int64) * d).astype(dtype)
     n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
     if dtype.itemsize < 4 and stash_type != 1:
         # float16 / bfloat16 without stash: successive additions in the native type

@@ -1,0 +1,376 @@
+"""The validation stage: an ONNX model is checked before anything reads it.
+
+``validate_model(proto, base_dir, path)`` runs first in ``from_proto`` (before shape
+inference, conversion, a reference run or an emitter), so a broken or hostile file is
+refused with one line naming the file, the node/op/tensor and why, with a reason code:
+
+* versions: the IR version and the default-domain opset must be ones the installed
+  ``onnx`` knows (``onnx.IR_VERSION``, ``onnx.defs.onnx_opset_version()``);
+* structure: the main graph has outputs (none at all is an empty graph), lists no output
+  twice; in every graph (subgraphs and model-local functions too) every value has one
+  producer (a node output is not also an input, an initializer or another node's output);
+  model-local functions do not call themselves (directly or through others);
+* tensors: a defined element type, non-negative dims, a declared size within the memory
+  budget (``too_large``, ``translator/budget.py``); external data with a location that is
+  relative, free of NUL and inside the model's folder, ``offset``/``length`` non-negative
+  integers, ``length`` equal to dims x item size (onnxruntime refuses the model
+  otherwise), and a file holding ``offset + size`` bytes (``missing_external_data``);
+* the ONNX checker (structure) and ONNX shape inference in strict mode (what
+  ``check_model(full_check=True)`` runs), on a view of the model in which weights are
+  graph inputs of the same type: external data is checked above (the checker would look
+  for it relative to the working directory) and large weights are not copied. Two checker
+  rules are not applied: a main-graph value's tensor type without a ``shape`` (unknown
+  rank, which onnxruntime accepts), and inference errors raised inside the function body
+  of a standard ONNX op (ONNX's own expansion, e.g. MeanVarianceNormalization-13's). Ops
+  or domains ONNX does not know are left to the frontend, which names them with
+  ``unsupported_op``/``unknown_domain``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from .. import budget
+from ..errors import FrontendError
+
+#: floating-point initializers at least this large (serialized) are weights: graph inputs in the checker's view
+_WEIGHT_BYTES = 4096
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _fail(code: str, detail: str, where: str, node: str | None = None, op: str | None = None) -> FrontendError:
+    return FrontendError(code, detail, node=node, op=op, where=where)
+
+
+def _node_label(node: Any, i: int) -> str:
+    return node.name or f"#{i}"
+
+
+# ---------------------------------------------------------------------------- walking the model
+def _subgraphs(node: Any) -> Iterator[Any]:
+    import onnx
+
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def _attr_tensors(node: Any) -> Iterator[Any]:
+    import onnx
+
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            yield a.t
+        elif a.type == onnx.AttributeProto.TENSORS:
+            yield from a.tensors
+
+
+# ---------------------------------------------------------------------------- versions & structure
+def _check_versions(proto: Any, where: str) -> None:
+    import onnx
+    import onnx.defs
+
+    if proto.ir_version > onnx.IR_VERSION:
+        raise _fail("bad_model", f"IR version {proto.ir_version} is newer than the newest the installed onnx "
+                    f"{onnx.__version__} knows ({onnx.IR_VERSION})", where)
+    newest = onnx.defs.onnx_opset_version()
+    seen: set[str] = set()
+    for o in proto.opset_import:
+        dom = o.domain or ""
+        if dom in seen or (dom in ("", "ai.onnx") and ({"", "ai.onnx"} & seen)):
+            raise _fail("bad_model", f"opset of domain {dom or 'ai.onnx'!r} imported twice", where)
+        seen.add(dom)
+        if dom in ("", "ai.onnx") and not 1 <= o.version <= newest:
+            raise _fail("bad_model", f"opset {o.version} is outside the range the installed onnx "
+                        f"{onnx.__version__} knows (1..{newest})", where)
+
+
+def _check_outputs(g: Any, where: str) -> None:
+    if not len(g.output):
+        if not len(g.node):
+            raise _fail("bad_model", "the graph is empty (no nodes, no outputs)", where)
+        raise _fail("bad_model", "the graph has no outputs", where)
+    seen: set[str] = set()
+    for vo in g.output:
+        if not vo.name:
+            raise _fail("bad_model", "a graph output has no name", where)
+        if vo.name in seen:
+            raise _fail("bad_model", f"graph output {vo.name!r} is listed twice", where)
+        seen.add(vo.name)
+
+
+def _check_ssa(g: Any, where: str, what: str) -> None:
+    """Every value of graph ``g`` has one producer: an input, an initializer or one node."""
+    origin: dict[str, str] = {}
+    for vi in g.input:
+        if vi.name in origin:
+            raise _fail("bad_model", f"{what}: input {vi.name!r} is listed twice", where)
+        origin[vi.name] = "a graph input"
+    inits: set[str] = set()
+    for t in g.initializer:
+        if t.name in inits:
+            raise _fail("bad_model", f"{what}: initializer {t.name!r} is defined twice", where)
+        inits.add(t.name)
+        origin.setdefault(t.name, "an initializer")
+    for i, node in enumerate(g.node):
+        label = _node_label(node, i)
+        for name in node.output:
+            if not name:
+                continue
+            prev = origin.get(name)
+            if prev is not None:
+                raise _fail("bad_model", f"{what}: value {name!r} is written by this node and by {prev} "
+                            "(a value has one producer)", where, node=label, op=node.op_type)
+            origin[name] = f"node {label!r}"
+
+
+def _check_function_recursion(proto: Any, where: str) -> None:
+    funcs = {(f.domain, f.name): f for f in proto.functions}
+    if not funcs:
+        return
+
+    def calls(nodes: Any) -> Iterator[tuple[str, str]]:
+        for n in nodes:
+            key = (n.domain or "", n.op_type)
+            if key in funcs:
+                yield key
+            for sub in _subgraphs(n):
+                yield from calls(sub.node)
+
+    edges = {k: set(calls(f.node)) for k, f in funcs.items()}
+    state: dict[tuple[str, str], int] = {}  # 1 on the stack, 2 done
+
+    for root in edges:
+        if state.get(root):
+            continue
+        stack = [(root, iter(edges[root]))]
+        state[root] = 1
+        while stack:
+            key, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[key] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                cycle = [k for k, _ in stack][[k for k, _ in stack].index(nxt):] + [nxt]
+                names = " -> ".join(f"{d + '.' if d else ''}{n}" for d, n in cycle)
+                raise _fail("bad_model", f"model-local function calls itself ({names})", where, op=nxt[1])
+            elif not state.get(nxt):
+                state[nxt] = 1
+                stack.append((nxt, iter(edges[nxt])))
+
+
+def _check_value_infos(g: Any, where: str, what: str) -> None:
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            continue
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value < 0:
+                raise _fail("bad_model", f"{what}: value {vi.name!r} is declared with a negative dimension "
+                            f"{d.dim_value}", where)
+
+
+# ---------------------------------------------------------------------------- tensors
+def _bits(data_type: int) -> int | None:
+    """Bits per element of a packed sub-byte type (int4, uint4, float4e2m1, int2, uint2), else None."""
+    import onnx
+
+    T = onnx.TensorProto
+    for name, bits in (("INT4", 4), ("UINT4", 4), ("FLOAT4E2M1", 4), ("INT2", 2), ("UINT2", 2)):
+        if getattr(T, name, None) == data_type:
+            return bits
+    return None
+
+
+def _storage(t: Any, label: str, where: str, node: str | None) -> tuple[int, int | None]:
+    """(elements, bytes of raw storage or None for strings) of tensor ``t``'s declared type and dims."""
+    import onnx
+    from onnx import helper
+
+    T = onnx.TensorProto
+    if t.data_type == T.UNDEFINED or t.data_type not in T.DataType.values():
+        raise _fail("bad_model", f"{label} has an undefined element type ({t.data_type})", where, node=node)
+    dims = list(t.dims)
+    if any(d < 0 for d in dims):
+        raise _fail("bad_model", f"{label} has a negative dimension in {tuple(dims)}", where, node=node)
+    n = math.prod(dims)
+    if t.data_type == T.STRING:
+        budget.check_tensor(n, None, label, node=node, where=where)
+        return n, None
+    bits = _bits(t.data_type)
+    if bits is not None:
+        nbytes, itemsize = (n * bits + 7) // 8, 1
+    else:
+        try:
+            itemsize = helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        except Exception:  # noqa: BLE001 - a type with no NumPy counterpart: the frontend names it
+            return n, None
+        nbytes = n * itemsize
+    budget.check_tensor(n, itemsize, label, node=node, where=where)
+    return n, nbytes
+
+
+def _check_external(t: Any, label: str, nbytes: int | None, base_dir: Path, where: str, node: str | None) -> None:
+    if nbytes is None:
+        raise _fail("bad_model", f"{label}: external data of element type {t.data_type} (strings) is not supported",
+                    where, node=node)
+    info: dict[str, str] = {}
+    for e in t.external_data:
+        if e.key in info:
+            raise _fail("bad_model", f"{label}: external data field {e.key!r} given twice", where, node=node)
+        info[e.key] = e.value
+    loc = info.get("location")
+    if not loc:
+        raise _fail("missing_external_data", f"{label} has external data without a location", where, node=node)
+    if "\0" in loc:
+        raise _fail("bad_model", f"{label}: external data location {loc!r} contains a NUL character", where, node=node)
+    if os.path.isabs(loc) or loc.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", loc):
+        raise _fail("bad_model", f"{label}: external data location {loc!r} is an absolute path "
+                    "(it must be relative to the model's folder)", where, node=node)
+    for key in ("offset", "length"):
+        v = info.get(key)
+        if v is not None and not _DIGITS.fullmatch(v.strip()):
+            raise _fail("bad_model", f"{label}: external data {key} {v!r} is not a non-negative integer", where, node=node)
+    offset = int(info.get("offset", "0").strip() or 0)
+    if "length" in info and int(info["length"].strip()) != nbytes:
+        raise _fail("bad_model", f"{label}: external data length {int(info['length'].strip())} does not match its "
+                    f"dims {tuple(t.dims)} ({nbytes} bytes)", where, node=node)
+    base = base_dir.resolve()
+    try:
+        file = (base / loc).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise _fail("bad_model", f"{label}: external data location {loc!r} cannot be resolved: {exc}", where,
+                    node=node) from None
+    if base not in file.parents:
+        raise _fail("bad_model", f"{label}: external data path {loc!r} escapes the model's folder", where, node=node)
+    if not file.is_file():
+        raise _fail("missing_external_data", f"{label}: external data file {loc!r} not found next to the model",
+                    where, node=node)
+    size = file.stat().st_size
+    if offset + nbytes > size:
+        raise _fail("missing_external_data", f"{label}: external data file {loc!r} holds {size} bytes, the tensor "
+                    f"needs {offset + nbytes} (offset {offset} + {nbytes})", where, node=node)
+
+
+def _check_tensor(t: Any, label: str, base_dir: Path, where: str, node: str | None = None) -> bool:
+    """Checks one tensor; returns whether its data is external."""
+    import onnx
+
+    _, nbytes = _storage(t, label, where, node)
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        _check_external(t, label, nbytes, base_dir, where, node)
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------- the ONNX checker
+def _checker_view(proto: Any) -> Any:
+    """The model with its weights (external or large floating-point initializers of the main
+    graph) turned into graph inputs of the same type: what the checker and inference need."""
+    import onnx
+
+    T = onnx.TensorProto
+    floats = {T.FLOAT, T.DOUBLE, T.FLOAT16, T.BFLOAT16}
+    m = onnx.ModelProto()
+    m.ir_version = proto.ir_version
+    m.opset_import.extend(proto.opset_import)
+    m.metadata_props.extend(proto.metadata_props)
+    m.functions.extend(proto.functions)
+    src, g = proto.graph, m.graph
+    g.name = src.name or "main"
+    g.node.extend(src.node)
+    g.input.extend(src.input)
+    g.output.extend(src.output)
+    g.value_info.extend(src.value_info)
+    g.sparse_initializer.extend(src.sparse_initializer)
+    listed = {vi.name for vi in src.input}
+    for t in src.initializer:
+        if t.data_location == T.EXTERNAL or (t.data_type in floats and t.ByteSize() >= _WEIGHT_BYTES):
+            if t.name not in listed:
+                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            g.initializer.append(t)
+    return m
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(msg.split())
+
+
+_OP_AT = re.compile(r"\(op_type:([A-Za-z0-9_.]+)(?:, node name: ([^)]*))?\)")
+_LEFT_TO_FRONTEND = ("No Op registered for", "No opset import for domain", "is not a registered function/op",
+                     "No schema registered", "Unsupported domain", "not registered")
+
+
+def _run_checker(proto: Any, where: str) -> None:
+    import onnx
+    import onnx.defs
+    import onnx.shape_inference
+
+    view = _checker_view(proto)
+    try:
+        onnx.shape_inference.infer_shapes(view, check_type=True, strict_mode=True, data_prop=True)
+    except Exception as exc:  # noqa: BLE001 - InferenceError, ValidationError
+        msg = _one_line(str(exc))
+        found = _OP_AT.findall(msg)
+        nested_std = len(found) >= 2 and onnx.defs.has(found[0][0])
+        if not nested_std and not any(s in msg for s in _LEFT_TO_FRONTEND):
+            op, node = (found[-1][0], found[-1][1] or None) if found else (None, None)
+            last = list(_OP_AT.finditer(msg))
+            reason = msg[last[-1].end():].lstrip(": ") if last else msg
+            raise _fail("bad_model", f"ONNX shape inference: {reason or msg}", where, node=node, op=op) from None
+    # the checker requires a shape on main-graph values; unknown rank is legal for us
+    for vi in list(view.graph.input) + list(view.graph.output) + list(view.graph.value_info):
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
+            vi.type.tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(view, full_check=False)
+    except Exception as exc:  # noqa: BLE001 - ValidationError
+        msg = _one_line(str(exc))
+        if any(s in msg for s in _LEFT_TO_FRONTEND):
+            return
+        m = re.search(r"Bad node spec for node\. Name: (.*?) OpType: (\S+)", msg)
+        reason = msg.split("==>")[0].strip()
+        raise _fail("bad_model", f"ONNX checker: {reason}", where, node=(m.group(1) or None) if m else None,
+                    op=m.group(2) if m else None) from None
+
+
+# ---------------------------------------------------------------------------- entry point
+def validate_model(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
+                   checker: bool = True) -> None:
+    """Refuse an invalid or over-budget model with a ``FrontendError`` (see the module doc)."""
+    where = path
+    base = Path(base_dir)
+    _check_versions(proto, where)
+    if not proto.HasField("graph"):
+        raise _fail("bad_model", "the model has no graph", where)
+    _check_outputs(proto.graph, where)
+    _check_function_recursion(proto, where)
+    nested_external = False
+
+    def walk(g: Any, what: str, top: bool) -> None:
+        nonlocal nested_external
+        _check_ssa(g, where, what)
+        _check_value_infos(g, where, what)
+        for t in g.initializer:
+            ext = _check_tensor(t, f"{what}: initializer {t.name!r}", base, where)
+            nested_external |= ext and not top
+        for i, node in enumerate(g.node):
+            label = _node_label(node, i)
+            for t in _attr_tensors(node):
+                nested_external |= _check_tensor(t, f"{what}: tensor attribute of {node.op_type}", base, where, label)
+            for sub in _subgraphs(node):
+                walk(sub, f"subgraph {sub.name or '?'!r} of node {label!r}", False)
+
+    walk(proto.graph, f"graph {proto.graph.name or 'main'!r}", True)
+    for f in proto.functions:
+        fake = type("F", (), {"input": [], "initializer": [], "node": f.node, "output": [], "value_info": []})
+        walk(fake, f"function {f.name!r}", False)
+    if checker and not nested_external:
+        _run_checker(proto, where)
