@@ -63,3 +63,17 @@ def test_model_converts_to_all_six_backends_and_checks(models_dir, tmp_path, nam
                 assert o["vs_source"]["max_abs"] <= SOURCE_TOL[t], (t, o)
     for t in ("tensorflow", "tflite"):
         assert isinstance(targets[t]["transposes"], int)
+    # determinism: a second conversion (no check) writes the same bytes for every target
+    again = tmp_path / "again"
+    p = subprocess.run([sys.executable, "-m", "translator.cli", "convert", str(models_dir / f"{name}.onnx"),
+                        "--to", "all", "-o", str(again), "--no-check", "--json"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    first, second = _tree_bytes(out), _tree_bytes(again)
+    assert sorted(first) == sorted(second)
+    differ = sorted(f for f in first if first[f] != second[f])
+    assert not differ, f"not byte-identical across two runs: {differ}"
+
+
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -178,7 +178,10 @@ def run_cases(cases: list[Case], workers: int = 2, timeout: float = 180.0, mem_b
     _preload()
     root = Path(root or tempfile.mkdtemp(prefix="opbridge-fuzz-"))
     root.mkdir(parents=True, exist_ok=True)
-    mem_limit = int(min(20 * 2 ** 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.85))
+    # address space per child: the budget plus room for the preloaded frameworks' ~2 GB of
+    # mappings and thread stacks, and small enough that two children cannot exhaust the machine
+    phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    mem_limit = int(min(mem_budget_mb * 2 ** 20 + 3 * 2 ** 30, phys * 0.8 / max(1, workers)))
     running: dict[int, tuple[Case, Path, Path, float]] = {}
     records: list[dict[str, Any]] = []
     todo = list(cases)
