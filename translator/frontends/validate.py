@@ -309,10 +309,27 @@ _LEFT_TO_FRONTEND = ("No Op registered for", "No opset import for domain", "is n
 
 
 def _run_checker(proto: Any, where: str) -> None:
+    """The structural checker first (ONNX's shape inference can crash the process on a node
+    the checker refuses, e.g. a required input left empty), then strict shape inference."""
     import onnx
     import onnx.defs
     import onnx.shape_inference
 
+    view = _checker_view(proto)
+    # the checker requires a shape on main-graph values; unknown rank is legal for us
+    for vi in list(view.graph.input) + list(view.graph.output) + list(view.graph.value_info):
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
+            vi.type.tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(view, full_check=False)
+    except Exception as exc:  # noqa: BLE001 - ValidationError
+        msg = _one_line(str(exc))
+        if any(s in msg for s in _LEFT_TO_FRONTEND):
+            return  # an op or domain ONNX does not know: the frontend names it (and inference would not help)
+        m = re.search(r"Bad node spec for node\. Name:\s*(.*?)\s*OpType:\s*(\S+)", msg)
+        reason = msg.split("==>")[0].strip()
+        raise _fail("bad_model", f"ONNX checker: {reason}", where, node=(m.group(1) or None) if m else None,
+                    op=m.group(2) if m else None) from None
     view = _checker_view(proto)
     try:
         onnx.shape_inference.infer_shapes(view, check_type=True, strict_mode=True, data_prop=True)
@@ -325,20 +342,6 @@ def _run_checker(proto: Any, where: str) -> None:
             last = list(_OP_AT.finditer(msg))
             reason = msg[last[-1].end():].lstrip(": ") if last else msg
             raise _fail("bad_model", f"ONNX shape inference: {reason or msg}", where, node=node, op=op) from None
-    # the checker requires a shape on main-graph values; unknown rank is legal for us
-    for vi in list(view.graph.input) + list(view.graph.output) + list(view.graph.value_info):
-        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
-            vi.type.tensor_type.shape.SetInParent()
-    try:
-        onnx.checker.check_model(view, full_check=False)
-    except Exception as exc:  # noqa: BLE001 - ValidationError
-        msg = _one_line(str(exc))
-        if any(s in msg for s in _LEFT_TO_FRONTEND):
-            return
-        m = re.search(r"Bad node spec for node\. Name: (.*?) OpType: (\S+)", msg)
-        reason = msg.split("==>")[0].strip()
-        raise _fail("bad_model", f"ONNX checker: {reason}", where, node=(m.group(1) or None) if m else None,
-                    op=m.group(2) if m else None) from None
 
 
 # ---------------------------------------------------------------------------- entry point
