@@ -387,3 +387,30 @@ def test_cli_check_exits_2_with_one_line(tmp_path, capsys, name, build, code):
     err = capsys.readouterr().err.strip()
     assert rc == 2, err
     assert len(err.splitlines()) == 1 and f"[{code}]" in err, err
+
+
+def test_required_input_left_empty_is_refused_before_shape_inference():
+    """ONNX's shape inference crashes the process on this node; the structural checker runs first."""
+    node = helper.make_node("LabelEncoder", [""], ["y"], domain="ai.onnx.ml", keys_strings=["a", "b"],
+                            values_int64s=[0, 1], default_int64=42, name="enc")
+    g = helper.make_graph([node], "g", [vi("x", [2], T.STRING)], [vi("y", [2], T.INT64)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", 2)])
+    refused(lambda: load(m), "bad_model", "op LabelEncoder", "empty")
+
+
+def test_checker_crash_is_a_refusal(monkeypatch):
+    """ONNX's C++ checker/inference runs in a worker process: its death is a one-line refusal."""
+    import subprocess
+    import sys
+
+    from translator.frontends import validate
+
+    worker = validate._Worker()
+    monkeypatch.setattr(worker, "_start", lambda: subprocess.Popen(
+        [sys.executable, "-c", "import os, sys; sys.stdin.buffer.read(8); os.abort()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+    monkeypatch.setattr(validate, "_WORKER", worker)
+    monkeypatch.delenv("OPBRIDGE_CHECKER_IN_PROCESS", raising=False)
+    refused(lambda: load(relu_model()), "bad_model", "m.onnx", "crashed", "SIGABRT")
+    monkeypatch.setattr(validate, "_WORKER", validate._Worker())
+    assert load(relu_model()) is not None  # a fresh worker serves again

@@ -26,7 +26,7 @@ def _body(g: Graph, outer: dict[int, Any], trace: dict[str, Any] | None) -> Call
         for v, x in zip(g.inputs, inputs):
             env[id(v)] = x
         _run(g, env, trace)
-        return [env[id(v)] for v in g.outputs]
+        return _outputs(g, env)
 
     return body
 
@@ -136,6 +136,16 @@ def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = N
         env[id(v)] = feeds[v.name]
     with np.errstate(all="ignore"), budget.run_scope():
         _run(g, env, trace)
+    return _outputs(g, env)
+
+
+def _outputs(g: Graph, env: dict[int, Any]) -> list[Any]:
+    missing = [v for v in g.outputs if id(v) not in env]
+    if missing:
+        p = missing[0].producer
+        raise OpbridgeError("bad_model", f"graph output {missing[0].name!r} of graph {g.name!r} is never computed"
+                            + (" (its node gives fewer outputs than it declares)" if p is not None else ""),
+                            node=p.name if p is not None else None, op=p.op if p is not None else None)
     return [env[id(v)] for v in g.outputs]
 
 

@@ -30,12 +30,16 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 from .. import budget
 from ..errors import FrontendError
 
+#: seconds the ONNX checker and shape inference may take (in their forked child)
+CHECKER_TIMEOUT = 300.0
 #: floating-point initializers at least this large (serialized) are weights: graph inputs in the checker's view
 _WEIGHT_BYTES = 4096
 _DIGITS = re.compile(r"[0-9]+")
@@ -119,6 +123,11 @@ def _check_ssa(g: Any, where: str, what: str) -> None:
         origin.setdefault(t.name, "an initializer")
     for i, node in enumerate(g.node):
         label = _node_label(node, i)
+        if node.op_type == "Split" and (node.domain or "") in ("", "ai.onnx"):
+            n_out = [a.i for a in node.attribute if a.name == "num_outputs"]
+            if n_out and n_out[0] != len(node.output):
+                raise _fail("bad_model", f"{what}: num_outputs {n_out[0]} but {len(node.output)} outputs", where,
+                            node=label, op=node.op_type)
         for name in node.output:
             if not name:
                 continue
@@ -308,40 +317,114 @@ _LEFT_TO_FRONTEND = ("No Op registered for", "No opset import for domain", "is n
                      "No schema registered", "Unsupported domain", "not registered")
 
 
+class _Worker:
+    """The checker process (``_checker_worker.py``), started on first use and again after a crash."""
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.lock = threading.Lock()
+
+    def _start(self) -> Any:
+        import subprocess
+        import sys
+
+        # -P / -I: the script's folder (which holds frontends/onnx.py) must not shadow the onnx package
+        safe = "-P" if sys.version_info >= (3, 11) else "-I"
+        return subprocess.Popen([sys.executable, safe, "-u", str(Path(__file__).with_name("_checker_worker.py"))],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait()
+            except OSError:
+                pass
+            self.proc = None
+
+    def _read(self, n: int, deadline: float) -> bytes | None:
+        import select
+
+        fd, buf = self.proc.stdout.fileno(), b""
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+    def check(self, data: bytes) -> dict[str, Any]:
+        """The worker's reply for a serialized view; ``{"crash": why}`` when it died on it."""
+        import json
+
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.proc = self._start()
+            deadline = time.monotonic() + CHECKER_TIMEOUT
+            try:
+                self.proc.stdin.write(len(data).to_bytes(8, "little") + data)
+                self.proc.stdin.flush()
+                head = self._read(8, deadline)
+                body = self._read(int.from_bytes(head, "little"), deadline) if head is not None else None
+            except TimeoutError:
+                self._stop()
+                return {"crash": f"did not finish in {CHECKER_TIMEOUT:g} s"}
+            except (BrokenPipeError, OSError):
+                body = None
+            if body is None:
+                code = self.proc.wait()
+                self.proc = None
+                import signal
+
+                why = (f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.Signals._value2member_map_
+                       else f"exit status {code}")
+                return {"crash": f"crashed on this model ({why})"}
+            return json.loads(body)
+
+
+_WORKER = _Worker()
+
+
 def _run_checker(proto: Any, where: str) -> None:
-    """The structural checker first (ONNX's shape inference can crash the process on a node
-    the checker refuses, e.g. a required input left empty), then strict shape inference."""
-    import onnx
+    """The ONNX checker, then strict shape inference, on the model's weight-free view, in a
+    worker process (``_checker_worker.py``): both abort or crash the process on some invalid
+    models, which must be a refusal, not a dead opbridge. ``OPBRIDGE_CHECKER_IN_PROCESS=1``
+    (or a failure to start the worker) runs them here instead."""
     import onnx.defs
-    import onnx.shape_inference
+
+    from ._checker_worker import check_view
 
     view = _checker_view(proto)
-    # the checker requires a shape on main-graph values; unknown rank is legal for us
-    for vi in list(view.graph.input) + list(view.graph.output) + list(view.graph.value_info):
-        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
-            vi.type.tensor_type.shape.SetInParent()
-    try:
-        onnx.checker.check_model(view, full_check=False)
-    except Exception as exc:  # noqa: BLE001 - ValidationError
-        msg = _one_line(str(exc))
-        if any(s in msg for s in _LEFT_TO_FRONTEND):
-            return  # an op or domain ONNX does not know: the frontend names it (and inference would not help)
+    reply: dict[str, Any] | None = None
+    if not os.environ.get("OPBRIDGE_CHECKER_IN_PROCESS"):
+        try:
+            reply = _WORKER.check(view.SerializeToString())
+        except OSError:
+            reply = None  # no worker here (a sandbox without subprocesses): in process
+    if reply is None:
+        reply = check_view(view)
+    if reply.get("ok"):
+        return
+    if "crash" in reply:
+        raise _fail("bad_model", f"the ONNX checker/shape inference {reply['crash']}", where)
+    msg = reply.get("message", "")
+    if any(s in msg for s in _LEFT_TO_FRONTEND):
+        return  # an op or domain ONNX does not know: the frontend names it with its own code
+    if reply.get("stage") == "checker":
         m = re.search(r"Bad node spec for node\. Name:\s*(.*?)\s*OpType:\s*(\S+)", msg)
-        reason = msg.split("==>")[0].strip()
+        reason = msg.split("==>")[0].strip().removeprefix("ValidationError: ")
         raise _fail("bad_model", f"ONNX checker: {reason}", where, node=(m.group(1) or None) if m else None,
-                    op=m.group(2) if m else None) from None
-    view = _checker_view(proto)
-    try:
-        onnx.shape_inference.infer_shapes(view, check_type=True, strict_mode=True, data_prop=True)
-    except Exception as exc:  # noqa: BLE001 - InferenceError, ValidationError
-        msg = _one_line(str(exc))
-        found = _OP_AT.findall(msg)
-        nested_std = len(found) >= 2 and onnx.defs.has(found[0][0])
-        if not nested_std and not any(s in msg for s in _LEFT_TO_FRONTEND):
-            op, node = (found[-1][0], found[-1][1] or None) if found else (None, None)
-            last = list(_OP_AT.finditer(msg))
-            reason = msg[last[-1].end():].lstrip(": ") if last else msg
-            raise _fail("bad_model", f"ONNX shape inference: {reason or msg}", where, node=node, op=op) from None
+                    op=m.group(2) if m else None)
+    found = _OP_AT.findall(msg)
+    if len(found) >= 2 and onnx.defs.has(found[0][0]):
+        return  # an error inside the function body of a standard op: ONNX's expansion, not the model
+    op, node = (found[-1][0], found[-1][1] or None) if found else (None, None)
+    last = list(_OP_AT.finditer(msg))
+    reason = msg[last[-1].end():].lstrip(": ") if last else msg.removeprefix("InferenceError: ")
+    raise _fail("bad_model", f"ONNX shape inference: {reason or msg}", where, node=node, op=op)
 
 
 # ---------------------------------------------------------------------------- entry point
