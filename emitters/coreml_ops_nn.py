@@ -415,8 +415,11 @@ def _normalize(gen: Gen, node: Node, x: Value, axes: list[int], eps: float, scal
         for i, stat in ((1, mean), (2, inv)):
             if i < len(node.outputs):
                 o = node.outputs[i]
-                if o.type.dtype and o.type.dtype != dt:
-                    gen.emit(f"{gen.out(node, i)} = mb.cast(x={stat}, dtype={pyrepr(mil_dtype(o.type.dtype))}, "
+                # ONNX: Mean and InvStdDev are in stash_type (float32 unless said otherwise)
+                want = o.type.dtype or {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}.get(
+                    int(node.attrs.get("stash_type", 1) or 1), "float32")
+                if want != dt:
+                    gen.emit(f"{gen.out(node, i)} = mb.cast(x={stat}, dtype={pyrepr(mil_dtype(want))}, "
                              f"name={gen.name(node, i)})")
                 else:
                     gen.emit(f"{gen.out(node, i)} = mb.identity(x={stat}, name={gen.name(node, i)})")
