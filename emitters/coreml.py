@@ -45,6 +45,7 @@ import numpy as np
 
 from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Model, Node
+from translator.names import io_names
 from translator.tables import Tables, load_tables
 
 NAME = "coreml"
@@ -177,10 +178,14 @@ def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = Non
         infer(g, tables)
         warnings += legalize_dtypes.run(g, NAME, tables, legal=legal)
     gen = coreml_ops.Gen(g, tables)
-    inputs = [Port(v.name, gen.reserve(v), d or v.type.dtype or "float32", v.type.dtype or "float32", v.type.shape)
-              for v, d in zip(g.inputs, in_dtypes)]
-    outputs = [Port(v.name, "", d or v.type.dtype or "", v.type.dtype or "", v.type.shape)
-               for v, d in zip(g.outputs, out_dtypes)]
+    # Core ML names: one rule set for every backend (translator/names.py): identifiers, not
+    # one of the type names coremltools renames (``tuple`` → ``tuple_workaround``)
+    io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs])
+    warnings += [w for w in io.warnings if w not in warnings]
+    inputs = [Port(v.name, gen.bind(v, name), d or v.type.dtype or "float32", v.type.dtype or "float32",
+                   v.type.shape) for v, d, name in zip(g.inputs, in_dtypes, io.inputs)]
+    outputs = [Port(v.name, name, d or v.type.dtype or "", v.type.dtype or "", v.type.shape)
+               for v, d, name in zip(g.outputs, out_dtypes, io.outputs)]
     out_vars = gen.generate(outputs)
     for p, (var, name) in zip(outputs, out_vars):
         p.coreml = name
@@ -359,6 +364,10 @@ def _normalize_package(pkg: Path, art: CoreMLArtifact) -> None:
             meta.pop("com.github.apple.coremltools.conversion_date", None)
             meta["opbridge.version"] = __version__
             meta["opbridge.target"] = art.target
+            renamed = {"inputs": {p.name: p.coreml for p in art.inputs if p.name != p.coreml},
+                       "outputs": {p.name: p.coreml for p in art.outputs if p.name != p.coreml}}
+            if renamed["inputs"] or renamed["outputs"]:  # model name -> Core ML name, where they differ
+                meta["opbridge.io_names"] = json.dumps(renamed, sort_keys=True)
             spec_path.write_bytes(spec.SerializeToString(deterministic=True))
 
 

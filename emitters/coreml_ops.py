@@ -28,7 +28,7 @@ import numpy as np
 from translator.errors import Unsupported
 from translator.ir import Graph, Node, Value
 from translator.lowering import register_lowering
-from translator.names import NameSet
+from translator.names import COREML_RESERVED, NameSet
 from translator.render import ident, pyrepr
 from translator.tables import Tables
 
@@ -151,7 +151,7 @@ class Gen:
         self.weights: dict[str, np.ndarray] = {}
         self.weight_vars: list[tuple[str, str]] = []
         self.names: dict[int, str] = {}
-        self.used = NameSet()
+        self.used = NameSet(COREML_RESERVED)  # coremltools would rename these
         self.origin: dict[str, str] = {}
         self.output_names: list[str] = []
         self._op = "?"
@@ -161,6 +161,12 @@ class Gen:
         n = self.used.take(ident(base or "v"))
         self.origin[n] = self._op
         return n
+
+    def bind(self, v: Value, name: str) -> str:
+        """``v`` is named ``name`` (a graph input's Core ML name, from ``names.io_names``)."""
+        self.used.add(name)
+        self.names[id(v)] = name
+        return name
 
     def reserve(self, v: Value) -> str:
         self.names[id(v)] = self.fresh(v.name)
@@ -218,15 +224,21 @@ class Gen:
 
     # generation --------------------------------------------------------------------------
     def generate(self, outputs: Sequence[Any]) -> list[tuple[str, str]]:
-        """Every node's lines, then the outputs: (Python variable, Core ML name) per output."""
+        """Every node's lines, then the outputs: (Python variable, Core ML name) per output.
+        An output port whose ``coreml`` name is set (``names.io_names``) gets that name."""
         from emitters.coreml import snippets
 
         plan = []
         seen: set[int] = set()
-        for v in self.g.outputs:
+        for k, v in enumerate(self.g.outputs):
             direct = (v.producer is not None and len(v.producer.outputs) == 1 and id(v) not in seen
                       and id(v) not in self.names)
-            name = self.fresh(v.name)
+            given = getattr(outputs[k], "coreml", "") if k < len(outputs) else ""
+            if given and given not in self.used:
+                self.used.add(given)
+                name = given
+            else:
+                name = self.fresh(v.name)
             if direct:
                 self.names[id(v)] = name
             seen.add(id(v))

@@ -16,6 +16,7 @@ literals pass through ``pyrepr``; model text never reaches the source raw.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ import numpy as np
 
 from translator.errors import Unsupported
 from translator.ir import Graph, Model, Node, Value
-from translator.names import NameSet
+from translator.names import NameSet, io_names
 from translator.render import ident
 from translator.tables import Tables, load_tables
 
@@ -117,7 +118,15 @@ class PyTorchArtifact:
     legalized: list[str] = field(default_factory=list)
     input_dtypes: dict[str, str] = field(default_factory=dict)
     output_dtypes: dict[int, str] = field(default_factory=dict)
+    #: model input name -> ``forward`` parameter, where they differ (``names.io_names``), and why
+    io_names: dict[str, dict[str, str]] = field(default_factory=dict)
+    io_warnings: list[str] = field(default_factory=list)
     _cls: Any = field(default=None, repr=False)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Everything the conversion changed: legalized dtypes, renamed parameters."""
+        return list(self.legalized) + list(self.io_warnings)
 
     @property
     def module_class(self) -> Any:
@@ -154,7 +163,10 @@ class PyTorchArtifact:
             shutil.rmtree(tmp)
         tmp.mkdir()
         try:
-            (tmp / WEIGHTS_FILE).write_bytes(st_save({k: v.contiguous() for k, v in self.state_dict().items()}))
+            # the forward() parameters renamed from the model's input names, for a reader of the folder
+            meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
+            (tmp / WEIGHTS_FILE).write_bytes(st_save({k: v.contiguous() for k, v in self.state_dict().items()},
+                                                     metadata=meta))
             (tmp / MODULE_FILE).write_text(self.source, encoding="utf-8")
             if not out.exists():
                 os.replace(tmp, out)
@@ -240,8 +252,13 @@ class Codegen:
             root = f"{root}_"
         return self.scope.used.take(root)
 
-    def bind(self, v: Value) -> str:
-        name = self.fresh(v.name)
+    def bind(self, v: Value, name: str | None = None) -> str:
+        """``v`` gets a fresh local derived from its name, or ``name`` (a graph input's
+        parameter name from ``names.io_names``, bound before any other)."""
+        if name is None:
+            name = self.fresh(v.name)
+        else:
+            self.scope.used.add(name)
         self.scope.names[id(v)] = name
         return name
 
@@ -422,14 +439,16 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
     with gc_paused():  # a few objects per node, all kept until the source is rendered
         cg = Codegen(tables)
         cg.before_legalization = before
-        params = [cg.bind(v) for v in g.inputs]
+        # parameter names: one rule set for every backend (translator/names.py)
+        io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs], extra_reserved=_RESERVED)
+        params = [cg.bind(v, name) for v, name in zip(g.inputs, io.inputs)]
         cg.graph_body(g)
         returns = [cg.ref(v) for v in g.outputs]
         for i, d in out_dtypes.items():  # uint16/uint32 computed widened: the module wraps them itself
             wrapped = cg.fresh(g.outputs[i].name)
             cg.scope.lines.append(f"{wrapped} = torch.bitwise_and({returns[i]}, {(1 << (16 if d == 'uint16' else 32)) - 1})")
             returns[i] = wrapped
-        out_names = [r if r.isidentifier() else f"output{i}" for i, r in enumerate(returns)]
+        out_names = list(io.outputs)
         buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
                    for name, arr, dtype, _ in cg.buffers.values()]
         class_name = _class_name(model)
@@ -441,7 +460,7 @@ def emit(model: Model, fold: bool = True, tables: Tables | None = None) -> PyTor
                         returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
-                           decomposed, legalized, in_dtypes, out_dtypes)
+                           decomposed, legalized, in_dtypes, out_dtypes, io.renamed(), list(io.warnings))
 
 
 #: dtypes torch only stores: computed in the next wider signed type (``passes/legalize_dtypes``)

@@ -31,7 +31,7 @@ import numpy as np
 
 from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, Value
-from translator.names import NameSet
+from translator.names import NameSet, io_names
 from translator.tables import Tables, load_tables
 
 from . import tensorflow_ops as ops
@@ -121,6 +121,12 @@ class Namer:
         from translator.render import ident
 
         return self.used.take(ident(base))
+
+    def bind(self, v: Value, name: str) -> str:
+        """``v`` gets ``name`` (a graph input's name from ``io_names``, taken before any other)."""
+        self.used.add(name)
+        self.names[id(v)] = name
+        return name
 
     def __call__(self, v: Value) -> str:
         if id(v) not in self.names:
@@ -416,12 +422,16 @@ class TFArtifact:
     line_owner: dict[int, str] = field(default_factory=dict, repr=False)
     _instance: Any = field(default=None, repr=False, compare=False)
     tflite: bytes | None = field(default=None, repr=False)
+    #: the graph I/O names this backend could not keep: {"inputs": {model name: key}, "outputs": {...}}
+    io_names: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the warnings that say so (also in ``warnings``)
+    io_warnings: list[str] = field(default_factory=list, repr=False)
 
     def report(self) -> dict[str, Any]:
         return {"backend": self.backend, "transposes": self.transposes, "layout": self.layout,
                 "warnings": list(self.warnings), "decomposed": [list(d) for d in self.decomposed],
                 "inputs": [_port_json(p) for p in self.inputs], "outputs": [_port_json(p) for p in self.outputs],
-                "options": self.options}
+                "options": self.options, "io_names": self.io_names}
 
     def module(self) -> Any:
         """The generated ``OpbridgeModel`` instance (built once, in memory)."""
@@ -480,20 +490,22 @@ def translate(model: Model, backend: str = NAME, tables: Tables | None = None, i
     warnings += [w for w in _legalize_everywhere(g, backend, tables, legal) if w not in warnings]
     rep = layout.run(g, channels_last_ops, io_channels_last=io_channels_last)
     cg = Codegen(backend, tables, legal)
+    # signature names: one rule set for every backend (translator/names.py); TensorFlow
+    # lowercases argument names, so ``x`` and ``X`` must differ in more than case
+    io = io_names(backend, [v.name for v in g.inputs], out_names, extra_reserved=_RESERVED)
+    warnings += [w for w in io.warnings if w not in warnings]
     inputs = []
-    for v, sd in zip(g.inputs, source_in):
+    for v, sd, key in zip(g.inputs, source_in, io.inputs):
         if v.type.kind != "tensor":
             raise Unsupported("sequence", backend, "unsupported_dtype", f"input {v.name!r} is a {v.type.kind}")
-        inputs.append(Port(v.name, cg.names(v), v.type.dtype or "float32", sd, v.type.shape,
+        inputs.append(Port(v.name, cg.names.bind(v, key), v.type.dtype or "float32", sd, v.type.shape,
                            io_channels_last and (v.type.rank or 0) >= 3))
     owners: list[str] = []
     body = cg.lines(g, owners)
     outputs, result = [], []
-    keys = Namer()
-    for i, (v, name, sd) in enumerate(zip(g.outputs, out_names, source_out)):
+    for i, (v, name, sd, key) in enumerate(zip(g.outputs, out_names, source_out, io.outputs)):
         if v.type.kind != "tensor":
             raise Unsupported("sequence", backend, "unsupported_dtype", f"output {name!r} is a {v.type.kind}")
-        key = keys.fresh(name)
         expr = cg.expr(v)
         if v.is_const or v in g.inputs or any(o is v for o in g.outputs[:i]):
             expr = f"tf.identity({expr})"
@@ -511,7 +523,8 @@ def translate(model: Model, backend: str = NAME, tables: Tables | None = None, i
     first = next(i for i, line in enumerate(source.splitlines()) if line.lstrip().startswith("def forward(")) + 2
     return TFArtifact(backend, source, cg.weights, inputs, outputs, rep.transposes, rep.as_dict(), warnings,
                       list(decomposed), {"io_channels_last": io_channels_last},
-                      {first + k: name for k, name in enumerate(owners)})
+                      {first + k: name for k, name in enumerate(owners)}, io_names=io.renamed(),
+                      io_warnings=list(io.warnings))
 
 
 def _legalize_everywhere(g: Graph, backend: str, tables: Tables, legal: frozenset[str] | None) -> list[str]:
@@ -641,6 +654,7 @@ def save(artifact: TFArtifact, path: str | os.PathLike[str]) -> Path:
     try:
         mod = artifact.module()
         tf.saved_model.save(mod, str(tmp), signatures={"serving_default": mod.forward})
+        normalize_saved_model(tmp)
         write_sources(artifact, tmp / "assets.extra")
         if out.exists():
             shutil.rmtree(out)
@@ -649,6 +663,116 @@ def save(artifact: TFArtifact, path: str | os.PathLike[str]) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp)
     return out
+
+
+_UID_NAME = re.compile(r"^(.*)_(\d+)$")
+
+
+def normalize_saved_model(folder: Path) -> None:
+    """Same module → same bytes. TensorFlow names every traced function after a process-wide
+    counter (``__inference_forward_73``) and stamps ``fingerprint.pb`` with a random uuid:
+    the functions are renumbered in creation order (``__inference_forward_0``, …) wherever
+    a function name appears in ``saved_model.pb``, and the fingerprint is recomputed by
+    TensorFlow with a uuid derived from the file's contents."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb = folder / "saved_model.pb"
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString(pb.read_bytes())
+    names: list[tuple[int, str]] = []
+    for mg in sm.meta_graphs:
+        for f in mg.graph_def.library.function:
+            m = _UID_NAME.match(f.signature.name)
+            if m:
+                names.append((int(m.group(2)), f.signature.name))
+    mapping = {old: f"{_UID_NAME.match(old).group(1)}_{k}" for k, (_, old) in enumerate(sorted(set(names)))}  # type: ignore[union-attr]
+    kept = {f.signature.name for mg in sm.meta_graphs for f in mg.graph_def.library.function} - set(mapping)
+    if mapping and len(set(mapping.values())) == len(mapping) and not set(mapping.values()) & kept:
+        for mg in sm.meta_graphs:
+            _rename_strings(mg, mapping)
+            funcs = sorted(mg.graph_def.library.function, key=lambda f: f.signature.name)
+            del mg.graph_def.library.function[:]
+            mg.graph_def.library.function.extend(funcs)
+    # captured tensors (the weights) are arguments named after another counter: renumbered too
+    captured = [a.attr["_user_specified_name"] for mg in sm.meta_graphs for f in mg.graph_def.library.function
+                for a in f.arg_attr.values()
+                if "_user_specified_name" in a.attr and a.attr["_user_specified_name"].s.isdigit()]
+    order = {n: str(k).encode() for k, n in enumerate(sorted({int(c.s) for c in captured}))}
+    for c in captured:
+        c.s = order[int(c.s)]
+    pb.write_bytes(sm.SerializeToString(deterministic=True))
+    _write_fingerprint(folder)
+
+
+def _rename_strings(msg: Any, mapping: Mapping[str, str]) -> None:
+    """Every string field and string map key of ``msg`` (recursively) found in ``mapping``
+    is replaced (tensor contents are skipped: they hold data, not names)."""
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    if msg.DESCRIPTOR.name == "TensorProto":
+        return
+    for fd, value in msg.ListFields():
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == FD.LABEL_REPEATED
+        if fd.type == FD.TYPE_STRING:
+            if repeated:
+                for i, v in enumerate(value):
+                    if v in mapping:
+                        value[i] = mapping[v]
+            elif value in mapping:
+                setattr(msg, fd.name, mapping[value])
+        elif fd.type == FD.TYPE_MESSAGE:
+            entry = fd.message_type
+            if entry.GetOptions().map_entry:
+                key_fd, val_fd = entry.fields_by_name["key"], entry.fields_by_name["value"]
+                items = list(value.items())
+                if val_fd.type == FD.TYPE_MESSAGE:
+                    for _, v in items:
+                        _rename_strings(v, mapping)
+                if key_fd.type == FD.TYPE_STRING and any(k in mapping for k, _ in items):
+                    copies = []
+                    for k, v in items:
+                        if val_fd.type == FD.TYPE_MESSAGE:
+                            c = type(v)()
+                            c.CopyFrom(v)
+                            v = c
+                        copies.append((mapping.get(k, k), v))
+                    value.clear()
+                    for k, v in copies:
+                        if val_fd.type == FD.TYPE_MESSAGE:
+                            value[k].CopyFrom(v)
+                        else:
+                            value[k] = v
+                elif val_fd.type == FD.TYPE_STRING:
+                    for k, v in items:
+                        if v in mapping:
+                            value[k] = mapping[v]
+            elif repeated:
+                for v in value:
+                    _rename_strings(v, mapping)
+            else:
+                _rename_strings(value, mapping)
+
+
+def _write_fingerprint(folder: Path) -> None:
+    """``fingerprint.pb`` as TensorFlow computes it, its uuid derived from ``saved_model.pb``
+    (TensorFlow draws a random one); no fingerprint at all if TensorFlow cannot make one
+    (loading does not need it)."""
+    import hashlib
+
+    from tensorflow.core.protobuf import fingerprint_pb2
+
+    path = folder / "fingerprint.pb"
+    try:
+        from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting as fp_wrap
+
+        fp = fingerprint_pb2.FingerprintDef()
+        fp.ParseFromString(fp_wrap.CreateFingerprintDef(str(folder)))
+    except Exception:  # noqa: BLE001 - an internal module of TensorFlow: without it, no fingerprint
+        path.unlink(missing_ok=True)
+        return
+    digest = hashlib.sha256((folder / "saved_model.pb").read_bytes()).digest()
+    fp.uuid = str(int.from_bytes(digest[:16], "big"))
+    path.write_bytes(fp.SerializeToString(deterministic=True))
 
 
 def load_saved(path: str | os.PathLike[str]) -> Any:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from translator.ir import Graph, Model, Value
-from translator.names import NameSet
 
 #: the most nodes one converter call gets; a graph converts in segments above twice this
 SEGMENT_NODES = 10_000
@@ -105,16 +104,28 @@ def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], A
         arts.append(art)
     data, in_ports, out_ports = join(model.graph, segments, arts)
     first = arts[0]
+    # the segments' own I/O names (boundary values included) are theirs: the joined model's
+    # are named as an unsegmented conversion names them (``join``), and reported once
+    io = _io_names(model.graph)
+    io_warnings = list(io.warnings)
     return TFArtifact(
         backend=first.backend,
         source="".join(f"# segment {i + 1} of {len(arts)}\n{a.source}\n" for i, a in enumerate(arts)),
         weights={}, inputs=in_ports, outputs=out_ports,
         transposes=sum(a.transposes for a in arts),
         layout=_sum_layout([a.layout for a in arts]),
-        warnings=list(dict.fromkeys(w for a in arts for w in a.warnings)),
+        warnings=list(dict.fromkeys([w for a in arts for w in a.warnings if w not in a.io_warnings] + io_warnings)),
         decomposed=[d for a in arts for d in a.decomposed],
         options=dict(first.options, segments=len(arts)),
-        tflite=data)
+        tflite=data, io_names=io.renamed(), io_warnings=io_warnings)
+
+
+def _io_names(graph: Graph) -> Any:
+    from translator.names import io_names
+
+    from .tensorflow import _RESERVED
+
+    return io_names("tflite", [v.name for v in graph.inputs], [v.name for v in graph.outputs], extra_reserved=_RESERVED)
 
 
 def _sum_layout(layouts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,9 +224,9 @@ def join(graph: Graph, segments: list[Segment], arts: list[Any]) -> tuple[bytes,
         md = fb.MetadataT()
         md.name, md.buffer = name, len(merged.buffers) - 1
         merged.metadata.append(md)
-    keys = NameSet()
-    in_ports = [replace(ports[id(v)], key=keys.take(ports[id(v)].key)) for v in graph.inputs]
-    out_ports = [replace(ports[id(v)], key=keys.take(ports[id(v)].key)) for v in graph.outputs]
+    io = _io_names(graph)  # the signature keys of an unsegmented conversion
+    in_ports = [replace(ports[id(v)], name=v.name, key=k) for v, k in zip(graph.inputs, io.inputs)]
+    out_ports = [replace(ports[id(v)], name=v.name, key=k) for v, k in zip(graph.outputs, io.outputs)]
     sub.inputs = [produced[id(v)] for v in graph.inputs]
     sub.outputs = [produced[id(v)] for v in graph.outputs]
     merged.subgraphs = [sub]

@@ -90,7 +90,7 @@ def test_hostile_tensor_name_stays_data():
     from test_emit_tensorflow import HOSTILE, _assert_inert, _hostile_model
 
     art = tflite.emit(_hostile_model())
-    _assert_inert(art.source)
+    _assert_inert(art.source, art.warnings)
     x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
     expected = ref_run(_hostile_model(), {HOSTILE: x})[0]
     assert compare(expected, tflite.run(art, {HOSTILE: x})[0], rtol=1e-4, atol=1e-5).ok
