@@ -112,6 +112,9 @@ def test_no_outputs_and_empty_graph():
 def test_ir_version_and_opset_out_of_range():
     refused(lambda: load(relu_model(ir=99)), "bad_model", "IR version 99", str(onnx.IR_VERSION))
     refused(lambda: load(relu_model(opset=99)), "bad_model", "opset 99", str(onnx.defs.onnx_opset_version()))
+    m = relu_model()
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 99))
+    refused(lambda: load(m), "bad_model", "opset 99 of domain 'ai.onnx.ml'")
 
 
 def test_recursive_local_function():

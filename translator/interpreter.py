@@ -6,12 +6,16 @@ their decomposition. Subgraph attributes become callables ``body(*inputs)``.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from . import budget, reference
 from .errors import OpbridgeError, Unsupported
 from .ir import Graph, Model, Node, Value
 from .lowering import lower_for
+from .reference._sizes import predict
 
 
 def prepare(model: Model) -> Model:
@@ -68,27 +72,25 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def _check_sizes(node: Node, args: list[Any], kwargs: dict[str, Any]) -> None:
+def _check_sizes(node: Node, args: list[Any], kwargs: dict[str, Any], b: budget.Budget) -> None:
     """Refuse, before the op allocates it, an output over the budget: predicted from the
     arguments (``reference/_sizes.py``), else the node's statically known output shape."""
-    from .reference._sizes import predict
-
     sizes = predict(node.op, args, kwargs)
     if sizes is not None:
         for n, itemsize in sizes:
-            budget.check_tensor(n, itemsize, "output")
+            if n > b.max_elements or (itemsize and n * itemsize > b.max_bytes):
+                budget.check_tensor(n, itemsize, "output")
         return
     for v in node.outputs:
         shp = v.type.shape
-        if v.type.kind == "tensor" and shp is not None and all(isinstance(d, int) for d in shp):
+        if shp and v.type.kind == "tensor" and all(isinstance(d, int) for d in shp) \
+                and (math.prod(shp) > b.max_elements or min(shp) < 0):
             budget.check_tensor(shp, None, f"output {v.name!r}")
 
 
-def _check_result(res: tuple) -> None:
-    import numpy as np
-
+def _check_result(res: tuple, b: budget.Budget) -> None:
     for r in res:
-        if isinstance(r, np.ndarray):
+        if isinstance(r, np.ndarray) and (r.size > b.max_elements or r.nbytes > b.max_bytes):
             budget.check_tensor(r.size, None if r.dtype.kind == "O" else r.dtype.itemsize, "output")
 
 
@@ -102,13 +104,14 @@ def call_reference(node: Node, fn: Callable[..., Any], args: list[Any], kwargs: 
     malformed model makes NumPy raise (IndexError, ValueError, ZeroDivisionError,
     TypeError, KeyError, RecursionError...) as ``bad_model`` with the exception's text."""
     try:
+        b = budget.current()
         if check_sizes:
-            _check_sizes(node, args, kwargs)
+            _check_sizes(node, args, kwargs, b)
         res = fn(*args, **kwargs)
         if not isinstance(res, tuple):
             res = (res,)
         if check_sizes:
-            _check_result(res)
+            _check_result(res, b)
         return res
     except Unsupported:
         raise
@@ -126,8 +129,6 @@ def call_reference(node: Node, fn: Callable[..., Any], args: list[Any], kwargs: 
 
 def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = None) -> list[Any]:
     """Outputs in graph order; ``trace`` (if given) receives every intermediate value by name."""
-    import numpy as np
-
     g = model.graph
     env: dict[int, Any] = {}
     for v in g.inputs:

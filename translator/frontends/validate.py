@@ -83,6 +83,10 @@ def _check_versions(proto: Any, where: str) -> None:
         raise _fail("bad_model", f"IR version {proto.ir_version} is newer than the newest the installed onnx "
                     f"{onnx.__version__} knows ({onnx.IR_VERSION})", where)
     newest = onnx.defs.onnx_opset_version()
+    try:
+        known = dict(onnx.defs.C.schema_version_map())  # domain -> (oldest, newest) opset
+    except Exception:  # noqa: BLE001 - not exposed by this onnx: the default domain is still checked
+        known = {}
     seen: set[str] = set()
     for o in proto.opset_import:
         dom = o.domain or ""
@@ -92,6 +96,10 @@ def _check_versions(proto: Any, where: str) -> None:
         if dom in ("", "ai.onnx") and not 1 <= o.version <= newest:
             raise _fail("bad_model", f"opset {o.version} is outside the range the installed onnx "
                         f"{onnx.__version__} knows (1..{newest})", where)
+        hi = known.get(dom, (None, None))[1]
+        if dom not in ("", "ai.onnx") and hi is not None and not 1 <= o.version <= hi:
+            raise _fail("bad_model", f"opset {o.version} of domain {dom!r} is outside the range the installed onnx "
+                        f"{onnx.__version__} knows (1..{hi})", where)
 
 
 def _check_outputs(g: Any, where: str) -> None:
