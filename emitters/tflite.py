@@ -65,8 +65,8 @@ def emit(model: Model, io_channels_last: bool = False, allow_select_tf_ops: bool
 
         segments = tflite_segments.split(model)
         if segments is not None:  # a very large graph: the converter gets it in segments
-            return tflite_segments.convert(model, segments, lambda part: emit(
-                part, allow_select_tf_ops=allow_select_tf_ops, tables=tables))
+            return with_io_names(tflite_segments.convert(model, segments, lambda part: emit(
+                part, allow_select_tf_ops=allow_select_tf_ops, tables=tables)))
     original = clone(model)
     rejected: dict[str, str] = {}  # node name -> the TensorFlow op the converter rejected
 
@@ -80,7 +80,7 @@ def emit(model: Model, io_channels_last: bool = False, allow_select_tf_ops: bool
         art.options["allow_select_tf_ops"] = allow_select_tf_ops
         try:
             art.tflite = convert(art, allow_select_tf_ops)
-            return art
+            return with_io_names(art)
         except _ConverterRejected as exc:
             new = {}
             for line, tf_op in exc.ops:
@@ -92,6 +92,33 @@ def emit(model: Model, io_channels_last: bool = False, allow_select_tf_ops: bool
             _refuse_undecomposable(work, new, tables)
             rejected.update(new)
     raise Unsupported("tflite", NAME, "unsupported_op", "conversion still failing after decomposing rejected nodes")
+
+
+IO_NAMES_METADATA = "opbridge.io_names"
+
+
+def with_io_names(art: TFArtifact) -> TFArtifact:
+    """The flatbuffer records the signature keys that differ from the model's names
+    (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON); an unrenamed
+    model's bytes are left as the converter wrote them."""
+    import json
+
+    if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")):
+        return art
+    from tensorflow.lite.python import schema_py_generated as fb
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    m = fbu.convert_bytearray_to_object(bytearray(art.tflite))
+    keep = [md for md in (m.metadata or []) if (md.name.decode() if isinstance(md.name, bytes) else md.name)
+            != IO_NAMES_METADATA]
+    buf = fb.BufferT()
+    buf.data = list(json.dumps(art.io_names, sort_keys=True).encode())
+    m.buffers.append(buf)
+    md = fb.MetadataT()
+    md.name, md.buffer = IO_NAMES_METADATA, len(m.buffers) - 1
+    m.metadata = keep + [md]
+    art.tflite = bytes(fbu.convert_object_to_bytearray(m))
+    return art
 
 
 def clone(model: Model) -> Model:

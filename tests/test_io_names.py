@@ -115,6 +115,12 @@ def test_hostile_names_convert_and_check_on_every_target(tmp_path):
     keys = dict(zip(HOSTILE_IN, io_names("tflite", HOSTILE_IN, HOSTILE_OUT).inputs))
     got = interp.get_signature_runner()(**{keys[n]: v for n, v in feeds.items()})
     np.testing.assert_allclose(got["return"], total * 2)
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    fbm = flatbuffer_utils.read_model(by["tflite"]["output"])
+    meta = {(md.name.decode() if isinstance(md.name, bytes) else md.name): bytes(fbm.buffers[md.buffer].data)
+            for md in fbm.metadata}
+    assert json.loads(meta["opbridge.io_names"])["inputs"]["X"] == "x_1"
 
     # the SavedModel's signature: the same keys, and the mapping in its report
     saved = tf.saved_model.load(by["tensorflow"]["output"]).signatures["serving_default"]
@@ -186,6 +192,11 @@ def test_tflite_segments_keep_the_names_of_an_unsegmented_conversion(monkeypatch
     assert [(p.name, p.key) for p in art.inputs] == [(p.name, p.key) for p in whole.inputs]
     assert [(p.name, p.key) for p in art.outputs] == [(p.name, p.key) for p in whole.outputs]
     assert [w for w in art.warnings if " is named " in w] == whole.io_warnings
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    fbm = flatbuffer_utils.convert_bytearray_to_object(bytearray(art.tflite))
+    names = [md.name.decode() if isinstance(md.name, bytes) else md.name for md in fbm.metadata]
+    assert names.count("opbridge.io_names") == 1
     feeds = {n: np.full((2, 3), k + 1, np.float32) for k, n in enumerate(HOSTILE_IN)}
     for a, b in zip(tflite.run(art, feeds), tflite.run(whole, feeds)):
         np.testing.assert_array_equal(a, b)
