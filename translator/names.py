@@ -2,6 +2,10 @@
 emitters' generated identifiers both come from here."""
 from __future__ import annotations
 
+import builtins as _builtins
+import keyword as _keyword
+import re as _re
+from dataclasses import dataclass as _dataclass, field as _field, replace as _replace
 from typing import Iterable
 
 
@@ -43,11 +47,6 @@ class NameSet:
 
 
 # ----------------------------------------------------------------------------- graph I/O names per backend
-import builtins as _builtins
-import keyword as _keyword
-import re as _re
-from dataclasses import dataclass as _dataclass, field as _field
-
 _NOT_IDENT = _re.compile(r"[^0-9A-Za-z_]")
 _KEYWORDS = frozenset(_keyword.kwlist) | frozenset(_keyword.softkwlist)
 #: what a parameter of generated Python can never be: keywords, soft keywords, builtins, ``self``
@@ -85,16 +84,16 @@ class IORules:
     why_lower: str = ""
 
     def with_reserved(self, names: Iterable[str]) -> "IORules":
-        from dataclasses import replace
-
-        return replace(self, reserved=self.reserved | frozenset(names))
+        return _replace(self, reserved=self.reserved | frozenset(names))
 
 
 #: backend -> (input rules, output rules). ONNX and OpenVINO keep any string as it is;
-#: generated Python (PyTorch ``forward``, the TensorFlow module, the Core ML builder) needs
-#: identifiers that are no keyword or builtin; TensorFlow lowercases signature argument
+#: parameters of generated Python (PyTorch ``forward``, the TensorFlow module) are
+#: identifiers that are no keyword, builtin or ``self``; TensorFlow lowercases signature argument
 #: names (``tf.TensorSpec`` names go through ``sanitize_spec_name``: lowercase,
-#: ``[a-z0-9_]``, a letter first); coremltools renames its type names (``tuple`` …).
+#: ``[a-z0-9_]``, a letter first); Core ML names are identifiers (MIL names; the builder's
+#: Python variables are ``v_<name>``) that are no keyword and no type name coremltools
+#: renames (``tuple`` → ``tuple_workaround``).
 IO_RULES: dict[str, tuple[IORules, IORules]] = {
     "onnx": (IORules("the ONNX graph", identifier=False),) * 2,
     "openvino": (IORules("the OpenVINO model", identifier=False),) * 2,
@@ -156,18 +155,21 @@ def io_names(backend: str, inputs: Iterable[str], outputs: Iterable[str], extra_
     taken_out = taken_in if rin.shared and rout.shared else {}
     for kind, names, rule, taken, dest in (("input", src_in, rin, taken_in, res.inputs),
                                            ("output", src_out, rout, taken_out, res.outputs)):
+        fold = str.lower if rule.case_insensitive or rule.lowercase else str
+        reserved = {fold(r) for r in rule.reserved}
         for name in names:
-            new, why = _backend_name(name, rule, taken)
+            new, why = _backend_name(name, rule, taken, reserved)
             dest.append(new)
             if new != name and not rule.silent:
                 res.warnings.append(f"{backend}: {kind} {name!r} is named {new!r} in {rule.label} ({why})")
     return res
 
 
-def _backend_name(name: str, rule: IORules, taken: dict[str, str]) -> tuple[str, str]:
-    """One name under ``rule``; ``taken`` maps the comparison key of every name handed out
-    so far to the model name that got it. Returns (backend name, why it differs)."""
-    fold = (lambda s: s.lower()) if rule.case_insensitive or rule.lowercase else (lambda s: s)
+def _backend_name(name: str, rule: IORules, taken: dict[str, str], reserved: set[str]) -> tuple[str, str]:
+    """One name under ``rule``; ``taken`` maps the comparison key (lowercased where names
+    are compared case-insensitively, as ``reserved`` is) of every name handed out so far to
+    the model name that got it. Returns (backend name, why it differs)."""
+    fold = str.lower if rule.case_insensitive or rule.lowercase else str
     why = []
     s = io_identifier(name, rule.prefix) if rule.identifier else (name or rule.prefix)
     if s != name:
@@ -175,16 +177,15 @@ def _backend_name(name: str, rule: IORules, taken: dict[str, str]) -> tuple[str,
     if rule.lowercase and s != s.lower():
         s = s.lower()
         why.append(rule.why_lower or "lowercased")
-    reserved = {fold(r) for r in rule.reserved}
     if fold(s) in reserved:
         why.append(_reserved_why(s))
         s = f"{s}_"
-    root, k = s, 0
     if fold(s) in taken:
         why.append(f"collides with {taken[fold(s)]!r}")
-        while fold(s) in taken or fold(s) in reserved:
-            k += 1
-            s = f"{root}_{k}"
+    root, k = s, 0
+    while fold(s) in taken or fold(s) in reserved:
+        k += 1
+        s = f"{root}_{k}"
     taken[fold(s)] = name
     return s, "; ".join(why)
 
