@@ -156,7 +156,7 @@ def loop_iteration(what: str = "loop") -> None:
         return
     r.iters += 1
     if r.iters > r.budget.max_loop_iters:
-        raise OpbridgeError("too_large", f"{what}: more than {r.budget.max_loop_iters} loop iterations in one "
+        raise OpbridgeError("too_large", f"more than {r.budget.max_loop_iters} {what} iterations in one "
                             f"reference run ({_ENV['max_loop_iters']})")
     if r.iters % 64 == 0:
         check_time()
@@ -166,5 +166,5 @@ def loop_trip_count(n: int, what: str = "loop") -> None:
     """Refuse up front a loop that must run ``n`` times (no condition can stop it early)."""
     b = current()
     if n > b.max_loop_iters:
-        raise OpbridgeError("too_large", f"{what}: trip count {_fmt(n)} exceeds the budget of {b.max_loop_iters} "
+        raise OpbridgeError("too_large", f"{what} trip count {_fmt(n)} exceeds the budget of {b.max_loop_iters} "
                             f"iterations ({_ENV['max_loop_iters']})")
