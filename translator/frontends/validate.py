@@ -23,7 +23,9 @@ refused with one line naming the file, the node/op/tensor and why, with a reason
   rank, which onnxruntime accepts), and inference errors raised inside the function body
   of a standard ONNX op (ONNX's own expansion, e.g. MeanVarianceNormalization-13's). Ops
   or domains ONNX does not know are left to the frontend, which names them with
-  ``unsupported_op``/``unknown_domain``.
+  ``unsupported_op``/``unknown_domain``. Both run in a worker process
+  (``_checker_worker.py``): ONNX's C++ aborts or crashes on some invalid models, which
+  is then a refusal naming the signal instead of a dead opbridge.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from typing import Any, Iterator
 from .. import budget
 from ..errors import FrontendError
 
-#: seconds the ONNX checker and shape inference may take (in their forked child)
+#: seconds the ONNX checker and shape inference may take (in their worker process)
 CHECKER_TIMEOUT = 300.0
 #: floating-point initializers at least this large (serialized) are weights: graph inputs in the checker's view
 _WEIGHT_BYTES = 4096
