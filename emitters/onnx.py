@@ -168,6 +168,9 @@ class _Emitter:
         self.enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
         self.names: dict[int, str] = {}
         self.used = NameSet(sep="__")
+        #: node names: ONNX requires them unique in a graph (onnxruntime refuses a model
+        #: with two nodes of one name); a source model's duplicates get suffixes
+        self.node_names = NameSet(sep="__")
         self.onnx = onnx
 
     def name(self, v: Value) -> str:
@@ -253,7 +256,8 @@ class _Emitter:
             protos.append(self.attribute(k, v, schema, n))
         ins = [self.name(v) if v is not None else "" for v in n.inputs]
         outs = [self.name(v) for v in n.outputs]
-        node = helper.make_node(op_type, ins, outs, name=n.name, domain=domain or None)
+        node = helper.make_node(op_type, ins, outs, name=self.node_names.take(n.name) if n.name else None,
+                                domain=domain or None)
         node.attribute.extend(protos)
         return node
 

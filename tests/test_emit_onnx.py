@@ -192,3 +192,20 @@ def test_the_probe_sets_required_attributes_so_a_missing_kernel_shows():
             assert "NOT_IMPLEMENTED" in str(exc), exc
             really = False
         assert runs == really, opset
+
+
+def test_duplicate_node_names_get_unique_names_in_the_written_model():
+    """onnxruntime refuses two nodes of one name (found by tests/fuzz): the emitted model
+    names them apart, and runs."""
+    from onnx import TensorProto, helper
+
+    from translator.frontends.onnx import from_proto
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["h"], name="same"),
+                           helper.make_node("Neg", ["h"], ["y"], name="same")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    proto = onnx_backend.emit(from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), ".", "m"))
+    names = [n.name for n in proto.graph.node]
+    assert len(set(names)) == len(names) and "same" in names
+    assert onnx_backend.run(proto, {"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0.0, -2.0]

@@ -173,8 +173,15 @@ def _judge(case: Case, workdir: Path, logs: Path, status: int | None, hung: bool
     return rec
 
 
+#: the budgets the children run under (translator/budget.py reads them from the environment):
+#: smaller than the defaults so a loop bomb is refused in seconds, not a minute
+CHILD_BUDGET = {"OPBRIDGE_MAX_LOOP_ITERS": "20000", "OPBRIDGE_TIME_LIMIT": "60"}
+
+
 def run_cases(cases: list[Case], workers: int = 2, timeout: float = 180.0, mem_budget_mb: float = 6144,
               root: Path | None = None, progress: bool = True) -> dict[str, Any]:
+    for k, v in CHILD_BUDGET.items():
+        os.environ.setdefault(k, v)
     _preload()
     root = Path(root or tempfile.mkdtemp(prefix="opbridge-fuzz-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -247,6 +254,9 @@ def summarize(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
             "case_seconds": {k: round(v, 1) for k, v in sorted(by_target.items())},
             "violations": {k: viol.get(k, 0) for k in VIOLATIONS},
             "exit_codes": dict(sorted(exits.items())), "families": dict(Counter(r["family"] for r in records)),
+            "family_exits": dict(sorted(Counter(f"{r['family']}:{r['exit']}" for r in records).items())),
+            "hostile_refusals": [{"id": r["id"], "notes": r["notes"], "stderr": r.get("stderr")}
+                                 for r in records if r["family"] == "hostile" and r.get("exit") == 2][:40],
             "targets": dict(targets), "reasons": dict(reasons.most_common()),
             "internal_errors": [r for r in records if r.get("reason") == "internal_error"][:50],
             "max_rss_mb": max((r["maxrss_mb"] for r in records), default=0),
@@ -271,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     res = run_cases(cases, args.workers, args.timeout, args.memory_mb, Path(args.keep) if args.keep else None)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(res, indent=1, default=str) + "\n", encoding="utf-8")
-    print(json.dumps({k: res[k] for k in ("cases", "seconds", "case_seconds", "violations", "exit_codes", "families", "targets",
+    print(json.dumps({k: res[k] for k in ("cases", "seconds", "case_seconds", "violations", "exit_codes", "family_exits", "targets",
                                           "reasons", "max_rss_mb", "max_seconds")}, indent=1))
     for f in res["failures"][:20]:
         print(f"FAIL {f['id']} {f['violations']} {f['notes']} {f.get('stderr', '')[:200]!r}", file=sys.stderr)
