@@ -315,7 +315,7 @@ class Codegen:
 
     def node_lines(self, node: Node) -> list[str]:
         ctx = NodeCtx(self, node)
-        rounded = self.bf16_legalized(ctx)
+        rounded = self.bf16_legalized(ctx) + self.narrow_int_legalized(ctx)
         if ops.widens(node, self.tables):
             return self.widened(ctx) + rounded
         return self.generate(ctx) + rounded
@@ -340,6 +340,26 @@ class Codegen:
                       f"{hi} = {gam} + ({s} - {gam})",
                       f"{hi} = tf.where({big}, {hi} * 18446744073709551616.0, {hi})",
                       f"{self.names(v)} = tf.where(tf.math.is_finite({x}), {hi}, {x})"]
+        return lines
+
+    def narrow_int_legalized(self, ctx: NodeCtx) -> list[str]:
+        """Outputs the model computes in an 8/16-bit integer but this backend in a wider one
+        (TFLite's legalization) wrap around in the graph as the narrow type would (x mod 2^n,
+        shifted for signed types): ``~x`` of a uint8 is 255 - x, not -x - 1."""
+        node = ctx.node
+        source = node.meta.get("source_dtypes") or []
+        lines: list[str] = []
+        for k, v in enumerate(node.outputs):
+            bits = _NARROW_INTS.get(source[k]) if k < len(source) else None
+            if bits is None or v.type.dtype not in ("int32", "int64") or not v.uses and \
+                    v not in (node.graph.outputs if node.graph else []):
+                continue
+            x = ctx.out_name[k] = self.names.fresh(f"{v.name}_wide")
+            span, off = 1 << bits[0], (1 << (bits[0] - 1)) if bits[1] else 0
+            if off:
+                lines.append(f"{self.names(v)} = tf.math.floormod({x} + {off}, {span}) - {off}")
+            else:
+                lines.append(f"{self.names(v)} = tf.math.floormod({x}, {span})")
         return lines
 
     def widened(self, ctx: NodeCtx) -> list[str]:
@@ -393,6 +413,10 @@ class Codegen:
         res = ", ".join(self.expr(v) for v in g.outputs)
         body.append(f"return ({res}{',' if len(g.outputs) == 1 else ''})")
         return [head] + ["    " + line for line in body]
+
+
+#: integer dtypes a backend may compute wider (TFLite: in int32): (bits, signed)
+_NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False)}
 
 
 # ----------------------------------------------------------------------------- artifact
