@@ -359,12 +359,13 @@ def test_xfail_fragment_names_real_ops():
 
 
 @pytest.mark.slow
-def test_node_tests_pass_1250_with_a_reason_for_every_gap(tmp_path):
-    """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py)."""
+def test_node_tests_pass_1520_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py): measured
+    1,539 in the declared dtypes + 20 uint16/uint32 outputs computed widened (legalized)."""
     from conftest import run_nodetests
 
     r = run_nodetests("pytorch", "none", tmp_path, timeout=1800)
-    assert r["counts"]["pass"] >= 1250
+    assert r["counts"]["pass"] >= 1520 and r["counts"]["pass"] + r["counts"]["pass_legalized"] >= 1540
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
 
 

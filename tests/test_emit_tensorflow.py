@@ -211,10 +211,11 @@ def test_a_gap_is_refused_with_a_reason():
 
 
 @pytest.mark.slow
-def test_node_tests_pass_1100_with_a_reason_for_every_gap(tmp_path):
-    """The ONNX backend node tests through the TensorFlow emitter (bench/nodetests.py)."""
+def test_node_tests_pass_1480_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the TensorFlow emitter (bench/nodetests.py), on the
+    SavedModel as written (measured 1,501, all in the declared dtypes)."""
     from conftest import run_nodetests
 
     r = run_nodetests("tensorflow", "none", tmp_path, timeout=3600)
-    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1100
+    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1480
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")

@@ -97,12 +97,16 @@ def test_hostile_tensor_name_stays_data():
 
 
 @pytest.mark.slow
-def test_node_tests_pass_900_with_a_reason_for_every_gap(tmp_path):
-    """The ONNX backend node tests through the TFLite emitter (bench/nodetests.py)."""
+def test_node_tests_pass_1380_with_a_reason_for_every_gap(tmp_path):
+    """The ONNX backend node tests through the TFLite emitter (bench/nodetests.py), on the
+    flatbuffer as written: measured 1,165 in the declared dtypes + 228 in TFLite's documented
+    legalizations (int64 as int32, float16/float64 as float32, bfloat16 rounded in the graph
+    and carried as float32, 8/16-bit integers wrapped in the graph and carried as int32)."""
     from conftest import run_nodetests
 
     r = run_nodetests("tflite", "none", tmp_path, timeout=5400)
-    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 900
+    assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1150
+    assert r["counts"]["pass"] + r["counts"]["pass_legalized"] >= 1380
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
 
 

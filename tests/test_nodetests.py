@@ -2,6 +2,9 @@
 
 Marked slow: they run in CI's second step (``make test-slow``). Thresholds are the
 issue's acceptance criteria, measured side by side with onnxruntime in the same run.
+Since issue 16 the bench judges the written artifact (saved, loaded back, run) with the
+declared dtypes: ``pass`` is the declared dtype, ``pass_legalized`` a legalization the
+artifact documents (counted apart); the thresholds sit a little below what was measured.
 """
 from __future__ import annotations
 
@@ -22,21 +25,25 @@ def test_onnx_backend_passes_at_least_what_onnxruntime_passes_natively(tmp_path)
     r = _run("onnx", "onnxruntime", tmp_path)
     ours, peer = r["counts"]["pass"], r["peers"]["onnxruntime"]["counts"]["pass"]
     assert r["cases"] >= 1800
-    assert ours >= peer, f"onnx backend {ours} < onnxruntime {peer}"
+    assert r["counts"]["pass_legalized"] == 0  # ONNX to ONNX legalizes nothing
+    assert ours >= peer and ours >= 1670, f"onnx backend {ours} < onnxruntime {peer}"
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass"), "every failure needs a reason code"
 
 
-def test_numpy_reference_passes_1200(tmp_path):
+def test_numpy_reference_passes_1800(tmp_path):
     r = _run("numpy", "none", tmp_path)
-    assert r["counts"]["pass"] >= 1200
+    assert r["counts"]["pass"] >= 1800 and r["counts"]["pass_legalized"] == 0  # measured 1,821
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
 
 
-def test_coreml_builds_1000_and_verifies_600_numerically(tmp_path):
-    """Issue 5's gate: built and saved ≥ 1,000, of which ≥ 600 numerically verified through
-    coremltools' MIL value inference (structural-only cases are counted apart, never as numeric)."""
+def test_coreml_builds_1000_and_verifies_940_numerically(tmp_path):
+    """Issue 5's gate: built and saved ≥ 1,000, numerically verified through coremltools' MIL
+    value inference (structural-only cases are counted apart, never as numeric). Measured
+    1,067 built, 808 passes in the declared dtypes + 153 in documented legalizations (int64
+    as int32, float64 as float32...)."""
     r = _run("coreml", "none", tmp_path)
-    assert r["built_and_saved"] >= 1000 and r["numerically_verified"] >= 600, \
+    assert r["built_and_saved"] >= 1000 and r["numerically_verified"] >= 940, \
         (r["built_and_saved"], r["numerically_verified"])
+    assert r["counts"]["pass"] >= 790
     assert r["numerically_verified"] + r["structural_only"] <= r["built_and_saved"]
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
