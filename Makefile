@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # torch is pinned: on these machines 2.13.0 is the CPU build; an unpinned torch pulls CUDA.
 PIP_EXTRA ?= torch==2.13.0
 
-.PHONY: demo test test-slow venv clean
+.PHONY: demo test test-slow test-fuzz venv clean
 
 $(VENV)/.stamp: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ test: venv
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
 test-slow: venv
-	$(PY) -m pytest -q -n 2 -m slow
+	$(PY) -m pytest -q -n 2 -m "slow and not fuzz"
+
+test-fuzz: venv
+	$(PY) -m pytest -q -m fuzz
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

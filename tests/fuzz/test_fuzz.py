@@ -47,6 +47,7 @@ def test_fuzz_fast_slice(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_fuzz_two_thousand_cases(tmp_path):
     res = _fuzz(tmp_path, 2000, seed=0, timeout=3000)
     assert res["cases"] >= 2000 and set(TARGETS) <= set(res["targets"])
