@@ -56,24 +56,25 @@ def _node_label(node: Any, i: int) -> str:
 
 
 # ---------------------------------------------------------------------------- walking the model
-def _subgraphs(node: Any) -> Iterator[Any]:
+def _attr_values(node: Any, kind: str) -> Iterator[Any]:
+    """The values a node's attributes of ``kind`` (``GRAPH``, ``TENSOR``) hold, single or listed."""
     import onnx
 
+    one, many = getattr(onnx.AttributeProto, kind), getattr(onnx.AttributeProto, kind + "S")
+    field = {"GRAPH": ("g", "graphs"), "TENSOR": ("t", "tensors")}[kind]
     for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            yield a.g
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            yield from a.graphs
+        if a.type == one:
+            yield getattr(a, field[0])
+        elif a.type == many:
+            yield from getattr(a, field[1])
+
+
+def _subgraphs(node: Any) -> Iterator[Any]:
+    return _attr_values(node, "GRAPH")
 
 
 def _attr_tensors(node: Any) -> Iterator[Any]:
-    import onnx
-
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.TENSOR:
-            yield a.t
-        elif a.type == onnx.AttributeProto.TENSORS:
-            yield from a.tensors
+    return _attr_values(node, "TENSOR")
 
 
 # ---------------------------------------------------------------------------- versions & structure
