@@ -266,10 +266,11 @@ def quiet_frameworks() -> None:
     """TensorFlow/absl/gRPC log to stderr from C++ at import: off unless ``-v``."""
     for k, v in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("GRPC_VERBOSITY", "ERROR"), ("GLOG_minloglevel", "3")):
         os.environ.setdefault(k, v)
-    import logging
+    if "logging" in sys.modules or "translator.cli_models" in sys.modules:  # not on the fast query path
+        import logging
 
-    for name in ("tensorflow", "absl", "coremltools", "jax"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        for name in ("tensorflow", "absl", "coremltools", "jax"):
+            logging.getLogger(name).setLevel(logging.ERROR)
 
 
 #: what native libraries print on file descriptor 2 by themselves: absl's pre-init notice
