@@ -25,6 +25,7 @@ from translator.errors import Unsupported
 from translator.ir import Graph, Model, TensorType, Value
 from translator.lowering import lower_for, native_ops
 from translator.names import NameSet
+from translator.ort_run import session_options
 from translator.tables import Tables, load_tables
 from translator.pipeline import paused_gc
 
@@ -45,7 +46,7 @@ def runtime_limits() -> tuple[int, int]:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv)
         try:
-            ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+            ort.InferenceSession(m.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
             return True
         except Exception:  # noqa: BLE001 - the probe's failure is the answer
             return False
@@ -123,7 +124,7 @@ def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> b
         [onnx.ValueInfoProto(name="y")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=runtime_limits()[1])
     try:
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        ort.InferenceSession(model.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - the probe's answer
         return "NOT_IMPLEMENTED" not in str(exc)
     return True
@@ -505,8 +506,7 @@ def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
     """Run with onnxruntime's CPU provider; returns outputs in graph order."""
     import onnxruntime as ort
 
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so = session_options()
     sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
     from translator.ort_run import run_session
 

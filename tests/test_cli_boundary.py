@@ -10,6 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+import numpy as np
 from onnx import TensorProto, helper
 
 from translator import cli
@@ -149,3 +150,21 @@ def test_native_log_lines_are_filtered_from_the_console():
 def test_check_and_report_exit_0_on_a_good_model(tmp_path, capsys, argv):
     code, out, err = _run(capsys, *[a.format(m=_relu(tmp_path)) for a in argv])
     assert code == 0, err
+
+
+def test_onnxruntime_logs_nothing_of_its_own_unless_verbose(tmp_path):
+    """A kernel failure is reported as our one line (found by tests/fuzz: onnxruntime also
+    printed its own coloured executor error on stderr)."""
+    from onnx import numpy_helper
+
+    pads = numpy_helper.from_array(np.array([1, 1], np.int64), "pads")
+    value = numpy_helper.from_array(np.array([0.0, 1.0], np.float32), "value")  # must be a scalar
+    g = helper.make_graph([helper.make_node("Pad", ["x", "pads", "value"], ["y"], name="pad")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [pads, value])
+    model = tmp_path / "pad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    p = subprocess.run([sys.executable, "-m", "translator.cli", "check", str(model), "--backends", "numpy,onnx",
+                        "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "[E:onnxruntime" not in p.stderr and "sequential_executor" not in p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.rstrip().endswith("[runtime_error:Fail]")

@@ -135,8 +135,9 @@ def source_outputs(path: str | None, feeds: dict[str, np.ndarray], names: list[s
     except ImportError:
         return None, "onnxruntime is not installed"
     try:
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
+        from .ort_run import session_options
+
+        opts = session_options()
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         wanted = {i.name for i in sess.get_inputs()}
         return list(sess.run(names, {k: v for k, v in feeds.items() if k in wanted})), ""

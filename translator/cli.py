@@ -335,7 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .quick import NotFound
 
     verbose = bool(getattr(args, "verbose", False))
-    if not verbose:
+    was_verbose = os.environ.get("OPBRIDGE_VERBOSE")
+    if verbose:
+        os.environ["OPBRIDGE_VERBOSE"] = "1"  # runtimes opbridge configures show their own logs
+    else:
         quiet_frameworks()
         if from_console and getattr(args, "func", None) is not None and args.func.__module__.endswith("cli_models"):
             filter_native_stderr()
@@ -368,6 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = str(exc) if isinstance(exc, OpbridgeError) else internal_error_line(exc)
         print(f"opbridge: error: {safe(line)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if verbose and was_verbose is None:  # a caller in the same process keeps its environment
+            os.environ.pop("OPBRIDGE_VERBOSE", None)
 
 
 if __name__ == "__main__":

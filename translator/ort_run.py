@@ -21,6 +21,18 @@ _SPECIAL = {  # onnxruntime type string → (TensorProto enum, ml_dtypes name, s
 _BY_NAME = {v[1]: (v[0], v[2]) for v in _SPECIAL.values()}
 
 
+def session_options() -> Any:
+    """onnxruntime session options as opbridge uses them: its own log lines (a kernel's
+    failure is also raised as an exception) only with ``opbridge -v`` (OPBRIDGE_VERBOSE=1)."""
+    import os
+
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3 if os.environ.get("OPBRIDGE_VERBOSE") == "1" else 4
+    return so
+
+
 def _needs_ortvalue(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.name in _BY_NAME
 
