@@ -414,3 +414,23 @@ def test_checker_crash_is_a_refusal(monkeypatch):
     refused(lambda: load(relu_model()), "bad_model", "m.onnx", "crashed", "SIGABRT")
     monkeypatch.setattr(validate, "_WORKER", validate._Worker())
     assert load(relu_model()) is not None  # a fresh worker serves again
+
+
+def test_a_computed_tensor_over_budget_is_refused_before_any_backend_builds_it(tmp_path):
+    """ConstantOfShape of 2^41 elements from a constant shape: the TFLite converter hung
+    materializing it (found by tests/fuzz); every target now refuses it at verification."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from translator.cli import main
+
+    sh = numpy_helper.from_array(np.array([2 ** 20, 2 ** 20, 2], np.int64), "sh")
+    g = helper.make_graph([helper.make_node("ConstantOfShape", ["sh"], ["k"], name="k"),
+                           helper.make_node("Add", ["k", "x"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [sh])
+    model = tmp_path / "cos.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    for target in ("tflite", "onnx"):
+        assert main(["convert", str(model), "--to", target, "-o", str(tmp_path / target), "-q", "--no-check"]) == 2
+        assert not (tmp_path / target).exists()

@@ -342,6 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet_frameworks()
         if from_console and getattr(args, "func", None) is not None and args.func.__module__.endswith("cli_models"):
             filter_native_stderr()
+    if from_console:  # a terminated conversion still removes its scratch folder (finally blocks run)
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         if getattr(args, "json", False) and args.func.__module__.endswith("cli_models"):
             # frameworks (coremltools) print notices on stdout: keep stdout for the JSON document

@@ -58,10 +58,34 @@ def verify_node(node: Node, tables: Tables) -> None:
             raise VerifyError("verifier", f"required attribute {a.name!r} is missing", node=node.name, op=node.op)
 
 
+def _itemsize(dtype: str | None) -> int | None:
+    from ..dtypes import numpy_dtype
+
+    try:
+        dt = numpy_dtype(dtype) if dtype else None
+    except Exception:  # noqa: BLE001 - a dtype NumPy cannot hold: only the element count is budgeted
+        return None
+    return dt.itemsize if dt is not None and dt.kind != "O" else None
+
+
+def check_sizes(node: Node) -> None:
+    """Every statically known output of ``node`` within the resource budget
+    (``translator/budget.py``), before any backend builds or folds it: a converter asked to
+    materialize a 2^41-element ConstantOfShape would hang or exhaust memory."""
+    from .. import budget
+
+    for v in node.outputs:
+        shape = v.type.shape if v.type.kind == "tensor" else None
+        if shape is not None and all(isinstance(d, int) for d in shape):
+            budget.check_tensor(shape, _itemsize(v.type.dtype), f"output {v.name!r} of shape {tuple(shape)}",
+                                node=node.name, op=node.op)
+
+
 def run(graph: Graph, tables: Tables | None = None) -> None:
     tables = tables or load_tables()
     infer(graph, tables)  # raises broadcast_mismatch
     for node in graph.nodes:
         verify_node(node, tables)
+        check_sizes(node)
         for sub in node.subgraphs():
             run(sub, tables)
