@@ -434,3 +434,38 @@ def test_a_computed_tensor_over_budget_is_refused_before_any_backend_builds_it(t
     for target in ("tflite", "onnx"):
         assert main(["convert", str(model), "--to", target, "-o", str(tmp_path / target), "-q", "--no-check"]) == 2
         assert not (tmp_path / target).exists()
+
+
+@pytest.mark.parametrize("nodes,inputs,inits,code,text", [
+    ([("Reshape", ["a", "s"], {})], [("a", [2, 3])], {"s": np.array([4, 2], np.int64)}, "bad_model", "cannot reshape 6"),
+    ([("Conv", ["a", "w"], {})], [("a", [1, 5, 4, 4])], {"w": np.ones((2, 3, 1, 1), np.float32)}, "bad_model",
+     "input channels 5"),
+    ([("MaxPool", ["a"], {"kernel_shape": [1, 1], "strides": [1, 2 ** 40]})], [("a", [1, 1, 4, 4])], {},
+     "unsupported_attribute_value", "beyond int32"),
+])
+def test_inference_refuses_inconsistent_static_shapes(nodes, inputs, inits, code, text):
+    """Found by tests/fuzz: models whose declared shapes contradict their ops reached
+    TensorFlow's tracer, whose ValueError was reported as an internal error."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from translator.errors import OpbridgeError
+    from translator.frontends.onnx import from_proto
+    from translator.pipeline import prepare
+
+    g = helper.make_graph([helper.make_node(op, ins, ["y"], name="n", **attrs) for op, ins, attrs in nodes], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    with pytest.raises(OpbridgeError) as ei:
+        prepare(from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), ".", "m.onnx"))
+    assert ei.value.code == code and text in str(ei.value)
+
+
+def test_inference_refuses_a_matmul_whose_contraction_dimensions_differ():
+    from translator.errors import OpbridgeError
+    from translator.harness import single_op_model
+    from translator.pipeline import prepare
+
+    model, _ = single_op_model("matmul", [np.ones(2, np.float32), np.ones((4, 3), np.float32)], {})
+    with pytest.raises(OpbridgeError, match=r"contraction dimensions differ: \(2,\) @ \(4, 3\) \[bad_model\]"):
+        prepare(model)

@@ -12,6 +12,8 @@ ones only fill gaps, and contradictions are reported by the verifier.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable
 
 from .errors import VerifyError
@@ -130,6 +132,10 @@ def _reshape(n: Node) -> list:
             out[out.index(-1)] = total // rest if rest else 0
         else:
             out[out.index(-1)] = None
+    if s is not None and all(isinstance(d, int) and d >= 0 for d in list(s) + out):
+        if math.prod(s) != math.prod(out):
+            raise VerifyError("bad_model", f"cannot reshape {math.prod(s)} elements {tuple(s)} to {tuple(out)} "
+                              f"({math.prod(out)} elements)", node=n.name, op=n.op)
     return [tuple(out)]
 
 
@@ -210,6 +216,9 @@ def _matmul(n: Node) -> list:
     a, b = n.inputs[0].type.shape, n.inputs[1].type.shape
     if a is None or b is None:
         return [None]
+    k_a, k_b = a[-1] if a else None, (b[0] if len(b) == 1 else b[-2]) if b else None
+    if isinstance(k_a, int) and isinstance(k_b, int) and k_a != k_b:
+        raise VerifyError("bad_model", f"contraction dimensions differ: {tuple(a)} @ {tuple(b)}", node=n.name, op=n.op)
     if len(a) == 1 and len(b) == 1:
         return [()]
     if len(a) == 1:
@@ -292,6 +301,10 @@ def _conv(n: Node) -> list:
         if w is None:
             return [None]
         kernel, channels = list(w[2:]), w[0]
+        group = int(n.attrs.get("group", 1))
+        if len(x) > 1 and len(w) > 1 and isinstance(x[1], int) and isinstance(w[1], int) and x[1] != w[1] * group:
+            raise VerifyError("bad_model", f"input channels {x[1]} are not weight channels {w[1]} x group {group}",
+                              node=n.name, op=n.op)
     else:
         kernel, channels = list(n.attrs.get("kernel_shape", [])), x[1]
     if n.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or len(kernel) != sp:
@@ -304,6 +317,10 @@ def _conv(n: Node) -> list:
                           f"fit {sp} spatial axes", node=n.name, op=n.op)
     if any(int(v) < 1 for v in list(strides) + list(dil)):
         raise VerifyError("bad_model", f"strides {list(strides)} and dilations {list(dil)} must be positive",
+                          node=n.name, op=n.op)
+    if any(abs(int(v)) > 2 ** 31 - 1 for v in list(strides) + list(dil) + list(pads) + list(kernel) if isinstance(v, int)):
+        raise VerifyError("unsupported_attribute_value", f"strides {list(strides)}, dilations {list(dil)}, pads "
+                          f"{list(pads)} or kernel {list(kernel)} beyond int32, which the runtimes use for them",
                           node=n.name, op=n.op)
     ceil = bool(n.attrs.get("ceil_mode", 0))
     dims = tuple(_spatial_out(x[2 + i], kernel[i], strides[i], dil[i], pads[i] + pads[i + sp], ceil) for i in range(sp))
