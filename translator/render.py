@@ -25,13 +25,11 @@ from __future__ import annotations
 import keyword
 import math
 import os
-import re
 from functools import lru_cache
 from typing import Any
 
 from . import paths
-
-_IDENT_BAD = re.compile(r"[^0-9A-Za-z_]")
+from .names import io_identifier
 
 #: names generated code binds itself (imports, parameters): a model's name never shadows them
 RESERVED = frozenset({"self", "torch", "tf", "np", "F", "ops", "ops17", "mb", "ct", "ov", "math", "os", "sys",
@@ -47,9 +45,7 @@ class Code(str):
 
 def ident(name: Any, prefix: str = "v") -> Code:
     """Sanitize ``name`` into a Python identifier (deterministic, never raises)."""
-    s = _IDENT_BAD.sub("_", str(name)).strip("_") or prefix
-    if s[0].isdigit():
-        s = f"{prefix}_{s}"
+    s = io_identifier(name, prefix)
     if keyword.iskeyword(s) or keyword.issoftkeyword(s) or s in RESERVED:
         s = f"{s}_"
     return Code(s)
