@@ -104,11 +104,14 @@ def load_written(backend: str, path: Path, artifact: Any) -> Any:
     raise ValueError(f"unknown backend {backend!r}")
 
 
-def run_written(backend: str, artifact: Any, inputs: Mapping[str, Any]) -> list[Any]:
-    """Save ``artifact`` to a scratch directory, load the written file back and run it."""
+def run_written(backend: str, artifact: Any, inputs: Mapping[str, Any], written: Path | None = None) -> list[Any]:
+    """Load the written file back and run it: ``written`` when the caller has saved
+    ``artifact`` already (``convert``), else a save into a scratch directory first."""
     mod = backend_module(backend)
     if backend == "numpy":
         return list(mod.run(artifact, inputs))
+    if written is not None:
+        return list(mod.run(load_written(backend, Path(written), artifact), inputs))
     with tempfile.TemporaryDirectory(prefix="opbridge-run-") as d:
         path = Path(d) / WRITTEN[backend]
         written = save(backend, artifact, path) or path

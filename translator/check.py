@@ -147,7 +147,7 @@ def source_outputs(path: str | None, feeds: dict[str, np.ndarray], names: list[s
 
 def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[str, np.ndarray] | None = None,
                 progress: Callable[[str], None] | None = None, artifacts: dict[str, Any] | None = None,
-                source: str | None = None) -> dict[str, Any]:
+                source: str | None = None, written: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compare each backend with the NumPy reference (the verdict) and, when ``source`` is the
     original ONNX file, also with onnxruntime on it (reported as ``vs_source``). ``artifacts``
     holds already-converted artifacts (``opbridge convert`` checks what it wrote, not a re-emission)."""
@@ -173,7 +173,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         try:
             mod = backend_module(b)
             artifact = artifacts[b] if artifacts and b in artifacts else mod.emit(build_ir())
-            got = run_written(b, artifact, feeds)  # the written file, loaded back and run
+            got = run_written(b, artifact, feeds, (written or {}).get(b))  # the written file, loaded back and run
             ports = output_ports(b, artifact)
             if len(got) != len(out_names) or [p.name for p in ports] != out_names:
                 rep.status, rep.reason = "fail", "outputs"

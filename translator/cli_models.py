@@ -269,7 +269,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 artifact = mod.emit(build(), **kwargs)
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
-                _save(mod, artifact, str(staged[t]))
+                saved = _save(mod, artifact, str(staged[t]))
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 for k in ("transposes", "warnings"):
                     v = getattr(artifact, k, None)
@@ -291,7 +291,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 continue
             if args.check:
                 say(f"{t}: checking against the NumPy reference")
-                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model))
+                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model,
+                                              written={t: saved}))
                 b = res["backends"][0]
                 b["source"] = res.get("source", "")  # "onnxruntime", or why the source could not run
                 rec["check"] = b
