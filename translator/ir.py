@@ -275,11 +275,56 @@ class Model:
     metadata: dict[str, str] | None = None
     #: ONNX model-local functions are inlined by the frontend; nothing else is kept here.
 
+    def clone(self) -> "Model":
+        """A copy of the IR to rewrite (constant arrays are shared: passes replace a
+        constant's array, they never write into it)."""
+        return Model(clone_graph(self.graph, {}), self.source, self.source_format, self.opset,
+                     dict(self.metadata) if self.metadata else self.metadata)
+
     def op_histogram(self) -> dict[str, int]:
         hist: dict[str, int] = {}
         for n in self.graph.walk():
             hist[n.op] = hist.get(n.op, 0) + 1
         return dict(sorted(hist.items()))
+
+
+def clone_graph(g: Graph, outer: dict[int, Value]) -> Graph:
+    """A copy of ``g``; ``outer`` maps values of enclosing graphs (by id) to their copies."""
+    ng = Graph(g.name)
+    vmap = dict(outer)
+    for v in g.inputs:
+        vmap[id(v)] = ng.add_input(v.name, v.type)
+    for v in g.constants.values():
+        vmap[id(v)] = copy_constant(ng, v)
+    for n in g.nodes:
+        attrs = {}
+        for k, a in n.attrs.items():
+            if isinstance(a, Graph):
+                a = clone_graph(a, vmap)
+            elif isinstance(a, list) and a and all(isinstance(x, Graph) for x in a):
+                a = [clone_graph(x, vmap) for x in a]
+            attrs[k] = a
+        copy_node(ng, n, [None if v is None else vmap[id(v)] for v in n.inputs], attrs, vmap)
+    ng.outputs = [vmap[id(v)] for v in g.outputs]
+    return ng
+
+
+def copy_constant(g: Graph, v: Value) -> Value:
+    """``v`` (a constant of another graph) as a constant of ``g``: same name, type and array."""
+    c = g.add_constant(v.name, v.const, v.type.dtype or "float32")
+    c.type = v.type
+    return c
+
+
+def copy_node(g: Graph, n: Node, inputs: list[Value | None], attrs: dict[str, Any], vmap: dict[int, Value]) -> Node:
+    """``n`` (a node of another graph) appended to ``g`` on ``inputs``: same op, name, output
+    names and types, meta; ``vmap`` then maps each of its outputs to the copy's."""
+    new = g.add_node(n.op, inputs, attrs, outputs=[o.name for o in n.outputs], name=n.name,
+                     types=[o.type for o in n.outputs])
+    new.meta = dict(n.meta)
+    for o, no in zip(n.outputs, new.outputs):
+        vmap[id(o)] = no
+    return new
 
 
 def iter_values(values: Iterable[Value | None]) -> Iterator[Value]:

@@ -13,11 +13,15 @@ Step attributes may be ``"@attr"`` references too.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .errors import Unsupported
+from .gcpause import gc_paused
 from .ir import Graph, Node, TensorType, Value
 from .tables import Op, Tables, load_tables
+
+if TYPE_CHECKING:
+    from .registry import Refusal
 
 Lowering = Callable[[Node], bool]
 #: (backend, op id) → Python lowering registered by an emitter; returns False to decline.
@@ -136,6 +140,117 @@ def _lower_nodes(graph: Graph, nodes: list[Node], backend: str, supported: froze
         new_nodes = expand(graph, node, op, tables)
         done.append((node.name, node.op))
         _lower_nodes(graph, new_nodes, backend, supported, tables, done, depth + 1, check)
+
+
+# ----------------------------------------------------------------------------- the pipeline's lowering
+def judge(node: Node, ctx: Any, supported: frozenset[str]) -> "Refusal | None":
+    """Whether ``ctx.target`` emits ``node`` itself: None, or why not (one ``Refusal``).
+
+    In order: the op is supported (cell native/composite AND a rule or snippet), the
+    library did not reject this node in an earlier attempt, the target-wide check, the
+    cell's ``dtypes`` (unless the rule takes any dtype) and ``rank``, the rule's own check.
+    """
+    from .registry import Refusal, refusal, rules
+
+    target, tables = ctx.target, ctx.tables
+    op = tables.ops.get(node.op)
+    if op is None:
+        return Refusal("unsupported_op", "op is not in optable.yaml")
+    if node.op not in supported:
+        cell = op.backends.get(target.name)
+        if cell is not None and cell.status == "unavailable":
+            return Refusal("unsupported_op", cell.notes or "the table marks it unavailable")
+        if cell is not None:
+            return Refusal("unsupported_op", f"{target.name} has no code for its {cell.status} cell")
+        return Refusal("unsupported_op", "no native mapping in optable.yaml")
+    if node.name in ctx.rejected:
+        return ctx.rejected[node.name]
+    if target.accepts is not None:
+        why = refusal(target.accepts(node, ctx))
+        if why is not None:
+            return why
+    rule = rules(target.columns).get(node.op)
+    cell = op.backends[target.name]
+    if cell.dtypes is not None and not (rule is not None and rule.any_dtype):
+        allowed = tables.expand_dtypes(cell.dtypes)
+        first = next((v for v in node.inputs if v is not None), None)
+        if first is not None and first.type.dtype is not None and first.type.dtype not in allowed:
+            return Refusal("unsupported_dtype",
+                           f"{target.name} {cell.name} takes {', '.join(allowed)}; the input is {first.type.dtype}")
+    if cell.rank is not None:
+        first = next((v for v in node.inputs if v is not None), None)
+        r = first.type.rank if first is not None else None
+        lo, hi = cell.rank.get("min"), cell.rank.get("max")
+        if r is not None and ((lo is not None and r < lo) or (hi is not None and r > hi)):
+            span = f"{lo if lo is not None else 0}..{hi if hi is not None else 'any'}"
+            return Refusal("rank_limit", f"{target.name} {cell.name} takes rank {span}; the input has rank {r}")
+    if rule is not None and rule.check is not None:
+        return refusal(rule.check(node))
+    return None
+
+
+def lower(graph: Graph, ctx: Any) -> None:
+    """Rewrite ``graph`` (and its subgraphs) so that ``ctx.target`` emits every node itself:
+    native where ``judge`` says so, else the op's table decomposition where it applies, else a
+    refusal (raised, or collected in ``ctx.refusals`` by ``pipeline.plan``)."""
+    from .registry import supported as supported_ops
+
+    supported = supported_ops(ctx.target, ctx.tables)
+    with gc_paused():
+        _lower_in(graph, ctx, supported)
+
+
+def _lower_in(graph: Graph, ctx: Any, supported: frozenset[str]) -> None:
+    for node in list(graph.nodes):
+        for sub in node.subgraphs():
+            _lower_in(sub, ctx, supported)
+    _lower_list(graph, list(graph.nodes), ctx, supported, 0)
+
+
+def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[str], depth: int) -> None:
+    from .registry import Refusal
+
+    tables, name = ctx.tables, ctx.target.name
+    for node in nodes:
+        why = judge(node, ctx, supported)
+        if why is None:
+            ctx.how.setdefault(node.name, "native")
+            continue
+        op = tables.ops.get(node.op)
+        why_not = applies(op, node) if op is not None and op.decomposition else None
+        if op is None or not op.decomposition or why_not is not None or depth >= MAX_DEPTH:
+            refusal = why
+            if node.op not in supported and op is not None:
+                if why_not is not None:
+                    refusal = Refusal("unsupported_op", f"not native, and {why_not}")
+                elif depth >= MAX_DEPTH:
+                    refusal = Refusal("unsupported_op", "decomposition nests too deep")
+                elif op.backends.get(name) is None or op.backends[name].status != "unavailable":
+                    refusal = Refusal("unsupported_op", "no native mapping and no decomposition in optable.yaml")
+            if ctx.refusals is not None:
+                ctx.refusals[node.name] = refusal
+                continue
+            raise Unsupported(node.op, name, refusal.code, refusal.detail, node.name)
+        new_nodes = expand(graph, node, op, tables)
+        ctx.decomposed.append((node.name, node.op))
+        ctx.how[node.name] = "decomposed"
+        _settle(graph, new_nodes, ctx)
+        _lower_list(graph, new_nodes, ctx, supported, depth + 1)
+
+
+def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
+    """Type what a decomposition inserted and legalize its dtypes before judging it."""
+    vals = [v for n in new_nodes for v in list(n.inputs) + list(n.outputs) if v is not None]
+    if any(v.type.dtype is None and v.type.kind == "tensor" for v in vals):
+        from .infer import infer
+
+        infer(graph, ctx.tables)
+    legal = ctx.legal
+    if legal is not None and any(v.type.kind == "tensor" and v.type.dtype is not None and v.type.dtype not in legal
+                                 for v in vals):
+        from .passes import legalize_dtypes
+
+        ctx.warn(legalize_dtypes.run(graph, ctx.target.name, ctx.tables, legal=legal))
 
 
 def _literal(graph: Graph, value: Any, like: Value | None, name: str) -> Value:

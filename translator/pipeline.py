@@ -1,9 +1,94 @@
-"""What every emitter runs first: verify, then the passes the backend asks for, then lowering."""
+"""The one compile pipeline: the same ordered passes for every target.
+
+``compile(model, target)``::
+
+    clone → verify → fold → prepare (the target's own IR fixes) → legalize dtypes → lower
+          → legalize dtypes → layout → emit
+
+* **clone**: the caller's IR is never rewritten (the frontend builds it once per conversion).
+* **verify** (``passes/verify``): op known, inputs/attributes per signature, dtypes, shapes.
+* **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph.
+* **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
+  become the first legal substitute, reported.
+* **lower** (``translator.lowering.lower``): per node, the target's rule or snippet when the
+  cell says native/composite and the checks pass; else the table's decomposition where it
+  applies; else a refusal with its reason code. Decomposed nodes are typed and legalized
+  before they are judged.
+* **layout** (``passes/layout``): channels-last where the target runs ops so.
+* **emit**: ``Target.emit(model, ctx)`` on the lowered IR. An emitter whose library rejects
+  nodes it accepted (the TFLite converter) raises ``Rejected``: those nodes are decomposed and
+  the pipeline runs again from the clone.
+
+``plan(model, target)`` is the same pipeline without emit and with refusals collected per
+node instead of raised (``opbridge report``): it cannot disagree with ``convert``.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import OpbridgeError, Unsupported
 from .gcpause import gc_paused, paused_gc  # noqa: F401 - re-exported (emitters, frontend, lowering)
-from .ir import Model
+from .ir import Graph, Model
 from .passes import verify
+
+if TYPE_CHECKING:
+    from .registry import Refusal
+    from .tables import Tables
+    from .target import Target
+
+MAX_RETRIES = 6
+
+
+class Rejected(Exception):
+    """The target's library rejected nodes the lowering accepted: node name → refusal."""
+
+    def __init__(self, nodes: Mapping[str, "Refusal"]) -> None:
+        super().__init__(", ".join(f"{k}: {v}" for k, v in nodes.items()))
+        self.nodes = dict(nodes)
+
+
+@dataclass
+class Compilation:
+    """What one compile knows and reports; the target's hooks read and extend it."""
+
+    target: "Target"
+    tables: "Tables"
+    options: dict[str, Any] = field(default_factory=dict)
+    #: legalizations and other conversion warnings, in order, without repeats
+    warnings: list[str] = field(default_factory=list)
+    #: (node name, op) of every decomposed node
+    decomposed: list[tuple[str, str]] = field(default_factory=list)
+    #: node name → refusal for nodes a previous emit attempt's library rejected
+    rejected: dict[str, "Refusal"] = field(default_factory=dict)
+    #: the model's input/output dtypes before legalization
+    source_inputs: list[str | None] = field(default_factory=list)
+    source_outputs: list[str | None] = field(default_factory=list)
+    #: ``plan``: node name → refusal (instead of raising)
+    refusals: dict[str, "Refusal"] | None = None
+    #: node name → how it was lowered ("native", "decomposed", "folded")
+    how: dict[str, str] = field(default_factory=dict)
+    #: the layout pass's report (``LayoutReport``) when the target has one
+    layout: Any = None
+
+    def warn(self, messages: list[str] | str) -> None:
+        for m in [messages] if isinstance(messages, str) else messages:
+            if m not in self.warnings:
+                self.warnings.append(m)
+
+    @property
+    def legal(self) -> frozenset[str] | None:
+        if "_legal" not in self.__dict__:
+            fn = self.target.legal_dtypes
+            self.__dict__["_legal"] = fn(self.tables) if fn is not None else None
+        return self.__dict__["_legal"]
+
+
+@dataclass
+class Compiled:
+    artifact: Any
+    ctx: Compilation
+    model: Model
 
 
 def prepare(model: Model) -> Model:
@@ -11,3 +96,105 @@ def prepare(model: Model) -> Model:
     with gc_paused():
         verify.run(model.graph)
     return model
+
+
+def _every_graph(g: Graph) -> list[Graph]:
+    out = [g]
+    for n in g.nodes:
+        for sub in n.subgraphs():
+            out.extend(_every_graph(sub))
+    return out
+
+
+def fold(g: Graph) -> None:
+    from .passes import fold_constants
+
+    for sub in _every_graph(g):
+        fold_constants.run(sub)
+
+
+def legalize(g: Graph, ctx: Compilation) -> None:
+    """Dtype legalization of the graph and every subgraph (branches must agree on types)."""
+    legal = ctx.legal
+    if legal is None:
+        return
+    from .passes import legalize_dtypes
+
+    for sub in _every_graph(g):
+        ctx.warn(legalize_dtypes.run(sub, ctx.target.name, ctx.tables, legal=legal))
+
+
+def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
+    from .infer import infer
+    from .lowering import lower
+
+    target, tables = ctx.target, ctx.tables
+    g = model.graph
+    prepare(model)
+    ctx.source_inputs = [v.type.dtype for v in g.inputs]
+    ctx.source_outputs = [v.type.dtype for v in g.outputs]
+    before = {id(n): n.name for n in g.walk()}
+    if target.fold:
+        fold(g)
+    kept = {id(n) for n in g.walk()}
+    ctx.how.update({name: "folded" for i, name in before.items() if i not in kept})
+    for n in g.walk():  # what the model computes in, before legalization (saturating casts need it)
+        n.meta["source_dtypes"] = [o.type.dtype for o in n.outputs]
+    if target.configure is not None:
+        target.configure(model, ctx)
+    if target.prepare is not None:
+        target.prepare(model, ctx)
+    legalize(g, ctx)
+    infer(g, tables)
+    lower(g, ctx)
+    infer(g, tables)
+    legalize(g, ctx)
+    if target.channels_last is not None:
+        from .passes import layout
+
+        ctx.layout = layout.run(g, target.channels_last, io_channels_last=bool(ctx.options.get("io_channels_last")))
+    if not emit:
+        return None
+    return target.emit(model, ctx)
+
+
+def compile(model: Model, target: "Target | str", tables: "Tables | None" = None, **options: Any) -> Compiled:
+    """``model`` (not modified) → the target's artifact, through the one pipeline."""
+    from .tables import load_tables
+    from .target import get
+
+    target = get(target) if isinstance(target, str) else target
+    tables = tables or load_tables()
+    rejected: dict[str, Refusal] = {}
+    for _ in range(MAX_RETRIES):
+        ctx = Compilation(target, tables, dict(options), rejected=dict(rejected))
+        work = model.clone()
+        try:
+            with gc_paused():
+                artifact = _passes(work, ctx, emit=True)
+        except Rejected as exc:
+            new = {k: v for k, v in exc.nodes.items() if k not in rejected}
+            if not new:
+                k, v = next(iter(exc.nodes.items()))
+                raise Unsupported(target.name, target.name, v.code, f"{v.detail} (node {k!r})") from None
+            rejected.update(new)
+            continue
+        return Compiled(artifact, ctx, work)
+    raise Unsupported(target.name, target.name, "unsupported_op",
+                      f"{target.name} still rejects nodes after decomposing {len(rejected)} of them")
+
+
+def plan(model: Model, target: "Target | str", tables: "Tables | None" = None, **options: Any) -> Compilation:
+    """The pipeline without emit; every refusal is collected in ``ctx.refusals`` by node name."""
+    from .tables import load_tables
+    from .target import get
+
+    target = get(target) if isinstance(target, str) else target
+    ctx = Compilation(target, tables or load_tables(), dict(options), refusals={})
+    with gc_paused():
+        _passes(model.clone(), ctx, emit=False)
+    return ctx
+
+
+__all__ = ["Compilation", "Compiled", "Rejected", "compile", "plan", "prepare", "fold", "legalize",
+           "OpbridgeError"]

@@ -58,6 +58,8 @@ class Cell:
     notes: str | None = None
     sources: tuple[str, ...] = ()
     verified: str | None = None
+    #: the code this backend emits for the op, in the one snippet grammar (translator/snippets.py)
+    snippet: str | None = None
 
     @property
     def name(self) -> str | None:
@@ -67,7 +69,7 @@ class Cell:
         d: dict[str, Any] = {"status": self.status}
         if self.names:
             d["name"] = self.names[0] if len(self.names) == 1 else list(self.names)
-        for k in ("seed", "notes", "verified"):
+        for k in ("seed", "notes", "verified", "snippet"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         if self.attrs:
@@ -277,7 +279,7 @@ def _freeze(v: Any) -> Any:
     return v
 
 
-_CELL_KEYS = ("name", "seed", "attrs", "dtypes", "rank", "notes", "verified")
+_CELL_KEYS = ("name", "seed", "attrs", "dtypes", "rank", "notes", "verified", "snippet")
 
 
 def _parse_cell(ctx: _Ctx, node: Any, where: str, api: str, dtype_names: set[str] | None) -> dict[str, Any]:
@@ -313,7 +315,15 @@ def _parse_cell(ctx: _Ctx, node: Any, where: str, api: str, dtype_names: set[str
         api=api, status=status, names=names, seed=ctx.text(node, "seed", where),
         attrs=_freeze(_plain(attrs)), dtypes=dtypes, rank=_freeze(_plain(rank)) if rank else None,
         notes=ctx.text(node, "notes", where), sources=sources, verified=ctx.text(node, "verified", where),
+        snippet=_snippet(ctx, node, where),
     )
+
+
+def _snippet(ctx: _Ctx, node: Any, where: str) -> str | None:
+    text = ctx.text(node, "snippet", where)
+    if text is not None and ("\n" in text.strip() or not text.strip()):
+        raise ctx.fail(node, where, "a snippet is one non-empty line of code", key="snippet")
+    return text.strip() if text is not None else None
 
 
 def _parse_backends(ctx: _Ctx, node: LDict, where: str, dtype_names: set[str] | None) -> Mapping[str, Cell]:
@@ -488,6 +498,14 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
             xfail=tuple(MappingProxyType(_plain(x)) for x in xfails),
             backends=_parse_backends(ctx, node, where, dtype_names), line=node.line,
         )
+        for api, cell in out[oid].backends.items():  # a snippet names only what the signature has
+            if cell.snippet is not None:
+                from .snippets import SnippetError, check
+
+                try:
+                    check(cell.snippet, out[oid])
+                except SnippetError as exc:
+                    raise ctx.fail(node["backends"][api], f"{where} {api}", str(exc), key="snippet") from None
     for oid, dnode in decomp_nodes.items():  # dangling references in decompositions
         for step, snode in zip(out[oid].decomposition or (), dnode["body"]):
             if step.op not in out:
@@ -499,7 +517,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
 
 # --------------------------------------------------------------------------- entry point
 _MEMO: dict[tuple[str, str], Tables] = {}
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
 def _cache_file(digest: str) -> Path:

@@ -1,0 +1,143 @@
+"""``Target``: the frozen description of one backend, and how backends are found.
+
+Every backend is a package that exposes ``TARGET`` (a ``Target``): ``emitters/<name>/`` for
+the built-in ones, or any installed package that declares an ``opbridge.targets`` entry
+point (``name = "package.module:TARGET"``). ``targets()`` finds them all; nothing in the
+project lists backends by hand. ``translator.pipeline.compile(model, target)`` runs the same
+ordered passes for every target and calls its ``emit`` on the lowered IR; ``convert``,
+``check``, ``report`` and the benches only talk to targets through this shape.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .errors import OpbridgeError
+
+if TYPE_CHECKING:
+    from .ir import Model, Node
+    from .pipeline import Compilation
+    from .registry import Refusal
+    from .tables import Tables
+
+ENTRY_POINT_GROUP = "opbridge.targets"
+
+
+@dataclass(frozen=True)
+class OutputPort:
+    """One output of an artifact: the model's name and the dtype the artifact documents
+    returning instead of the declared one (a legalization), else None."""
+
+    name: str
+    legal: str | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option of one target (``convert --opset``); ``dest`` is the keyword
+    ``compile`` passes on in ``Compilation.options``."""
+
+    flag: str
+    dest: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    action: str | None = None
+    default: Any = None
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the pipeline needs to know about a backend. Functions, not subclasses: a
+    backend package fills one in, and every field has one meaning for every backend."""
+
+    name: str
+    title: str
+    #: lowered IR → artifact (``ctx`` holds the tables, options, warnings, source dtypes)
+    emit: Callable[["Model", "Compilation"], Any]
+    #: artifact → outputs (NumPy, graph order) for model-named inputs
+    run: Callable[[Any, Mapping[str, Any]], list[Any]]
+    #: artifact, path → written path (atomic: a temporary sibling, then a rename)
+    save: Callable[[Any, Path], Path] | None = None
+    #: written path, in-memory artifact → the artifact as the framework's own loader reads it back
+    load: Callable[[Path, Any], Any] | None = None
+    #: artifact → its outputs' names and documented dtype legalizations
+    output_ports: Callable[[Any], "list[OutputPort]"] | None = None
+    #: ``convert -o DIR``: ``DIR/<stem><suffix>``; ``written``: the name inside a scratch folder
+    suffix: str = ""
+    written: str = "model"
+    #: dtypes the backend computes in (``legalize`` maps the others); None: every dtype
+    legal_dtypes: Callable[["Tables"], frozenset[str]] | None = None
+    #: nodes the backend runs channels-last (the layout pass); None: no layout change
+    channels_last: Callable[["Node"], bool] | None = None
+    #: fold constant and static-shape subgraphs before lowering
+    fold: bool = True
+    #: optable columns whose snippets and rules this target emits (default: its own name)
+    code_columns: tuple[str, ...] = ()
+    #: a backend-wide node check before the op's own rule (value kinds, element types)
+    accepts: Callable[["Node", "Compilation"], "Refusal | None"] | None = None
+    #: backend-specific IR preparation after folding, before legalization (documented per target)
+    prepare: Callable[["Model", "Compilation"], None] | None = None
+    #: the chosen per-model settings before lowering (the ONNX opset) → stored in ctx.options
+    configure: Callable[["Model", "Compilation"], None] | None = None
+    options: tuple[Option, ...] = ()
+    #: the NumPy reference (not a conversion target)
+    reference: bool = False
+    #: the library version string the artifact is built with
+    version: Callable[[], str] | None = None
+    doc: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.code_columns or (self.name,)
+
+
+def _builtin_names() -> list[str]:
+    import emitters
+
+    return sorted(m.name for m in pkgutil.iter_modules(emitters.__path__) if m.ispkg)
+
+
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+@lru_cache(maxsize=None)
+def _discover() -> tuple[tuple[str, str], ...]:
+    """(name, "module:attr") of every target: built-in packages, then entry points."""
+    found: dict[str, str] = {n: f"emitters.{n}:TARGET" for n in _builtin_names()}
+    for name, ep in sorted(_entry_points().items()):
+        found.setdefault(name, ep.value)
+    return tuple(sorted(found.items(), key=lambda kv: (kv[0] != "numpy", kv[0])))
+
+
+def names(include_reference: bool = True) -> list[str]:
+    """Every target's name, the NumPy reference first, then alphabetical."""
+    return [n for n, _ in _discover() if include_reference or n != "numpy"]
+
+
+def get(name: str) -> Target:
+    """The target called ``name`` (importing its package); an unknown name is a ``bad_option``."""
+    where = dict(_discover()).get(name)
+    if where is None:
+        raise OpbridgeError("bad_option", f"unknown backend {name!r} (known: {', '.join(names())})")
+    module, _, attr = where.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise OpbridgeError("unsupported_op", f"backend {name!r} is not available here: {exc}") from None
+    target = getattr(mod, attr or "TARGET", None)
+    if not isinstance(target, Target) or target.name != name:
+        raise OpbridgeError("internal_error", f"{where} is not the Target {name!r}")
+    return target
+
+
+def targets(include_reference: bool = True) -> list[Target]:
+    return [get(n) for n in names(include_reference)]
