@@ -48,3 +48,18 @@ def dtype_id(np_dtype: Any) -> str:
         return _by_numpy()[dt]
     except KeyError:
         raise TypeError(f"NumPy dtype {dt} has no entry in dtypes.yaml") from None
+
+
+def onnx_enum() -> dict[int, str]:
+    """ONNX ``TensorProto`` data type number → dtype id (the one map; from dtypes.yaml's onnx column)."""
+    from .frontends.onnx import onnx_dtype_map
+
+    return onnx_dtype_map(load_tables())
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    """A possibly negative axis in ``[-rank, rank)`` as ``[0, rank)`` (the one copy)."""
+    a = int(axis)
+    if not -rank <= a < max(rank, 1):
+        raise ValueError(f"axis {a} out of range for rank {rank}")
+    return a + rank if a < 0 else a
