@@ -1,7 +1,7 @@
 """Evaluate an IR graph with the NumPy reference (the oracle of every comparison).
 
 Ops without a reference function are first replaced by their table decomposition
-(``lowering.lower_for(graph, "numpy", ...)``), so composite ops are evaluated through
+(``lowering.lower`` for the ``numpy`` target), so composite ops are evaluated through
 their decomposition. Subgraph attributes become callables ``body(*inputs)``.
 """
 from __future__ import annotations
@@ -14,13 +14,17 @@ import numpy as np
 from . import budget, reference
 from .errors import OpbridgeError, Unsupported
 from .ir import Graph, Model, Node, Value
-from .lowering import lower_for
 from .reference._sizes import predict
 
 
 def prepare(model: Model) -> Model:
     """Decompose every op that has no reference function (in place)."""
-    lower_for(model.graph, "numpy", frozenset(reference.implemented()), cell_constraints=False)
+    from .lowering import lower
+    from .pipeline import Compilation
+    from .tables import load_tables
+    from .target import get
+
+    lower(model.graph, Compilation(get("numpy"), load_tables()))
     return model
 
 

@@ -156,6 +156,8 @@ def judge(node: Node, ctx: Any, supported: frozenset[str]) -> "Refusal | None":
     op = tables.ops.get(node.op)
     if op is None:
         return Refusal("unsupported_op", "op is not in optable.yaml")
+    if target.reference:
+        return None if node.op in supported else Refusal("unsupported_op", "no reference function")
     if node.op not in supported:
         cell = op.backends.get(target.name)
         if cell is not None and cell.status == "unavailable":
@@ -195,7 +197,8 @@ def lower(graph: Graph, ctx: Any) -> None:
     refusal (raised, or collected in ``ctx.refusals`` by ``pipeline.plan``)."""
     from .registry import supported as supported_ops
 
-    supported = supported_ops(ctx.target, ctx.tables)
+    own = ctx.target.extra.get("supports") if ctx.target.extra else None
+    supported = own(ctx.tables) if own is not None else supported_ops(ctx.target, ctx.tables)
     with gc_paused():
         _lower_in(graph, ctx, supported)
 
