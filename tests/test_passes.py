@@ -1,14 +1,13 @@
-"""The cross-cutting passes: constant folding, dtype legalization, explicit broadcasting, verifier."""
+"""The cross-cutting passes: constant folding, dtype legalization, verifier."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from translator.errors import Unsupported, VerifyError
-from translator.harness import compare
 from translator.interpreter import run
 from translator.ir import Graph, Model, TensorType
-from translator.passes import broadcast, fold_constants, legalize_dtypes, verify
+from translator.passes import fold_constants, legalize_dtypes, verify
 
 
 def _model(g: Graph) -> Model:
@@ -62,21 +61,6 @@ def test_legalize_is_a_noop_where_every_dtype_is_native():
     g = _int64_graph(5)
     assert legalize_dtypes.run(g, "onnx") == []
     assert g.inputs[0].type.dtype == "int64"
-
-
-def test_explicit_broadcast_equalizes_ranks_and_keeps_values():
-    g = Graph()
-    a = g.add_input("a", TensorType("float32", (2, 3, 4)))
-    b = g.add_input("b", TensorType("float32", (4,)))
-    y = g.add_node("add", [a, b], outputs=["y"]).outputs[0]
-    g.outputs = [y]
-    feeds = {"a": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32),
-             "b": np.arange(4, dtype=np.float32)}
-    expected = feeds["a"] + feeds["b"]
-    assert broadcast.run(g) == 1
-    add = [n for n in g.nodes if n.op == "add"][0]
-    assert add.inputs[1].type.shape == (1, 1, 4)
-    assert compare(expected, run(_model(g), feeds)[0]).ok
 
 
 def test_verifier_names_the_node_and_the_two_shapes():

@@ -12,7 +12,6 @@ from translator.constants import TableError
 from translator.tables import API_KEYS, DTYPE_GROUPS, load_tables
 
 ROOT = Path(__file__).resolve().parent.parent
-SEEDS = ROOT.parent / "shared" / "seeds"
 
 SEED_DTYPES = ["uint1", "uint4", "uint8", "uint16", "uint32", "uint48", "uint64", "int4", "int8", "int16", "int32",
                "int48", "int64", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
@@ -28,16 +27,6 @@ def tables():
 def test_sizes(tables):
     assert len(tables.ops) >= 150
     assert [d for d in SEED_DTYPES if d not in tables.dtypes] == []
-
-
-def test_every_op_has_the_required_fields(tables):
-    for op in tables.ops.values():
-        assert op.title and op.category, op.id
-        assert op.broadcast in ("multidirectional", "unidirectional", "none"), op.id
-        for api, cell in op.backends.items():
-            assert cell.sources, (op.id, api)
-            if cell.status == "native":
-                assert cell.names, (op.id, api)
 
 
 def test_broadcast_kinds_follow_the_onnx_rules(tables):
@@ -78,46 +67,21 @@ def test_dtype_holders_exist(tables):
             np.dtype(d.numpy)
 
 
-def test_groups_cover_kinds(tables):
-    kinds = {d.kind for d in tables.dtypes.values()}
-    assert kinds <= set(DTYPE_GROUPS["all"])
+# ----------------------------------------------------------------------------- seed provenance
+#: the cells seed 000 documents (its non-"?" entries), measured against the seed with the
+#: ingestion tool before it was removed (docs/TABLES.md, "Provenance"): 452 op cells, all of them
+#: citing ``seed:000``, and 489 dtype cells, of which 475 still cite it (14 were re-sourced to
+#: library introspection, which contradicted the seed). The seed documents are not in the
+#: repository; these counts are what CI can check.
+SEED_OP_CELLS = 452
+SEED_DTYPE_CELLS = 475
 
 
-# ----------------------------------------------------------------------------- seed coverage
-def _seed_module():
-    seed = SEEDS / "000_a8407906b74b71ae.txt"
-    if not seed.is_file():
-        pytest.skip(f"seed file {seed} is not beside the checkout (../shared/seeds)")
-    sys.path.insert(0, str(ROOT / "tools"))
-    import ingest_seeds
-
-    return ingest_seeds, ingest_seeds.read_lines(seed)
-
-
-def test_every_seed_op_cell_is_in_the_table(tables):
-    mod, lines = _seed_module()
-    records = mod.parse_op_records(lines) + mod.parse_tail(lines)
-    missing = []
-    n = 0
-    for r in records:
-        op_id = mod.OP_IDS[r["line"]]
-        assert op_id in tables.ops, op_id
-        for api, raw in r["api"].items():
-            if raw != "?":
-                n += 1
-                if api not in tables.ops[op_id].backends:
-                    missing.append((op_id, api, raw))
-    assert n > 400 and missing == []
-
-
-def test_every_seed_dtype_cell_is_in_the_table(tables):
-    mod, lines = _seed_module()
-    missing = []
-    for row, did in zip(mod.parse_dtype_rows(lines), SEED_DTYPES):
-        for api, raw in row["api"].items():
-            if raw != "?" and api not in tables.dtypes[did].backends:
-                missing.append((did, api, raw))
-    assert missing == []
+def test_the_seed_cells_keep_their_citation(tables):
+    """A correction adds a source (and an erratum); it never drops what seed 000 said."""
+    ops = sum("seed:000" in c.sources for op in tables.ops.values() for c in op.backends.values())
+    dts = sum("seed:000" in c.sources for d in tables.dtypes.values() for c in d.backends.values())
+    assert (ops, dts) == (SEED_OP_CELLS, SEED_DTYPE_CELLS)
 
 
 # ----------------------------------------------------------------------------- strict loader
@@ -184,6 +148,29 @@ def test_loader_errors_name_file_line_and_op(tmp_path, text, needle):
     assert "optable.yaml:" in msg
     if "invalid YAML" not in needle:
         assert "op add" in msg or "top level" in msg
+
+
+@pytest.mark.parametrize("text, needle, line", [
+    (GOOD_DTYPES.replace("kind: float", "kind: real"), "kind 'real' not one of", 6),
+    (GOOD_DTYPES.replace("bits: 32", "bits: -4"), "'bits' must be a positive integer", 7),
+    (GOOD_DTYPES.replace("  title: float32\n", ""), "missing required key 'title'", 3),
+    (GOOD_DTYPES + "  backends:\n    onnx: {status: native, name: FLOAT}\n", "missing required key 'source'", 9),
+    (GOOD_DTYPES + "  backends:\n    onnx: {status: native, source: seed:000}\n", "a native cell needs a 'name'", 9),
+    (GOOD_DTYPES + "  backends:\n    onyx: {status: native, name: F, source: seed:000}\n", "unknown API 'onyx'", 9),
+    (GOOD_DTYPES + GOOD_DTYPES.split("dtypes:\n")[1], "duplicate dtype id", 8),
+])
+def test_dtype_loader_errors_name_file_and_line(tmp_path, text, needle, line):
+    """What the loader enforces on dtypes.yaml, shown by feeding it a broken table."""
+    with pytest.raises(TableError) as ei:
+        _load(tmp_path, _op(), text)
+    assert needle in str(ei.value)
+    assert ei.value.path.endswith("dtypes.yaml") and ei.value.line == line, str(ei.value)
+
+
+def test_an_op_cell_without_a_source_names_its_line(tmp_path):
+    with pytest.raises(TableError) as ei:
+        _load(tmp_path, _op(cell="status: native\n      name: Add"))
+    assert "missing required key 'source'" in str(ei.value) and ei.value.line == 9, str(ei.value)
 
 
 def test_unsafe_yaml_tags_are_rejected(tmp_path):

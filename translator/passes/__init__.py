@@ -2,6 +2,6 @@
 
 ``verify`` (types, shapes, attribute constraints; run before any emitter),
 ``fold_constants`` (shape subgraphs), ``legalize_dtypes`` (driven by the backend's
-dtype column), ``broadcast`` (explicit broadcasting where a backend needs it).
+dtype column).
 ``layout`` (channels-first → channels-last with the fewest transposes, for TF/TFLite).
 """

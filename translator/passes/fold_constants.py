@@ -15,8 +15,6 @@ from ..reference._sizes import predict
 from ..dtypes import dtype_id
 from ..ir import Graph, Node
 
-requires = ("verified",)
-ensures = ("shape_subgraphs_folded",)
 MAX_ELEMENTS = 1 << 16
 FOLDABLE = frozenset({
     "shape", "size", "gather", "concat", "unsqueeze", "squeeze", "slice", "cast", "reshape", "add", "sub", "mul",

@@ -33,9 +33,6 @@ import numpy as np
 
 from ..ir import Graph, Node, TensorType, Value
 
-requires = ("verified", "lowered")
-ensures = ("layout_assigned",)
-
 CHANNELS_LAST = "channels_last"
 LayoutPredicate = Callable[[Node], bool]
 

@@ -15,8 +15,6 @@ from ..errors import Unsupported
 from ..ir import Graph, TensorType, Value
 from ..tables import Tables, load_tables
 
-requires = ("verified",)
-ensures = ("dtypes_legal",)
 SUBSTITUTES: dict[str, tuple[str, ...]] = {
     "int64": ("int32",), "uint64": ("uint32", "int32"), "uint32": ("int64", "int32"), "int16": ("int32",),
     "uint16": ("int32",), "int8": ("int32",), "uint8": ("int32",), "float64": ("float32",),

@@ -14,9 +14,6 @@ from ..infer import infer
 from ..ir import Graph, Node
 from ..tables import Tables, load_tables
 
-requires: tuple[str, ...] = ()
-ensures = ("verified",)
-
 
 def verify_node(node: Node, tables: Tables) -> None:
     op = tables.ops.get(node.op)
