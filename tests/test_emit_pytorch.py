@@ -345,19 +345,6 @@ def test_reflect_pad_helper_matches_numpy():
         assert np.array_equal(got.numpy(), np.pad(x, [(2, 1), (7, 0)], mode=np_mode)), mode
 
 
-def test_xfail_fragment_names_real_ops():
-    import yaml
-
-    path = ROOT / "tools" / "fragments" / "xfail_pytorch.yaml"
-    if not path.exists():
-        pytest.skip("no xfail fragment")
-    data = yaml.safe_load(path.read_text()) or {}
-    tables = load_tables()
-    for op_id, entries in data.items():
-        assert op_id in tables.ops
-        assert all(isinstance(e, dict) and e.get("reason") for e in entries)
-
-
 @pytest.mark.slow
 def test_node_tests_pass_1520_with_a_reason_for_every_gap(tmp_path):
     """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py): measured
