@@ -177,12 +177,18 @@ def test_generated_source_runs_without_opbridge(tmp_path):
     assert compare(tfe.run(art, feeds)[0], np.load(tmp_path / "y.npy"), rtol=1e-5, atol=1e-6).ok
 
 
-def test_snippets_and_lowerings_are_one_per_op_and_the_table_decides():
-    snips = tfe.snippets()
+def test_snippets_and_rules_are_one_per_op_and_the_table_decides():
+    from translator.registry import rules, supported
+    from translator.tables import load_tables
+
+    tables = load_tables()
+    snips = {op.id: c.snippet for op in tables.ops.values()
+             if (c := op.backends.get("tensorflow")) is not None and c.snippet}
     assert all("\n" not in s for s in snips.values())
-    supported = tfe.supported_ops()
-    assert "relu" in supported and "conv" in supported
-    assert "erf" in supported  # tf.math.erf: native in the tensorflow column
+    assert not set(snips) & set(rules("tensorflow"))  # one piece of code per op
+    ops = supported(tfe.TARGET, tables)
+    assert "relu" in ops and "conv" in ops
+    assert "erf" in ops  # tf.math.erf: native in the tensorflow column
 
 
 def test_integer_division_truncates_and_float_division_does_not():

@@ -1,9 +1,5 @@
-"""Python lowerings to TensorFlow: convolution, pooling, resize, normalization, control flow.
-
-Spatial ops arrive channels-last (``N D1 … Dk C``) from the layout pass
-(``node.meta["layout"] == "channels_last"``; ``channels_last`` below is the predicate the
-pass asks); per-channel ops handle either layout. Geometry (pads, output sizes, resize
-weights) follows the NumPy reference's own helpers, evaluated once at conversion time.
+"""TensorFlow rules for neural-network ops: convolution, pooling, normalization, resize,
+activations with parameters, losses, grid sampling.
 """
 from __future__ import annotations
 
@@ -11,39 +7,58 @@ from typing import Any
 
 import numpy as np
 
+from translator.dtypes import norm_axis
 from translator.ir import Node
+from translator.registry import Refusal
 
-from .tensorflow_ops import both, is_float, lowering, needs_rank, norm_axis, rank_of
-
-SPATIAL_RANKS = {"conv": (3, 4, 5), "conv_transpose": (3, 4, 5), "average_pool": (3, 4, 5), "max_pool": (3, 4, 5),
-                 "lp_pool": (3, 4, 5), "depth_to_space": (4,), "space_to_depth": (4,), "lrn": (4,),
-                 "resize": (3, 4, 5), "upsample": (3, 4, 5)}
+from .helpers import SPATIAL_RANKS, static_dims, both, is_float, is_int, needs_rank, rank_of
+from .registry import rule
 
 
-def channels_last(node: Node) -> bool:
-    ranks = SPATIAL_RANKS.get(node.op)
-    return ranks is not None and rank_of(node, 0) in ranks
+@rule("gelu")
+def gelu(c: Any) -> list[str]:
+    return [f"{c.o()} = tf.nn.gelu({c.i(0)}, approximate={c.lit(c.attr('approximate') == 'tanh')})"]
 
 
-def _needs_cl(n: Node) -> tuple[str, str] | None:
+@rule("hardmax", check=needs_rank(0))
+def hardmax(c: Any) -> list[str]:
+    r = c.rank(0)
+    a = norm_axis(c.attr("axis", -1), r)
+    x = c.i(0)
+    src = x if is_float(c.dtype(0)) or is_int(c.dtype(0)) else f"tf.cast({x}, tf.float32)"
+    return [f"{c.o()} = tf.one_hot(tf.math.argmax({src}, axis={a}), tf.shape({x})[{a}], axis={a}, "
+            f"dtype={c.tf(c.out_dtype())})"]
+
+
+@rule("dropout", check=lambda n: None if len(n.inputs) < 3 or n.inputs[2] is None
+          or (n.inputs[2].const is not None and not np.asarray(n.inputs[2].const).any())
+          else ("unsupported_attribute_value", "training-mode dropout is random"))
+def dropout(c: Any) -> list[str]:
+    lines = [f"{c.o(0)} = tf.identity({c.i(0)})"]
+    if len(c.node.outputs) > 1:
+        lines.append(f"{c.o(1)} = tf.ones_like({c.i(0)}, dtype=tf.bool)")
+    return lines
+
+
+def _needs_cl(n: Node) -> Refusal | None:
     r = rank_of(n, 0)
     if r not in SPATIAL_RANKS.get(n.op, ()):
-        return "rank_limit", f"TensorFlow runs {n.op} on rank {SPATIAL_RANKS[n.op]} (channels-last); input has rank {r}"
+        return Refusal("rank_limit", f"TensorFlow runs {n.op} on rank {SPATIAL_RANKS[n.op]} (channels-last); input has rank {r}")
     return None
 
 
-def _static_spatial(n: Node) -> tuple[str, str] | None:
+def _static_spatial(n: Node) -> Refusal | None:
     x = n.inputs[0]
     s = None if x is None else x.type.shape
     if s is None or not all(isinstance(d, int) for d in s[1:]):
-        return "dynamic_shape", "needs static spatial dimensions"
+        return Refusal("dynamic_shape", "needs static spatial dimensions")
     return None
 
 
-def _float_only(n: Node) -> tuple[str, str] | None:
+def _float_only(n: Node) -> Refusal | None:
     d = n.inputs[0].type.dtype if n.inputs[0] is not None else None
     if d is not None and not is_float(d):
-        return "unsupported_dtype", f"TensorFlow {n.op} takes floating-point inputs; the input is {d}"
+        return Refusal("unsupported_dtype", f"TensorFlow {n.op} takes floating-point inputs; the input is {d}")
     return None
 
 
@@ -62,7 +77,6 @@ def _check_cl(c: Any) -> None:
         c.unsupported("rank_limit", "TensorFlow runs this op channels-last; the layout pass did not place it so")
 
 
-# ----------------------------------------------------------------------------- convolution
 def _conv_pads(c: Any, k_sp: list[int], strides: list[int], dil: list[int]) -> list[int]:
     from translator.reference.conv import _conv_pads as ref_pads
 
@@ -118,7 +132,7 @@ def _subsample(c: Any, x: str, strides: list[int], nd: int) -> str:
     return f"{x}[{', '.join(parts)}]"
 
 
-@lowering("conv", accepts=both(_needs_cl, _float_only, needs_rank(1)))
+@rule("conv", check=both(_needs_cl, _float_only, needs_rank(1)))
 def conv(c: Any) -> list[str]:
     _check_cl(c)
     r = c.rank(0)
@@ -187,7 +201,7 @@ def _dilate_filter(c: Any, w: str, shape: list[int], dil: list[int]) -> tuple[li
     return lines, w, shape
 
 
-@lowering("conv_transpose", accepts=both(_needs_cl, _float_only, _static_spatial, needs_rank(1)))
+@rule("conv_transpose", check=both(_needs_cl, _float_only, _static_spatial, needs_rank(1)))
 def conv_transpose(c: Any) -> list[str]:
     from translator.reference.conv import _transpose_geometry
 
@@ -233,7 +247,6 @@ def conv_transpose(c: Any) -> list[str]:
     return lines
 
 
-# ----------------------------------------------------------------------------- pooling
 def _pool_geometry(c: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     from translator.reference.pool import _geometry
 
@@ -266,17 +279,17 @@ def _pooled(c: Any, x: str, kind: str, k: list[int], strides: list[int], dil: li
     return lines, y
 
 
-def _pool_check(n: Node) -> tuple[str, str] | None:
+def _pool_check(n: Node) -> Refusal | None:
     return both(_needs_cl, _static_spatial)(n)
 
 
-def _max_pool_check(n: Node) -> tuple[str, str] | None:
+def _max_pool_check(n: Node) -> Refusal | None:
     if len(n.outputs) > 1 and (n.outputs[1].uses or (n.graph is not None and n.outputs[1] in n.graph.outputs)):
-        return "unsupported_attribute_value", "max_pool indices output (TensorFlow numbers them channels-last)"
+        return Refusal("unsupported_attribute_value", "max_pool indices output (TensorFlow numbers them channels-last)")
     return _pool_check(n)
 
 
-@lowering("max_pool", accepts=_max_pool_check)
+@rule("max_pool", check=_max_pool_check)
 def max_pool(c: Any) -> list[str]:
     _check_cl(c)
     in_sp, k, strides, dil, begins, out = _pool_geometry(c)
@@ -299,7 +312,7 @@ def _window_counts(in_sp: list[int], k: list[int], strides: list[int], dil: list
     return counts
 
 
-@lowering("average_pool", "lp_pool", accepts=both(_pool_check, _float_only))
+@rule("average_pool", "lp_pool", check=both(_pool_check, _float_only))
 def average_pool(c: Any) -> list[str]:
     from translator.reference.pool import _geometry
 
@@ -333,7 +346,7 @@ def _spatial_axes(c: Any) -> list[int]:
     return list(range(1, r - 1)) if c.channels_last else list(range(2, r))
 
 
-@lowering("global_average_pool", "global_max_pool", "global_lp_pool", accepts=needs_rank(0))
+@rule("global_average_pool", "global_max_pool", "global_lp_pool", check=needs_rank(0))
 def global_pool(c: Any) -> list[str]:
     axes = _spatial_axes(c)
     x = c.i(0)
@@ -346,14 +359,13 @@ def global_pool(c: Any) -> list[str]:
             f"keepdims=True), {c.lit(1.0 / p)})"]
 
 
-# ----------------------------------------------------------------------------- data movement (channels-last)
 def _crd(ch: int, bs: int) -> list[int]:
     """Channel order CRD (c*bs*bs + i*bs + j) taken from DCR ((i*bs + j)*C' + c), C' = ch / bs²."""
     cp = ch // (bs * bs)
     return [ij * cp + cc for cc in range(cp) for ij in range(bs * bs)]
 
 
-@lowering("space_to_depth", accepts=_needs_cl)
+@rule("space_to_depth", check=_needs_cl)
 def space_to_depth(c: Any) -> list[str]:
     _check_cl(c)
     bs = int(c.attr("blocksize"))
@@ -363,7 +375,7 @@ def space_to_depth(c: Any) -> list[str]:
     return [f"{c.o()} = {y}"]
 
 
-@lowering("depth_to_space", accepts=_needs_cl)
+@rule("depth_to_space", check=_needs_cl)
 def depth_to_space(c: Any) -> list[str]:
     _check_cl(c)
     bs = int(c.attr("blocksize"))
@@ -376,8 +388,7 @@ def depth_to_space(c: Any) -> list[str]:
     return [f"{c.o()} = tf.nn.depth_to_space({x}, {bs})"]
 
 
-# ----------------------------------------------------------------------------- resize
-def _resize_check(n: Node) -> tuple[str, str] | None:
+def _resize_check(n: Node) -> Refusal | None:
     why = _static_spatial(n)
     if why is not None:
         return why
@@ -392,7 +403,7 @@ def _narrowed(c: Any, y: str, dt: str) -> str:
     return f"tf.cast({y}, {c.tf(dt)})"
 
 
-@lowering("resize", "upsample", accepts=_resize_check)
+@rule("resize", "upsample", check=_resize_check)
 def resize(c: Any) -> list[str]:
     """Separable: each resized axis is a gather (nearest) or an (out, in) weight matrix —
     the reference's own per-axis weights, so every mode and coordinate transform is exact."""
@@ -470,6 +481,8 @@ _COORD = {  # ONNX coordinate_transformation_mode: output index i -> input coord
     "tf_crop_and_resize": "tf.where({n} * {s} > 1, {r0} * ({n} - 1) + {i} * ({r1} - {r0}) * ({n} - 1) / ({n} * {s} - 1), "
                           "tf.zeros_like({i}) + 0.5 * ({r0} + {r1}) * ({n} - 1))",
 }
+
+
 _NEAREST = {"round_prefer_ceil": "tf.math.floor({x} + 0.5)", "floor": "tf.math.floor({x})",
             "ceil": "tf.math.ceil({x})", "round_prefer_floor": "tf.math.ceil({x} - 0.5)"}
 
@@ -570,7 +583,6 @@ def resize_dynamic(c: Any) -> list[str]:
     return lines + [f"{c.o()} = {y}"]
 
 
-# ----------------------------------------------------------------------------- normalization
 def _channel_param(c: Any, expr: str) -> str:
     """A per-channel (C,) parameter shaped to broadcast over input 0's channel axis."""
     if c.channels_last:
@@ -579,7 +591,7 @@ def _channel_param(c: Any, expr: str) -> str:
     return f"tf.reshape({expr}, {c.lit([-1] + [1] * (r - 2))})"
 
 
-@lowering("batch_normalization", accepts=needs_rank(0))
+@rule("batch_normalization", check=needs_rank(0))
 def batch_normalization(c: Any) -> list[str]:
     eps = float(c.attr("epsilon", 1e-5))
     x = c.i(0)
@@ -608,7 +620,7 @@ def batch_normalization(c: Any) -> list[str]:
     return [f"{c.o(0)} = ({x} - {m}) * tf.math.rsqrt({v} + {c.lit(eps)}) * {s} + {b}"]
 
 
-@lowering("instance_normalization", accepts=both(needs_rank(0), _float_only))
+@rule("instance_normalization", check=both(needs_rank(0), _float_only))
 def instance_normalization(c: Any) -> list[str]:
     eps = float(c.attr("epsilon", 1e-5))
     axes = _spatial_axes(c)
@@ -623,7 +635,7 @@ def instance_normalization(c: Any) -> list[str]:
             f"{c.o()} = {y if dt in ('float32', 'float64') else f'tf.cast({y}, {c.tf(dt)})'}"]
 
 
-@lowering("lrn", accepts=both(needs_rank(0), _float_only))
+@rule("lrn", check=both(needs_rank(0), _float_only))
 def lrn(c: Any) -> list[str]:
     size = int(c.attr("size"))
     alpha, beta, bias = float(c.attr("alpha", 1e-4)), float(c.attr("beta", 0.75)), float(c.attr("bias", 1.0))
@@ -646,7 +658,7 @@ def lrn(c: Any) -> list[str]:
             f"{c.o()} = {x} / tf.math.pow({c.lit(bias)} + {c.lit(alpha / size)} * {sq}, {c.lit(beta)})"]
 
 
-@lowering("layer_normalization", accepts=needs_rank(0))
+@rule("layer_normalization", check=needs_rank(0))
 def layer_normalization(c: Any) -> list[str]:
     r = c.rank(0)
     a = norm_axis(c.attr("axis", -1), r)
@@ -663,7 +675,7 @@ def layer_normalization(c: Any) -> list[str]:
     return lines
 
 
-@lowering("lp_normalization", accepts=needs_rank(0))
+@rule("lp_normalization", check=needs_rank(0))
 def lp_normalization(c: Any) -> list[str]:
     a = norm_axis(c.attr("axis", -1), c.rank(0))
     x = c.i(0)
@@ -673,118 +685,207 @@ def lp_normalization(c: Any) -> list[str]:
     return [f"{c.o()} = tf.math.divide_no_nan({x}, {norm})"]
 
 
-# ----------------------------------------------------------------------------- control flow
-@lowering("if")
-def if_(c: Any) -> list[str]:
-    then_fn, else_fn = c.tmp("then"), c.tmp("else")
-    lines = c.body(c.attr("then_branch"), then_fn, []) + c.body(c.attr("else_branch"), else_fn, [])
-    outs = c.outs() + ("," if len(c.node.outputs) == 1 else "")
-    return lines + [f"{outs} = tf.cond({'tf.reshape(tf.cast(' + c.i(0) + ', tf.bool), [])'}, {then_fn}, {else_fn})"]
+@rule("rms_normalization", check=needs_rank(0))
+def rms_normalization(c: Any) -> list[str]:
+    r = c.rank(0)
+    a = norm_axis(c.attr("axis", -1), r)
+    eps = float(c.attr("epsilon", 1e-5))
+    x, normed = c.i(0), c.tmp("normalized")
+    return [f"{normed} = {x} * tf.math.rsqrt(tf.math.reduce_mean(tf.math.square({x}), axis={list(range(a, r))}, "
+            f"keepdims=True) + {c.lit(eps)})",
+            f"{c.o()} = tf.cast({normed} * tf.cast({c.i(1)}, {normed}.dtype), {c.tf(c.out_dtype())})"]
 
 
-def _loop_check(n: Node) -> tuple[str, str] | None:
-    body = n.attrs.get("body")
-    if body is None:
-        return "verifier", "loop without a body"
-    for v in list(body.inputs) + list(body.outputs):
-        if v.type.kind != "tensor":
-            return "unsupported_dtype", f"loop-carried {v.type.kind} values"
+@rule("group_normalization", check=static_dims(0))
+def group_normalization(c: Any) -> list[str]:
+    shape = list(c.static_shape(0))
+    r = len(shape)
+    g = int(c.attr("num_groups"))
+    eps = float(c.attr("epsilon", 1e-5))
+    x, grouped, mean, var = c.i(0), c.tmp("grouped"), c.tmp("mean"), c.tmp("var")
+    ch = [-1] + [1] * (r - 2)
+    return [f"{grouped} = tf.reshape({x}, {c.lit([shape[0], g, -1])})",
+            f"{mean}, {var} = tf.nn.moments({grouped}, axes=[2], keepdims=True)",
+            f"{grouped} = tf.reshape(({grouped} - {mean}) * tf.math.rsqrt({var} + {c.lit(eps)}), {c.lit(shape)})",
+            f"{c.o()} = {grouped} * tf.reshape({c.i(1)}, {c.lit(ch)}) + tf.reshape({c.i(2)}, {c.lit(ch)})"]
+
+
+def _nll_lines(c: Any, logp: str, target: str, weight: str | None, out: str) -> list[str]:
+    """-logp[n, target[n, ...], ...] * weight[target], reduced like ONNX (the reference's _nll)."""
+    r = c.rank(0) if c.rank(0) is not None else c.rank(1) + 1
+    reduction = c.attr("reduction", "mean")
+    ignore = c.attr("ignore_index")
+    t, mask, safe, picked, w = (c.tmp(s) for s in ("target", "mask", "safe", "picked", "w"))
+    moved = logp if r == 2 else f"tf.transpose({logp}, {c.lit([0, *range(2, r), 1])})"
+    lines = [f"{t} = tf.cast({target}, tf.int64)",
+             f"{mask} = tf.ones_like({t}, dtype=tf.bool)" if ignore is None else f"{mask} = tf.not_equal({t}, {int(ignore)})",
+             f"{safe} = tf.where({mask}, {t}, tf.zeros_like({t}))",
+             f"{picked} = tf.gather({moved}, tf.expand_dims({safe}, -1), axis={r - 1}, batch_dims={r - 1})[..., 0]",
+             f"{w} = tf.ones_like({picked})" if weight is None else f"{w} = tf.cast(tf.gather({weight}, {safe}), {picked}.dtype)",
+             f"{w} = tf.where({mask}, {w}, tf.zeros_like({w}))"]
+    loss = f"-{picked} * {w}"
+    if reduction == "sum":
+        loss = f"tf.math.reduce_sum({loss})"
+    elif reduction == "mean":
+        loss = f"tf.math.reduce_sum({loss}) / tf.math.reduce_sum({w})"
+    return lines + [f"{out} = {loss}"]
+
+
+def _loss_check(n: Node) -> Refusal | None:
+    if n.inputs[0] is not None and n.inputs[0].type.rank is None:
+        return needs_rank(1)(n)
     return None
 
 
-@lowering("loop", accepts=_loop_check)
-def loop(c: Any) -> list[str]:
-    """ONNX Loop → tf.while_loop over (iteration, condition, carried values…, scan accumulators…)."""
-    body = c.attr("body")
-    n_carried = len(c.node.inputs) - 2
-    n_scan = len(body.outputs) - 1 - n_carried
-    fn, cond_fn, step_fn = c.tmp("body"), c.tmp("loop_cond"), c.tmp("loop_step")
-    lines = c.body(body, fn, list(body.inputs))
-    it_dt = c.tf(body.inputs[0].type.dtype or "int64") if body.inputs else "tf.int64"
-    trip = f"tf.cast(tf.reshape({c.i(0)}, []), {it_dt})" if c.has(0) else None
-    cond0 = f"tf.reshape(tf.cast({c.i(1)}, tf.bool), [])" if c.has(1) else "tf.constant(True)"
-    carried = [c.i(2 + k) for k in range(n_carried)]
-    it, go, res_ = c.tmp("i"), c.tmp("cond"), c.tmp("r")
-    vs = [c.tmp(f"v{k}") for k in range(n_carried)]
-    ss = [c.tmp(f"s{k}") for k in range(n_scan)]
-    sig = ", ".join([it, go] + vs + ss)
-    if trip is None:
-        test = go
-    elif c.has(1):
-        test = f"tf.logical_and({it} < {trip}, {go})"
+@rule("negative_log_likelihood_loss", check=_loss_check)
+def nll_loss(c: Any) -> list[str]:
+    return _nll_lines(c, c.i(0), c.i(1), c.i(2) if c.has(2) else None, c.o(0))
+
+
+@rule("softmax_cross_entropy_loss", check=_loss_check)
+def softmax_cross_entropy_loss(c: Any) -> list[str]:
+    logp = c.o(1) if len(c.node.outputs) > 1 else c.tmp("log_prob")
+    return ([f"{logp} = tf.nn.log_softmax({c.i(0)}, axis=1)"]
+            + _nll_lines(c, logp, c.i(1), c.i(2) if c.has(2) else None, c.o(0)))
+
+
+def _float_input(n: Node) -> Refusal | None:
+    d = n.inputs[0].type.dtype if n.inputs[0] is not None else None
+    if d is not None and not (d.startswith("float") or d == "bfloat16"):
+        return Refusal("unsupported_dtype", f"{n.op} of {d} (the TensorFlow lowering weights taps in floating point)")
+    return None
+
+
+@rule("grid_sample", check=both(static_dims(0), _float_input))
+def grid_sample(c: Any) -> list[str]:
+    """As the reference: unnormalize, move the point by the padding mode (linear / nearest),
+    then weighted taps (nearest rounds half to even; cubic A = -0.75 resolves each tap)."""
+    import itertools
+
+    shape = c.static_shape(0)
+    nd = len(shape) - 2
+    sizes = list(shape[2:])
+    align = bool(c.attr("align_corners", 0))
+    mode, pad = c.attr("mode", "linear"), c.attr("padding_mode", "zeros")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    xl, refl, y = c.tmp("x_last"), c.tmp("reflect"), c.tmp("sampled")
+    lines = [f"{xl} = tf.transpose({c.i(0)}, {c.lit([0, *range(2, nd + 2), 1])})",
+             f"{refl} = lambda v, lo, hi: tf.where(tf.math.floormod(tf.math.floor(tf.math.abs(v - lo) / (hi - lo)), 2.0) "
+             f"== 0, lo + tf.math.abs(v - lo) - tf.math.floor(tf.math.abs(v - lo) / (hi - lo)) * (hi - lo), "
+             f"hi - (tf.math.abs(v - lo) - tf.math.floor(tf.math.abs(v - lo) / (hi - lo)) * (hi - lo)))"]
+    coords = []
+    bounds = [(0.0, L - 1.0) if align else (-0.5, L - 0.5) for L in sizes]
+    for i, L in enumerate(sizes):
+        g, v = f"tf.cast({c.i(1)}[..., {nd - 1 - i}], {c.wide_float})", c.tmp(f"coord{i}")
+        lines.append(f"{v} = ({g} + 1) / 2 * {L - 1}" if align else f"{v} = (({g} + 1) * {L} - 1) / 2")
+        if mode != "cubic" and pad == "border":
+            lines.append(f"{v} = tf.clip_by_value({v}, 0.0, {float(L - 1)})")
+        elif mode != "cubic" and pad == "reflection":
+            lo, hi = bounds[i]
+            expr = f"{refl}({v}, {lo}, {hi})" if hi > lo else f"tf.zeros_like({v})"
+            lines.append(f"{v} = tf.clip_by_value({expr}, 0.0, {float(L - 1)})")
+        coords.append(v)
+
+    def taps(ts: list[str]) -> str:
+        """Values at integer taps (N, *out, C), resolved by the padding mode, zero where invalid."""
+        safe, valid = [], []
+        for i, t in enumerate(ts):
+            L = sizes[i]
+            if pad == "border":
+                t = f"tf.clip_by_value({t}, 0.0, {float(L - 1)})"
+            elif pad == "reflection":
+                lo, hi = bounds[i]
+                r = f"{refl}({t}, {lo}, {hi})" if hi > lo else f"tf.zeros_like({t})"
+                t = f"tf.clip_by_value(tf.math.round({r}), 0.0, {float(L - 1)})"
+            valid.append(f"(({t}) >= 0) & (({t}) < {L})")
+            safe.append(f"tf.cast(tf.clip_by_value({t}, 0.0, {float(L - 1)}), tf.int32)")
+        mask = " & ".join(valid)
+        vals = f"tf.gather_nd({xl}, tf.stack([{', '.join(safe)}], axis=-1), batch_dims=1)"
+        return f"{vals} * tf.cast(tf.expand_dims({mask}, -1), {xl}.dtype)"
+
+    work = f"{xl}.dtype"
+    if mode == "nearest":
+        lines.append(f"{y} = {taps([f'tf.math.round({v})' for v in coords])}")
     else:
-        test = f"{it} < {trip}"
-    lines.append(f"def {cond_fn}({sig}):")
-    lines.append(f"    return {test}")
-    lines.append(f"def {step_fn}({sig}):")
-    lines.append(f"    {res_} = {fn}({', '.join([it, go] + vs)})")
-    new = [f"{res_}[{1 + k}]" for k in range(n_carried)]
-    new += [f"{ss[k]}.write(tf.cast({it}, tf.int32), {res_}[{1 + n_carried + k}])" for k in range(n_scan)]
-    lines.append(f"    return ({', '.join([f'{it} + 1', f'tf.reshape(tf.cast({res_}[0], tf.bool), [])'] + new)},)")
-    accs = []
-    for k in range(n_scan):
-        t = body.outputs[1 + n_carried + k].type
-        shape = "None" if t.shape is None else c.lit([d if isinstance(d, int) else None for d in t.shape])
-        accs.append(f"tf.TensorArray({c.tf(t.dtype)}, size=0, dynamic_size=True, element_shape={shape})")
-    init = ", ".join([f"tf.constant(0, {it_dt})", cond0] + carried + accs)
-    inv = ", ".join(["tf.TensorShape([])", "tf.TensorShape([])"] + ["tf.TensorShape(None)"] * n_carried
-                    + ["tf.TensorShape(None)"] * n_scan)
-    res = c.tmp("loop")
-    lines.append(f"{res} = tf.while_loop({cond_fn}, {step_fn}, ({init},), shape_invariants=({inv},))")
-    for k in range(n_carried):
-        lines.append(f"{c.o(k)} = {res}[{2 + k}]")
-    for k in range(n_scan):
-        lines.append(f"{c.o(n_carried + k)} = {res}[{2 + n_carried + k}].stack()")
+        base = [c.tmp(f"base{i}") for i in range(nd)]
+        lines += [f"{b} = tf.math.floor({v})" for b, v in zip(base, coords)]
+        offsets = (0, 1) if mode == "linear" else (-1, 0, 1, 2)
+        terms = []
+        for offs in itertools.product(offsets, repeat=nd):
+            ws = []
+            for i in range(nd):
+                d = f"({coords[i]} - ({base[i]} + {offs[i]}))"
+                if mode == "linear":
+                    ws.append(f"tf.math.maximum(1.0 - tf.math.abs({d}), 0.0)")
+                else:
+                    a = f"tf.math.abs({d})"
+                    ws.append(f"tf.where({a} <= 1, (1.25 * {a} - 2.25) * {a} * {a} + 1, tf.where({a} < 2, "
+                              f"((-0.75 * {a} + 3.75) * {a} - 6.0) * {a} + 3.0, tf.zeros_like({a})))")
+            w = c.tmp("w")
+            lines.append(f"{w} = {' * '.join(ws)}")
+            terms.append(f"{taps([f'({base[i]} + {offs[i]})' for i in range(nd)])} * tf.cast(tf.expand_dims({w}, -1), {work})")
+        lines.append(f"{y} = tf.add_n([{', '.join(terms)}])")
+    back = f"tf.transpose({y}, {c.lit([0, nd + 1, *range(1, nd + 1)])})"
+    dt = c.dtype(0)
+    if dt.startswith("int") or dt.startswith("uint"):
+        info = np.iinfo(np.dtype(dt))
+        back = f"tf.cast(tf.clip_by_value(tf.math.round({back}), {float(info.min)}, {float(info.max)}), {c.tf(dt)})"
+    return lines + [f"{c.o()} = {back}"]
+
+
+@rule("causal_conv_with_state", check=static_dims(1))
+def causal_conv_with_state(c: Any) -> list[str]:
+    """Depthwise causal conv over [past_state | input] (no padding), optional SiLU; the last
+    k-1 steps are the new state."""
+    ch, _, k = c.static_shape(1)
+    x = c.i(0)
+    full, w, y = c.tmp("full"), c.tmp("w"), c.tmp("y")
+    past = c.i(3) if c.has(3) else f"tf.zeros(tf.stack([tf.shape({x})[0], {ch}, {k - 1}]), {x}.dtype)"
+    lines = [f"{full} = tf.concat([tf.cast({past}, {x}.dtype), {x}], axis=2)",
+             f"{w} = tf.reshape({c.i(1)}, [{ch}, {k}])",
+             f"{y} = tf.add_n([{full}[:, :, j:j + tf.shape({x})[2]] * {w}[None, :, j:j + 1] for j in range({k})])"]
+    if c.has(2):
+        lines.append(f"{y} = {y} + {c.i(2)}[None, :, None]")
+    if c.attr("activation", "none") in ("silu", "swish"):
+        lines.append(f"{y} = {y} * tf.math.sigmoid({y})")
+    lines.append(f"{c.o(0)} = {y}")
+    if len(c.node.outputs) > 1:
+        lines.append(f"{c.o(1)} = {full}[:, :, tf.shape({full})[2] - {k - 1}:]")
     return lines
 
 
-def _scan_check(n: Node) -> tuple[str, str] | None:
-    m = int(n.attrs.get("num_scan_inputs", 0))
-    ins = [v for v in n.inputs if v is not None]
-    scans = ins[len(ins) - m:]
-    axes = list(n.attrs.get("scan_input_axes") or [0] * m)
-    for v, a in zip(scans, axes):
-        s = v.type.shape
-        if s is None or not isinstance(s[norm_axis(a, len(s))], int):
-            return "dynamic_shape", "scan needs a static sequence length"
-    return None
+@rule("affine_grid", check=static_dims(0))
+def affine_grid(c: Any) -> list[str]:
+    if c.const(1) is None:  # runtime size: the base grid is built in TensorFlow
+        nd = c.static_shape(0)[1]
+        dims, bases, mesh, homog = c.tmp("dims"), c.tmp("bases"), c.tmp("mesh"), c.tmp("homog")
+        align = bool(c.attr("align_corners", 0))
+        lines = [f"{dims} = tf.cast(tf.reshape({c.i(1)}, [-1]), tf.int32)", f"{bases} = []"]
+        for i in range(nd):
+            idx, L = c.tmp(f"idx{i}"), f"tf.cast({dims}[{2 + i}], {c.i(0)}.dtype)"
+            lines.append(f"{idx} = tf.range({L})")
+            if align:
+                lines.append(f"{bases}.append(tf.where({L} > 1, {idx} * 2 / tf.maximum({L} - 1, 1) - 1, 0 * {idx}))")
+            else:
+                lines.append(f"{bases}.append(({idx} * 2 + 1) / {L} - 1)")
+        lines += [f"{mesh} = tf.meshgrid(*{bases}, indexing='ij')",
+                  f"{homog} = tf.reshape(tf.stack({mesh}[::-1] + [tf.ones_like({mesh}[0])], axis=-1), [-1, {nd + 1}])",
+                  f"{c.o()} = tf.reshape(tf.einsum('pj,nij->npi', {homog}, {c.i(0)}), "
+                  f"tf.concat([{dims}[:1], {dims}[2:], [{nd}]], 0))"]
+        return lines
+    dims = [int(v) for v in np.asarray(c.const(1)).reshape(-1)]
+    n, spatial = dims[0], dims[2:]
+    nd = len(spatial)
+    align = bool(c.attr("align_corners", 0))
 
+    def base(L: int) -> np.ndarray:
+        if align:
+            return np.linspace(-1.0, 1.0, L) if L > 1 else np.zeros(1)
+        return (np.arange(L) * 2.0 + 1.0) / L - 1.0
 
-@lowering("scan", accepts=_scan_check)
-def scan(c: Any) -> list[str]:
-    """ONNX Scan, unrolled over its (static) sequence length."""
-    body = c.attr("body")
-    m = int(c.attr("num_scan_inputs"))
-    ins = [c.i(k) for k in range(len(c.node.inputs)) if c.has(k)]
-    n_state = len(ins) - m
-    n_out = len(body.outputs) - n_state
-    in_axes = list(c.attr("scan_input_axes") or [0] * m)
-    in_dirs = list(c.attr("scan_input_directions") or [0] * m)
-    out_axes = list(c.attr("scan_output_axes") or [0] * n_out)
-    out_dirs = list(c.attr("scan_output_directions") or [0] * n_out)
-    scan_vals = [v for v in c.node.inputs if v is not None][n_state:]
-    ranks = [v.type.rank for v in scan_vals]
-    length = scan_vals[0].type.shape[norm_axis(in_axes[0], ranks[0])]
-    fn = c.tmp("body")
-    lines = c.body(body, fn, list(body.inputs))
-    state, acc, t, res_, j = c.tmp("state"), c.tmp("acc"), c.tmp("t"), c.tmp("r"), c.tmp("j")
-    lines.append(f"{state} = [{', '.join(ins[:n_state])}]")
-    lines.append(f"{acc} = [[] for _ in range({n_out})]")
-    lines.append(f"for {t} in range({length}):")
-    slices = []
-    for k in range(m):
-        a = norm_axis(in_axes[k], ranks[k])
-        idx = f"{length - 1} - {t}" if in_dirs[k] else t
-        slices.append(f"tf.gather({ins[n_state + k]}, {idx}, axis={a})")
-    lines.append(f"    {res_} = {fn}(*{state}, {', '.join(slices)})")
-    lines.append(f"    {state} = list({res_}[:{n_state}])")
-    lines.append(f"    for {j} in range({n_out}):")
-    lines.append(f"        {acc}[{j}].append({res_}[{n_state} + {j}])")
-    for k in range(n_state):
-        lines.append(f"{c.o(k)} = {state}[{k}]")
-    for j in range(n_out):
-        t = body.outputs[n_state + j].type
-        a = norm_axis(out_axes[j], (t.rank or 0) + 1)
-        seq = f"{acc}[{j}][::-1]" if out_dirs[j] else f"{acc}[{j}]"
-        lines.append(f"{c.o(n_state + j)} = tf.stack({seq}, axis={a})")
-    return lines
+    mesh = np.meshgrid(*[base(L) for L in spatial], indexing="ij")
+    homog = np.stack(list(reversed(mesh)) + [np.ones(mesh[0].shape)], axis=-1).reshape(-1, nd + 1)
+    dt = c.dtype(0)
+    h = c.weight(homog.astype(np.float64 if dt == "float64" else np.float32), c.node.name + "_grid")
+    return [f"{c.o()} = tf.reshape(tf.einsum('pj,nij->npi', tf.cast({h}, {c.i(0)}.dtype), {c.i(0)}), "
+            f"{c.lit([n, *spatial, nd])})"]

@@ -1,0 +1,153 @@
+"""TensorFlow rules for the recurrent ops (RNN, GRU, LSTM) unrolled over time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from translator.ir import Node
+from translator.registry import Refusal
+
+from .helpers import static_dims
+from .registry import rule
+
+
+_ACTS = {  # ONNX activation -> (TensorFlow expression of {x}, default alpha, default beta)
+    "relu": ("tf.nn.relu({x})", None, None), "tanh": ("tf.math.tanh({x})", None, None),
+    "sigmoid": ("tf.math.sigmoid({x})", None, None), "affine": ("{a} * {x} + {b}", 1.0, 0.0),
+    "leakyrelu": ("tf.where({x} >= 0, {x}, {a} * {x})", 0.01, None),
+    "thresholdedrelu": ("tf.where({x} > {a}, {x}, tf.zeros_like({x}))", 1.0, None),
+    "scaledtanh": ("{a} * tf.math.tanh({b} * {x})", 1.0, 1.0),
+    "hardsigmoid": ("tf.clip_by_value({a} * {x} + {b}, 0.0, 1.0)", 0.2, 0.5),
+    "elu": ("tf.where({x} >= 0, {x}, {a} * tf.math.expm1({x}))", 1.0, None),
+    "softsign": ("tf.nn.softsign({x})", None, None), "softplus": ("tf.math.softplus({x})", None, None),
+}
+
+
+_DEFAULT_ACTS = {"rnn": ["Tanh"], "gru": ["Sigmoid", "Tanh"], "lstm": ["Sigmoid", "Tanh", "Tanh"]}
+
+
+_GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+
+
+def _rnn_check(n: Node) -> Refusal | None:
+    why = static_dims(0, 1, 2)(n)
+    if why is not None:
+        return why
+    for name in n.attrs.get("activations") or ():
+        if name.lower() not in _ACTS:
+            return Refusal("unsupported_attribute_value", f"activation {name!r}")
+    return None
+
+
+def _activation_fns(c: Any, n_dir: int) -> list[list[Any]]:
+    names = list(c.attr("activations") or []) or _DEFAULT_ACTS[c.node.op] * n_dir
+    alphas, betas = list(c.attr("activation_alpha") or []), list(c.attr("activation_beta") or [])
+    fns = []
+    for name in names:
+        text, da, db = _ACTS[name.lower()]
+        a = alphas.pop(0) if da is not None and alphas else da
+        b = betas.pop(0) if db is not None and betas else db
+        fns.append(lambda x, t=text, a=a, b=b: t.format(x=x, a=c.lit(a), b=c.lit(b)))
+    per = len(fns) // n_dir
+    return [fns[d * per:(d + 1) * per] for d in range(n_dir)]
+
+
+@rule("rnn", "gru", "lstm", check=_rnn_check)
+def recurrent(c: Any) -> list[str]:
+    """ONNX RNN / GRU / LSTM unrolled over the (static) sequence length; sequence_lens masks
+    the steps past each row's length (states held, outputs zero), as the reference."""
+    op = c.node.op
+    direction = c.attr("direction", "forward")
+    n_dir = 2 if direction == "bidirectional" else 1
+    layout_bt = bool(c.attr("layout", 0))
+    x_shape, r_shape = c.static_shape(0), c.static_shape(2)
+    steps = x_shape[1] if layout_bt else x_shape[0]
+    hidden = r_shape[-1]
+    gates = _GATES[op]
+    clip = c.attr("clip")
+    acts = _activation_fns(c, n_dir)
+    lines: list[str] = []
+    x = c.tmp("x")
+    lines.append(f"{x} = tf.transpose({c.i(0)}, [1, 0, 2])" if layout_bt else f"{x} = {c.i(0)}")
+    batch = c.tmp("batch")
+    lines.append(f"{batch} = tf.shape({x})[1]")
+    lens = c.tmp("lens") if c.has(4) else None
+    if lens:
+        lines.append(f"{lens} = tf.cast({c.i(4)}, tf.int32)")
+
+    def clipped(e: str) -> str:
+        return e if clip is None else f"tf.clip_by_value({e}, {c.lit(-float(clip))}, {c.lit(float(clip))})"
+
+    def init(k: int, d: int) -> str:
+        if not c.has(k):
+            return f"tf.zeros(tf.stack([{batch}, {hidden}]), {x}.dtype)"
+        src = f"tf.transpose({c.i(k)}, [1, 0, 2])" if layout_bt else c.i(k)
+        return f"{src}[{d}]"
+
+    ys_all, h_all, c_all = [], [], []
+    for d in range(n_dir):
+        f = acts[d]
+        backward = direction == "reverse" or d == 1
+        w, r, wb, rb, h, cs, ys, t = (c.tmp(s) for s in (f"w{d}", f"r{d}", f"wb{d}", f"rb{d}", f"h{d}", f"c{d}",
+                                                          f"ys{d}", "t"))
+        lines += [f"{w} = {c.i(1)}[{d}]", f"{r} = {c.i(2)}[{d}]"]
+        if c.has(3):
+            lines += [f"{wb} = {c.i(3)}[{d}, :{gates * hidden}]", f"{rb} = {c.i(3)}[{d}, {gates * hidden}:]"]
+        else:
+            lines += [f"{wb} = tf.zeros([{gates * hidden}], {x}.dtype)", f"{rb} = {wb}"]
+        lines.append(f"{h} = {init(5, d)}")
+        if op == "lstm":
+            lines.append(f"{cs} = {init(6, d)}")
+        lines.append(f"{ys} = [None] * {steps}")
+        order = f"reversed(range({steps}))" if backward else f"range({steps})"
+        lines.append(f"for {t} in {order}:")
+        gx, gh, hn, cn = (c.tmp(s) for s in ("gx", "gh", "h_new", "c_new"))
+        body = [f"{gx} = tf.linalg.matmul({x}[{t}], {w}, transpose_b=True) + {wb}"]
+        H = hidden
+        if op == "rnn":
+            body += [f"{gh} = tf.linalg.matmul({h}, {r}, transpose_b=True) + {rb}",
+                     f"{hn} = {f[0](clipped(f'{gx} + {gh}'))}"]
+        elif op == "gru":
+            z, rt, hh = c.tmp("z"), c.tmp("r"), c.tmp("hh")
+            body += [f"{gh} = tf.linalg.matmul({h}, {r}[:{2 * H}], transpose_b=True) + {rb}[:{2 * H}]",
+                     f"{z} = {f[0](clipped(f'{gx}[:, :{H}] + {gh}[:, :{H}]'))}",
+                     f"{rt} = {f[0](clipped(f'{gx}[:, {H}:{2 * H}] + {gh}[:, {H}:]'))}"]
+            if c.attr("linear_before_reset", 0):
+                inner = f"{gx}[:, {2 * H}:] + {rt} * (tf.linalg.matmul({h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:])"
+            else:
+                inner = f"{gx}[:, {2 * H}:] + tf.linalg.matmul({rt} * {h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:]"
+            body += [f"{hh} = {f[1](clipped(inner))}", f"{hn} = (1.0 - {z}) * {hh} + {z} * {h}"]
+        else:
+            pre, ig, fg, cc, og = (c.tmp(s) for s in ("pre", "i", "f", "cc", "o"))
+            peep = [f"{c.i(7)}[{d}, {k * H}:{(k + 1) * H}]" for k in range(3)] if c.has(7) else None
+            pi, po, pf = (f" + {p} * " for p in peep) if peep else ("", "", "")
+            body += [f"{pre} = {gx} + tf.linalg.matmul({h}, {r}, transpose_b=True) + {rb}",
+                     f"{ig} = {f[0](clipped(f'{pre}[:, :{H}]' + (pi + cs if peep else '')))}",
+                     (f"{fg} = 1.0 - {ig}" if c.attr("input_forget", 0)
+                      else f"{fg} = {f[0](clipped(f'{pre}[:, {2 * H}:{3 * H}]' + (pf + cs if peep else '')))}"),
+                     f"{cc} = {f[1](clipped(f'{pre}[:, {3 * H}:]'))}",
+                     f"{cn} = {fg} * {cs} + {ig} * {cc}",
+                     f"{og} = {f[0](clipped(f'{pre}[:, {H}:{2 * H}]' + (po + cn if peep else '')))}",
+                     f"{hn} = {og} * {f[2](cn)}"]
+        if lens:
+            m = c.tmp("active")
+            body += [f"{m} = ({t} < {lens})[:, None]", f"{ys}[{t}] = tf.where({m}, {hn}, tf.zeros_like({hn}))",
+                     f"{h} = tf.where({m}, {hn}, {h})"]
+            if op == "lstm":
+                body.append(f"{cs} = tf.where({m}, {cn}, {cs})")
+        else:
+            body += [f"{ys}[{t}] = {hn}", f"{h} = {hn}"]
+            if op == "lstm":
+                body.append(f"{cs} = {cn}")
+        lines += ["    " + b for b in body]
+        ys_all.append(f"tf.stack({ys})")
+        h_all.append(h)
+        c_all.append(cs)
+    y = f"tf.stack([{', '.join(ys_all)}], axis=1)"  # (T, dirs, batch, H)
+    yh, yc = f"tf.stack([{', '.join(h_all)}])", f"tf.stack([{', '.join(c_all)}])"
+    if layout_bt:
+        y, yh, yc = f"tf.transpose({y}, [2, 0, 1, 3])", f"tf.transpose({yh}, [1, 0, 2])", f"tf.transpose({yc}, [1, 0, 2])"
+    outs = [y, yh] + ([yc] if op == "lstm" else [])
+    for k, expr in enumerate(outs[:len(c.node.outputs)]):
+        lines.append(f"{c.o(k)} = {expr}")
+    return lines

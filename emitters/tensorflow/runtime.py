@@ -1,0 +1,321 @@
+"""The framework side of the TensorFlow target: the artifact (generated source + weights),
+running it in memory (``run``: trace ``forward``, no SavedModel), writing it as a SavedModel
+(``save``: atomic, byte-for-byte reproducible) and loading it back (``load``).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from translator.errors import OpbridgeError, Unsupported
+from translator.target import OutputPort
+
+from .helpers import tf_dtype_names
+
+
+@dataclass
+class Port:
+    name: str  # the model's name
+    key: str  # the identifier in the generated code / the signature key
+    dtype: str  # dtype id inside the artifact (after legalization)
+    source_dtype: str | None  # dtype id in the source model
+    shape: tuple | None
+    channels_last: bool = False
+
+
+@dataclass
+class TFArtifact:
+    backend: str
+    source: str
+    weights: dict[str, np.ndarray]
+    inputs: list[Port]
+    outputs: list[Port]
+    transposes: int
+    layout: dict[str, Any]
+    warnings: list[str]
+    decomposed: list[tuple[str, str]]
+    options: dict[str, Any] = field(default_factory=dict)
+    #: source line number (1-based) -> the IR node whose code it is
+    line_owner: dict[int, str] = field(default_factory=dict, repr=False)
+    _instance: Any = field(default=None, repr=False, compare=False)
+    tflite: bytes | None = field(default=None, repr=False)
+    #: the graph I/O names this backend could not keep: {"inputs": {model name: key}, "outputs": {...}}
+    io_names: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the warnings that say so (also in ``warnings``)
+    io_warnings: list[str] = field(default_factory=list, repr=False)
+
+    def report(self) -> dict[str, Any]:
+        return {"backend": self.backend, "transposes": self.transposes, "layout": self.layout,
+                "warnings": list(self.warnings), "decomposed": [list(d) for d in self.decomposed],
+                "inputs": [_port_json(p) for p in self.inputs], "outputs": [_port_json(p) for p in self.outputs],
+                "options": self.options, "io_names": self.io_names}
+
+    def module(self) -> Any:
+        """The generated ``OpbridgeModel`` instance (built once, in memory)."""
+        if self._instance is None:
+            quiet_tf()
+            namespace: dict[str, Any] = {"__name__": "opbridge_generated"}
+            exec(compile(self.source, f"<opbridge {self.backend} module>", "exec"), namespace)  # noqa: S102
+            self._instance = namespace["OpbridgeModel"](self.weights)
+        return self._instance
+
+
+def _port_json(p: Port) -> dict[str, Any]:
+    return {"name": p.name, "key": p.key, "dtype": p.dtype, "source_dtype": p.source_dtype,
+            "shape": None if p.shape is None else [d if isinstance(d, int) else None for d in p.shape],
+            "channels_last": p.channels_last}
+
+
+def quiet_tf() -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+
+
+# ----------------------------------------------------------------------------- running
+def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Model-named feeds (in the source model's layout) → arrays in the artifact's dtypes
+    (legalized inputs range-checked) and I/O layout (``io_channels_last`` moves axis 1 last)."""
+    from translator.dtypes import numpy_dtype
+
+    out = {}
+    for p in artifact.inputs:
+        if p.name not in inputs:
+            raise OpbridgeError("bad_model", f"no value fed for input {p.name!r}")
+        x = np.asarray(inputs[p.name])
+        want = numpy_dtype(p.dtype)
+        if x.dtype.kind in "OSU":
+            x = np.asarray([str(s) for s in x.reshape(-1)], dtype=object).reshape(x.shape)
+        elif x.dtype != want:
+            if x.dtype.kind in "iu" and np.dtype(want).kind in "iu" and x.size:
+                info = np.iinfo(want)
+                if x.min() < info.min or x.max() > info.max:
+                    raise Unsupported("cast", artifact.backend, "unsupported_dtype",
+                                      f"input {p.name!r} ({x.dtype}) has values outside {p.dtype}'s range")
+            x = x.astype(want)
+        if p.channels_last and x.ndim >= 3:  # the harness feeds the source model's layout
+            x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+        out[p.key] = x
+    return out
+
+
+def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
+    """Back to the source model's dtypes where the values allow it exactly (strings decoded)
+    and layout, in the model's output order."""
+    from translator.dtypes import numpy_dtype
+    from translator.harness import exact_astype
+
+    res = []
+    for p, y in zip(artifact.outputs, values):
+        y = np.asarray(y)
+        if y.dtype.kind in "OS":
+            y = np.asarray([s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else s
+                            for s in y.reshape(-1)], dtype=object).reshape(y.shape)
+        elif p.source_dtype is not None and p.source_dtype != p.dtype and p.source_dtype in tf_dtype_names():
+            y = exact_astype(y, numpy_dtype(p.source_dtype))  # a documented legalization, never rounded here
+        if p.channels_last and y.ndim >= 3:  # back to the source model's layout
+            y = np.ascontiguousarray(np.moveaxis(y, -1, 1))
+        res.append(y)
+    return res
+
+
+def run(artifact: TFArtifact, inputs: Mapping[str, Any]) -> list[Any]:
+    """Trace and run ``forward`` (in memory; no SavedModel); outputs in the model's order."""
+    import tensorflow as tf
+
+    mod = artifact.module()
+    feeds = feed_arrays(artifact, inputs)
+    args = [tf.constant(feeds[p.key], dtype=getattr(tf, tf_dtype_names()[p.dtype][3:])) for p in artifact.inputs]
+    res = mod.forward(*args)
+    return restore_outputs(artifact, [res[p.key].numpy() for p in artifact.outputs])
+
+
+# ----------------------------------------------------------------------------- saving
+def weights_bytes(weights: Mapping[str, np.ndarray]) -> bytes:
+    """An ``.npz`` with fixed timestamps: the same weights give the same bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
+        for k, arr in weights.items():
+            b = io.BytesIO()
+            np.lib.format.write_array(b, np.asarray(arr), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{k}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            z.writestr(info, b.getvalue())
+    return buf.getvalue()
+
+
+def write_sources(artifact: TFArtifact, folder: Path) -> None:
+    """The standalone source, its weights and the conversion report (deterministic bytes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.py").write_text(artifact.source, encoding="utf-8")
+    (folder / "weights.npz").write_bytes(weights_bytes(artifact.weights))
+    (folder / "opbridge.json").write_text(json.dumps(artifact.report(), indent=1, sort_keys=True) + "\n",
+                                          encoding="utf-8")
+
+
+def save(artifact: TFArtifact, path: str | os.PathLike[str]) -> Path:
+    """A SavedModel directory (signature ``serving_default`` = ``forward``), written to a
+    temporary directory and renamed into place: nothing half-written on failure. The
+    generated source, weights and report go to its ``assets.extra/``."""
+    import tensorflow as tf
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        mod = artifact.module()
+        tf.saved_model.save(mod, str(tmp), signatures={"serving_default": mod.forward})
+        normalize_saved_model(tmp)
+        write_sources(artifact, tmp / "assets.extra")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out
+
+
+_UID_NAME = re.compile(r"^(.*)_(\d+)$")
+
+
+def normalize_saved_model(folder: Path) -> None:
+    """Same module → same bytes. TensorFlow names every traced function after a process-wide
+    counter (``__inference_forward_73``) and stamps ``fingerprint.pb`` with a random uuid:
+    the functions are renumbered in creation order (``__inference_forward_0``, …) wherever
+    a function name appears in ``saved_model.pb``, and the fingerprint is recomputed by
+    TensorFlow with a uuid derived from the file's contents."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb = folder / "saved_model.pb"
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString(pb.read_bytes())
+    names: list[tuple[int, str]] = []
+    for mg in sm.meta_graphs:
+        for f in mg.graph_def.library.function:
+            m = _UID_NAME.match(f.signature.name)
+            if m:
+                names.append((int(m.group(2)), f.signature.name))
+    mapping = {old: f"{_UID_NAME.match(old).group(1)}_{k}" for k, (_, old) in enumerate(sorted(set(names)))}  # type: ignore[union-attr]
+    kept = {f.signature.name for mg in sm.meta_graphs for f in mg.graph_def.library.function} - set(mapping)
+    if mapping and len(set(mapping.values())) == len(mapping) and not set(mapping.values()) & kept:
+        for mg in sm.meta_graphs:
+            _rename_strings(mg, mapping)
+            funcs = sorted(mg.graph_def.library.function, key=lambda f: f.signature.name)
+            del mg.graph_def.library.function[:]
+            mg.graph_def.library.function.extend(funcs)
+    # captured tensors (the weights) are arguments named after another counter: renumbered too
+    captured = [a.attr["_user_specified_name"] for mg in sm.meta_graphs for f in mg.graph_def.library.function
+                for a in f.arg_attr.values()
+                if "_user_specified_name" in a.attr and a.attr["_user_specified_name"].s.isdigit()]
+    order = {n: str(k).encode() for k, n in enumerate(sorted({int(c.s) for c in captured}))}
+    for c in captured:
+        c.s = order[int(c.s)]
+    pb.write_bytes(sm.SerializeToString(deterministic=True))
+    _write_fingerprint(folder)
+
+
+def _rename_strings(msg: Any, mapping: Mapping[str, str]) -> None:
+    """Every string field and string map key of ``msg`` (recursively) found in ``mapping``
+    is replaced (tensor contents are skipped: they hold data, not names)."""
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    if msg.DESCRIPTOR.name == "TensorProto":
+        return
+    for fd, value in msg.ListFields():
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == FD.LABEL_REPEATED
+        if fd.type == FD.TYPE_STRING:
+            if repeated:
+                for i, v in enumerate(value):
+                    if v in mapping:
+                        value[i] = mapping[v]
+            elif value in mapping:
+                setattr(msg, fd.name, mapping[value])
+        elif fd.type == FD.TYPE_MESSAGE:
+            entry = fd.message_type
+            if entry.GetOptions().map_entry:
+                key_fd, val_fd = entry.fields_by_name["key"], entry.fields_by_name["value"]
+                items = list(value.items())
+                if val_fd.type == FD.TYPE_MESSAGE:
+                    for _, v in items:
+                        _rename_strings(v, mapping)
+                if key_fd.type == FD.TYPE_STRING and any(k in mapping for k, _ in items):
+                    copies = []
+                    for k, v in items:
+                        if val_fd.type == FD.TYPE_MESSAGE:
+                            c = type(v)()
+                            c.CopyFrom(v)
+                            v = c
+                        copies.append((mapping.get(k, k), v))
+                    value.clear()
+                    for k, v in copies:
+                        if val_fd.type == FD.TYPE_MESSAGE:
+                            value[k].CopyFrom(v)
+                        else:
+                            value[k] = v
+                elif val_fd.type == FD.TYPE_STRING:
+                    for k, v in items:
+                        if v in mapping:
+                            value[k] = mapping[v]
+            elif repeated:
+                for v in value:
+                    _rename_strings(v, mapping)
+            else:
+                _rename_strings(value, mapping)
+
+
+def _write_fingerprint(folder: Path) -> None:
+    """``fingerprint.pb`` as TensorFlow computes it, its uuid derived from ``saved_model.pb``
+    (TensorFlow draws a random one); no fingerprint at all if TensorFlow cannot make one
+    (loading does not need it)."""
+    import hashlib
+
+    from tensorflow.core.protobuf import fingerprint_pb2
+
+    path = folder / "fingerprint.pb"
+    try:
+        from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting as fp_wrap
+
+        fp = fingerprint_pb2.FingerprintDef()
+        fp.ParseFromString(fp_wrap.CreateFingerprintDef(str(folder)))
+    except Exception:  # noqa: BLE001 - an internal module of TensorFlow: without it, no fingerprint
+        path.unlink(missing_ok=True)
+        return
+    digest = hashlib.sha256((folder / "saved_model.pb").read_bytes()).digest()
+    fp.uuid = str(int.from_bytes(digest[:16], "big"))
+    path.write_bytes(fp.SerializeToString(deterministic=True))
+
+
+def load_saved(path: str | os.PathLike[str]) -> Any:
+    """The saved ``serving_default`` signature (a callable taking the input keys)."""
+    import tensorflow as tf
+
+    quiet_tf()
+    return tf.saved_model.load(str(path)).signatures["serving_default"]
+
+
+def output_ports(artifact: TFArtifact) -> list[OutputPort]:
+    """The outputs' model names, and the dtype a legalized output is returned in."""
+    return [OutputPort(p.name, p.dtype if p.source_dtype and p.source_dtype != p.dtype else None)
+            for p in artifact.outputs]
+
+
+def load(path: str | os.PathLike[str], artifact: TFArtifact) -> TFArtifact:
+    """The written SavedModel as TensorFlow loads it: ``artifact`` whose module is the loaded one."""
+    import dataclasses
+
+    import tensorflow as tf
+
+    quiet_tf()
+    return dataclasses.replace(artifact, _instance=tf.saved_model.load(str(path)))

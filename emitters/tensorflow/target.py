@@ -1,0 +1,56 @@
+"""``TARGET``: the TensorFlow backend as the pipeline sees it.
+
+The pipeline folds constants and static-shape subgraphs, legalizes dtypes to the
+``tensorflow`` column of dtypes.yaml (reported), lowers against the tensorflow column (a
+node is emitted by its rule or its cell's snippet unless ``accepts`` refuses it: a value that
+is no tensor; or its rule's check does: the table's decomposition then takes over), and runs
+the layout pass: convolution, pooling, resize, depth-to-space … run channels-last
+(``helpers.channels_last``). ``--channels-last-io`` keeps rank ≥ 3 inputs and outputs
+channels-last too (``io_channels_last``).
+"""
+from __future__ import annotations
+
+from translator.target import Option, Target
+
+from . import codegen, runtime
+from .helpers import accepts, channels_last
+from .registry import NAME
+
+
+def legal_dtypes(tables: object) -> frozenset[str]:
+    """The dtypes TensorFlow computes in: the tensorflow column of dtypes.yaml."""
+    from translator.passes.legalize_dtypes import backend_dtypes
+
+    return backend_dtypes(NAME, tables)  # type: ignore[arg-type]
+
+
+def version() -> str:
+    from importlib import metadata
+
+    return f"tensorflow {metadata.version('tensorflow')}"
+
+
+CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",
+                          "tensorflow/tflite: rank >= 3 inputs and outputs channels-last (NHWC); "
+                          "the layout pass then needs no transposes at the boundary",
+                          action="store_true", default=False)
+
+TARGET = Target(
+    name=NAME,
+    title="TensorFlow",
+    emit=codegen.emit,
+    run=runtime.run,
+    save=runtime.save,
+    load=runtime.load,
+    output_ports=runtime.output_ports,
+    suffix="_savedmodel",
+    written="saved_model",
+    legal_dtypes=legal_dtypes,
+    channels_last=channels_last,
+    fold=True,
+    accepts=accepts,
+    options=(CHANNELS_LAST_IO,),
+    version=version,
+    doc="a SavedModel (signature serving_default) whose assets.extra/ holds the generated "
+        "tf.Module source, its weights.npz and the conversion report",
+)
