@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.harness import BACKENDS, classify  # noqa: E402
+from translator.harness import backends, classify  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers._common import ATOL, RTOL, as_value, check_outputs, feeds_for  # noqa: E402,F401
@@ -60,9 +60,7 @@ def run_opbridge_built(case: Any, backend: str) -> tuple[str, str, bool]:
     set (for coreml: converted by coremltools, saved and loaded back), whatever running it gave."""
     from translator.artifact_io import output_ports, run_written
     from translator.frontends.onnx import from_proto
-    from translator.harness import backend_module
-
-    mod = backend_module(backend)
+    from translator.harness import convert
     built = False
     names = [o.name for o in case.model.graph.output]
     legalized = ""
@@ -70,7 +68,7 @@ def run_opbridge_built(case: Any, backend: str) -> tuple[str, str, bool]:
         for inputs, expected in case.data_sets:
             ir = from_proto(case.model, ".", case.name)
             built = False
-            artifact = mod.emit(ir)
+            artifact = convert(backend, ir)
             built = True
             got = run_written(backend, artifact, feeds_for(case.model, inputs))  # the written file, run
             ok, why = check_outputs(expected, got, names, output_ports(backend, artifact))
@@ -109,7 +107,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", required=True, choices=BACKENDS)
+    ap.add_argument("--backend", required=True, choices=backends())
     ap.add_argument("--json", dest="json_out")
     ap.add_argument("--cases", help="regex on case names")
     ap.add_argument("--limit", type=int)

@@ -94,29 +94,29 @@ SAVE_S: dict[str, float] = {}  # backend → seconds its last artifact took to s
 
 
 def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, float]:
-    """(emitter module, artifact, seconds): frontend → IR → emitter (an in-memory artifact,
+    """(target, artifact, seconds): frontend → IR → emitter (an in-memory artifact,
     as onnx2torch's and OpenVINO's conversions give an in-memory model); the artifact is
     then saved, timed apart (``SAVE_S``, printed as ``save``)."""
     from translator.frontends.onnx import load_onnx
-    from translator.harness import backend_module
-
     from translator import reference
+    from translator.harness import convert
+    from translator.target import get
 
-    mod = backend_module(backend)
+    target = get(backend)
     # warm-up, as the peers' imports are done before they are timed: imports (constant
     # folding's reference ops are imported on first use), table loading, runtime probes
     reference.implemented()
-    mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
+    convert(backend, load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
     t = time.perf_counter()
-    art = mod.emit(load_onnx(path))
+    art = convert(backend, load_onnx(path))
     convert_s = time.perf_counter() - t
     t = time.perf_counter()
-    if hasattr(mod, "save"):
-        mod.save(art, out_dir / f"ours_{backend}")
+    if target.save is not None:
+        target.save(art, out_dir / f"ours_{backend}")
     elif hasattr(art, "save"):
         art.save(out_dir / f"ours_{backend}")
     SAVE_S[backend] = time.perf_counter() - t
-    return mod, art, convert_s
+    return target, art, convert_s
 
 
 def timed(calls: dict[str, Any], n: int) -> dict[str, float]:
@@ -139,8 +139,8 @@ def compare_pytorch(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: P
     """opbridge's module and onnx2torch's, timed in one process of the peers venv (same torch
     build, same thread count, same input tensors); ours also run here once through its runner."""
     try:
-        mod, art, convert_s = convert_ours("pytorch", path, out_dir)
-        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": mod.runner(art)(feeds)}
+        target, art, convert_s = convert_ours("pytorch", path, out_dir)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": target.prepared(art)(feeds)}
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         return failed(exc), run_subprocess_peer("onnx2torch", path, feeds, n, out_dir, ["--threads", str(threads)])
     folder = out_dir / "ours_for_peer_venv"
@@ -161,7 +161,7 @@ def compare_pytorch(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: P
         import torch
 
         torch.set_num_threads(threads)
-        call = mod.runner(art)
+        call = target.prepared(art)
         ours["latency_s"] = timed({"ours": lambda: call(feeds)}, n)["ours"]
     return ours, theirs
 
@@ -178,8 +178,8 @@ def compare_openvino(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: 
     config = dict(CPU_CONFIG, INFERENCE_NUM_THREADS=threads)
     compiled = {}
     try:
-        mod, art, convert_s = convert_ours("openvino", path, out_dir)
-        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": mod.runner(art)(feeds)}
+        target, art, convert_s = convert_ours("openvino", path, out_dir)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": target.prepared(art)(feeds)}
         compiled["ours"] = core().compile_model(art.model, "CPU", config)
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         ours = failed(exc)
@@ -218,8 +218,8 @@ def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Pa
     ``invoke()`` timed, the two alternating. Our outputs come from ``tflite.runner``."""
     extra = ["--threads", str(threads)]
     try:
-        mod, art, convert_s = convert_ours("tflite", path, out_dir)
-        call = mod.runner(art)
+        target, art, convert_s = convert_ours("tflite", path, out_dir)
+        call = target.prepared(art)
         ours = {"ok": True, "convert_s": convert_s, "transposes": art.transposes, "outputs": call(feeds)}
         from emitters.tensorflow import feed_arrays
 

@@ -78,11 +78,10 @@ def measure(paths: list[str], batches: list[int], backend: str, repeat: int) -> 
 
     sys.path.insert(0, str(ROOT))
     from translator.frontends.onnx import load_onnx
-    from translator.harness import backend_module
+    from translator.harness import convert
 
-    mod = backend_module(backend)
     # warm-up on the bundled model: imports, table loading and runtime probes are not conversion time
-    mod.emit(load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
+    convert(backend, load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
     out: dict = {p: {"seconds": float("inf"), "cpu_seconds": float("inf"), "runs": repeat} for p in paths}
     for _ in range(repeat):
         for p, batch in zip(paths, batches):
@@ -92,7 +91,7 @@ def measure(paths: list[str], batches: list[int], backend: str, repeat: int) -> 
                 gc.collect()  # the previous conversion's objects (IR graphs are cyclic): not timed
                 w, c = time.perf_counter(), time.process_time()
                 model = load_onnx(p)
-                artifact = mod.emit(model)
+                artifact = convert(backend, model)
                 cpu, wall = cpu + time.process_time() - c, wall + time.perf_counter() - w
                 r["nodes"] = len(model.graph.nodes)
                 if "peak_mb" not in r:
@@ -129,12 +128,10 @@ LIMIT = 12.0  # time(100k) / time(10k); linear growth is 10
 
 
 def available_backends() -> list[str]:
-    import importlib.util
-
     sys.path.insert(0, str(ROOT))
-    from translator.harness import BACKENDS
+    from translator.harness import backends
 
-    return [b for b in BACKENDS if b != "numpy" and importlib.util.find_spec(f"emitters.{b}") is not None]
+    return backends(include_reference=False)
 
 
 def main() -> int:
@@ -164,7 +161,7 @@ def main() -> int:
             from emitters.onnx import FULL_CHECK_MAX_NODES
 
             print(f"onnx: onnx.checker full_check up to {FULL_CHECK_MAX_NODES:,} nodes, its structural check above "
-                  f"(emitters/onnx.py)", flush=True)
+                  f"(emitters/onnx/codegen.py)", flush=True)
     sizes.sort()
     with tempfile.TemporaryDirectory() as d:
         paths = [str(Path(d) / f"chain_{n}.onnx") for n in sizes]

@@ -47,7 +47,7 @@ def _templates() -> list[tuple[str, str]]:
 def contexts() -> dict[tuple[str, str], dict[str, Any]]:
     """The context each code template is rendered with, captured from a real emission."""
     from translator.check import model_loader
-    from translator.harness import backend_module
+    from translator.harness import convert
 
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     real = R.render
@@ -59,7 +59,7 @@ def contexts() -> dict[tuple[str, str], dict[str, Any]]:
     R.render = spy  # the emitters import render inside emit()
     try:
         for b in CODE_BACKENDS:
-            backend_module(b).emit(model_loader(str(MODEL))())
+            convert(b, model_loader(str(MODEL))())
     finally:
         R.render = real
     return seen

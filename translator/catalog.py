@@ -14,7 +14,8 @@ from typing import Any, Iterable
 
 from .constants import loose
 from .quick import NotFound, backend_key
-from .tables import API_KEYS, API_TITLES, TARGETS, Cell, DType, Op, Tables, load_tables
+from .index import build_index, cell_dict, op_dict, thaw  # noqa: F401 - re-exported
+from .tables import API_KEYS, API_TITLES, Cell, DType, Op, Tables, load_tables
 
 __all__ = ["NotFound", "build_index", "query", "dtype_query", "list_ops", "backends_summary"]
 
@@ -25,74 +26,6 @@ def _backend_key(b: str) -> str:
 
 def _check_backends(backends: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(backend_key(b) for b in backends) if backends else API_KEYS
-
-
-def cell_dict(cell: Cell) -> dict[str, Any]:
-    d = cell.to_dict()
-    d["api"] = cell.api
-    return d
-
-
-def op_dict(op: Op, apis: Iterable[str] = API_KEYS, verified: dict[str, Any] | None = None) -> dict[str, Any]:
-    d: dict[str, Any] = {"id": op.id, "title": op.title, "category": op.category, "broadcast": op.broadcast,
-                         "precision": op.precision, "formula": op.formula}
-    if op.aliases:
-        d["aliases"] = list(op.aliases)
-    if op.notes:
-        d["notes"] = list(op.notes)
-    if op.errata:
-        d["errata"] = [dict(e) for e in op.errata]
-    if op.signature is not None:
-        sig = op.signature
-        d["signature"] = {
-            "inputs": [{"name": p.name, "type": p.type, "optional": p.optional, "variadic": p.variadic} for p in sig.inputs],
-            "attributes": [{"name": a.name, "type": a.type, "default": _thaw(a.default), "required": a.required}
-                           for a in sig.attributes],
-            "outputs": [{"name": p.name, "type": p.type} for p in sig.outputs],
-            "types": {k: list(v) for k, v in sig.types.items()},
-        }
-    if op.decomposition:
-        d["decomposition"] = {"comment": op.decomposition_comment,
-                              "body": [{"op": s.op, "in": [_thaw(i) for i in s.ins], "out": list(s.outs),
-                                        "attrs": _thaw(s.attrs)} for s in op.decomposition]}
-    d["backends"] = {api: cell_dict(op.backends[api]) for api in apis if api in op.backends}
-    if verified is not None:
-        d["verified"] = {api: verified[api] for api in apis if api in verified}
-    return d
-
-
-def _thaw(v: Any) -> Any:
-    if hasattr(v, "items"):
-        return {k: _thaw(x) for k, x in v.items()}
-    if isinstance(v, tuple):
-        return [_thaw(x) for x in v]
-    return v
-
-
-def build_index(tables: Tables) -> dict[str, Any]:
-    """Plain-data lookup index (cached as JSON by ``quick.load_index``)."""
-    exact: dict[str, list[list[str]]] = {}
-    loose_: dict[str, list[list[str]]] = {}
-    tail: dict[str, list[list[str]]] = {}
-
-    def put(d: dict[str, list[list[str]]], key: str, op_id: str, via: str) -> None:
-        lst = d.setdefault(key, [])
-        if [op_id, via] not in lst:
-            lst.append([op_id, via])
-
-    for op in tables.ops.values():
-        for spelling, via in [(op.id, "id"), (op.title, "title")] + [(a, "alias") for a in op.aliases]:
-            put(exact, spelling.lower(), op.id, via)
-            put(loose_, loose(spelling), op.id, via)
-        for api, cell in op.backends.items():
-            if cell.status != "native":
-                continue  # a composite names its building blocks, not this op
-            for n in cell.names:
-                put(exact, n.lower(), op.id, api)
-                put(loose_, loose(n), op.id, api)
-                if "." in n:
-                    put(tail, n.rsplit(".", 1)[1].lower(), op.id, api)
-    return {"ops": {op.id: op_dict(op) for op in tables.ops.values()}, "exact": exact, "loose": loose_, "tail": tail}
 
 
 _INDEX_MEMO: dict[int, dict[str, Any]] = {}
@@ -124,7 +57,7 @@ def _dtype_index(tables: Tables) -> dict[str, str]:
 
 def dtype_dict(d: DType, apis: Iterable[str] = API_KEYS) -> dict[str, Any]:
     out: dict[str, Any] = {"id": d.id, "title": d.title, "category": d.category, "kind": d.kind, "bits": d.bits,
-                           "details": d.details, "layout": _thaw(d.layout) if d.layout else None, "nan": d.nan,
+                           "details": d.details, "layout": thaw(d.layout) if d.layout else None, "nan": d.nan,
                            "inf": d.inf, "negative_zero": d.negative_zero, "numpy": d.numpy}
     if d.errata:
         out["errata"] = [dict(e) for e in d.errata]
@@ -171,7 +104,10 @@ def list_ops(category: str | None = None, backend: str | None = None, missing: b
 
 
 def backends_summary(tables: Tables | None = None) -> list[dict[str, Any]]:
+    from .target import names
+
     tables = tables or load_tables()
+    targets = names(include_reference=False)
     n = len(tables.ops)
     rows = []
     for api, title in API_TITLES.items():
@@ -179,5 +115,5 @@ def backends_summary(tables: Tables | None = None) -> list[dict[str, Any]]:
         for op in tables.ops.values():
             cell = op.backends.get(api)
             counts[cell.status if cell else "unknown"] += 1
-        rows.append({"key": api, "title": title, "target": api in TARGETS, "ops": n, **counts})
+        rows.append({"key": api, "title": title, "target": api in targets, "ops": n, **counts})
     return rows

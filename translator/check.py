@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import OpbridgeError
 from .artifact_io import output_ports, run_written
-from .harness import Diff, backend_module, classify, compare, tolerance_for
+from .harness import Diff, classify, compare, convert, tolerance_for
 from .ir import Model
 
 
@@ -159,7 +159,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
 
     say("reference: running the NumPy reference")
     trace: dict[str, Any] = {}
-    interpreter.prepare(ref_model)
+    ref_model = convert("numpy", ref_model)  # the reference's own lowering, on a clone
     expected = interpreter.run(ref_model, feeds, trace)
     out_names = [v.name for v in ref_model.graph.outputs]
     src, src_note = source_outputs(source, feeds, out_names) if source else (None, "")
@@ -171,8 +171,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         t0 = time.perf_counter()
         rep = BackendReport(b, "pass")
         try:
-            mod = backend_module(b)
-            artifact = artifacts[b] if artifacts and b in artifacts else mod.emit(build_ir())
+            artifact = artifacts[b] if artifacts and b in artifacts else convert(b, build_ir())
             got = run_written(b, artifact, feeds, (written or {}).get(b))  # the written file, loaded back and run
             ports = output_ports(b, artifact)
             if len(got) != len(out_names) or [p.name for p in ports] != out_names:
@@ -185,7 +184,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
                 if not d.ok:
                     rep.status, rep.reason = "fail", "mismatch"
             if rep.status == "fail":
-                rep.first_divergence = _first_divergence(mod, build_ir, feeds, trace, tol)
+                rep.first_divergence = _first_divergence(b, build_ir, feeds, trace, tol)
         except Exception as exc:  # noqa: BLE001 - reported per backend with its reason code
             rep.status, rep.reason = classify(exc)
             rep.detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -195,13 +194,15 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
             "tolerance": tol, "backends": reports, "source": "onnxruntime" if src is not None else src_note}
 
 
-def _first_divergence(mod: Any, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
+def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
                       tol: dict[str, float]) -> dict[str, Any] | None:
-    model = build_ir()
+    from .target import get
+
+    model = build_ir().clone()
     order = _mark_all_outputs(model)
     producers = {v.name: n for n in model.graph.nodes for v in n.outputs}
     try:
-        got = list(mod.run(mod.emit(model), feeds))
+        got = list(get(backend).run(convert(backend, model), feeds))
     except Exception as exc:  # noqa: BLE001
         return {"error": f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"}
     by_name = dict(zip(order, got))
@@ -240,7 +241,6 @@ def model_loader(path: str) -> Callable[[], Model]:
     from .frontends.onnx import from_proto, read_model_proto
 
     proto = read_model_proto(p)
-    base = p.resolve().parent
-    from_proto(proto, base, str(path))  # validate and fail early, with the frontend's one-line reason
-
-    return lambda: from_proto(proto, base, str(path), validate=False)  # validated above
+    model = from_proto(proto, p.resolve().parent, str(path))  # validated: fails early, with a one-line reason
+    # built once per command: the pipeline clones it, so every target and the reference share it
+    return lambda: model

@@ -19,12 +19,12 @@ def _out(args: "argparse.Namespace", text: str) -> None:
 def cmd_check(args: "argparse.Namespace") -> int:
     from .check import check_model, load_inputs, model_loader, report_json
     from .errors import OpbridgeError
-    from .harness import BACKENDS
+    from .harness import backends as known
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in backends if b not in BACKENDS]
+    unknown = [b for b in backends if b not in known()]
     if unknown:
-        raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(BACKENDS)})")
+        raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(known())})")
     try:
         build = model_loader(args.model)
         feeds = load_inputs(args.inputs) if args.inputs else None
@@ -33,7 +33,7 @@ def cmd_check(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     out = report_json(res)
-    from .cli import safe
+    from .terminal import safe
 
     failed = any(r["status"] == "fail" for r in out["backends"])
     unchecked = [r for r in out["backends"] if r["status"] != "fail" and r["status"] != "pass"
@@ -56,7 +56,7 @@ def cmd_check(args: "argparse.Namespace") -> int:
         for o in r["outputs"]:
             rows.append([r["backend"], r["status"] if o["ok"] else "FAIL", o["name"], f"{o['max_abs']:.3g}",
                          f"{o['max_rel']:.3g}", f"{o['max_ulp']:.0f}", o["reason"]])
-    from .cli import _table
+    from .terminal import table as _table
 
     print(_table(rows, ["backend", "status", "output", "max abs", "max rel", "max ULP", "note"]))
     for r in out["backends"]:
@@ -101,10 +101,13 @@ def cmd_report(args: "argparse.Namespace") -> int:
         return 0
     if not args.model:
         raise UserError("give a MODEL, or --table for the whole operator table")
-    backends = [b.strip() for b in args.backends.split(",")] if args.backends else list(R.REPORT_BACKENDS)
-    bad = [b for b in backends if b not in R.REPORT_BACKENDS]
+    from .harness import backends as known
+
+    targets = known(include_reference=False)
+    backends = [b.strip() for b in args.backends.split(",")] if args.backends else targets
+    bad = [b for b in backends if b not in targets]
     if bad:
-        raise UserError(f"unknown backend(s) {', '.join(bad)} (known: {', '.join(R.REPORT_BACKENDS)})")
+        raise UserError(f"unknown backend(s) {', '.join(bad)} (known: {', '.join(targets)})")
     from .check import model_loader
 
     try:
@@ -123,7 +126,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
     if args.json:
         _out(args, R.dumps(R.model_json(args.model, plans)))
     elif args.md != "-":
-        from .cli import safe
+        from .terminal import safe
 
         print("\n".join(safe(line) for line in R.model_text(plans).split("\n")))
     return 0
@@ -144,15 +147,28 @@ def register(sub: "Any", add: "Callable[..., Any]") -> None:
     c.add_argument("--quiet", "-q", action="store_true")
 
 
-SUFFIX = {"onnx": ".onnx", "pytorch": "_pytorch", "tensorflow": "_savedmodel", "tflite": ".tflite",
-          "openvino": "_openvino", "coreml": "_coreml"}
+def _save(target: "Any", artifact: "Any", path: "str") -> "str":
+    """The target's atomic ``save(artifact, path)``; the written path."""
+    from pathlib import Path
 
-
-def _save(mod: "Any", artifact: "Any", path: "str") -> "str":
-    """An emitter module's ``save(artifact, path)``, else the artifact's ``save(path)`` (both atomic)."""
-    saver = getattr(mod, "save", None)
-    out = saver(artifact, path) if saver is not None else artifact.save(path)
+    out = target.save(artifact, Path(path))
     return str(out if out is not None else path)
+
+
+def _target_options() -> "dict[str, tuple[Any, list[str]]]":
+    """flag → (Option, the targets that take it), from every discovered target."""
+    from .errors import OpbridgeError
+    from .target import get, names
+
+    seen: dict = {}
+    for n in names(include_reference=False):
+        try:
+            t = get(n)
+        except OpbridgeError:
+            continue
+        for o in t.options:
+            seen.setdefault(o.flag, (o, []))[1].append(n)
+    return seen
 
 
 def _grouped(warnings: "list[str]", show: int = 3) -> "list[str]":
@@ -219,16 +235,20 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     import time
 
     from .check import check_model, load_inputs, model_loader, report_json
-    from .cli import internal_error_line, safe
+    from .terminal import internal_error_line, safe
     from .errors import OpbridgeError
-    from .harness import BACKENDS, backend_module, classify
+    from .harness import backends as known
+    from .harness import classify
+    from .pipeline import compile
+    from .target import get
 
+    every = known(include_reference=False)
     targets = [t.strip() for t in args.to.split(",") if t.strip()]
     if targets == ["all"]:
-        targets = [b for b in BACKENDS if b != "numpy"]
-    unknown = [t for t in targets if t not in BACKENDS or t == "numpy"]
+        targets = every
+    unknown = [t for t in targets if t not in every]
     if unknown:
-        raise UserError(f"unknown target(s) {', '.join(unknown)} (known: {', '.join(b for b in BACKENDS if b != 'numpy')}, all)")
+        raise UserError(f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, all)")
     quiet = args.quiet or args.json
 
     def say(msg: str) -> None:
@@ -245,7 +265,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     stem = os.path.splitext(os.path.basename(args.model))[0]
-    finals = {t: (args.output if len(targets) == 1 else os.path.join(args.output, stem + SUFFIX[t])) for t in targets}
+    finals = {t: (args.output if len(targets) == 1 else os.path.join(args.output, stem + get(t).suffix)) for t in targets}
     stage = _staging(args.output)
     staged: dict[str, "Any"] = {}
     results = []
@@ -255,21 +275,14 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             rec: dict = {"target": t, "status": "ok"}
             t1 = time.perf_counter()
             try:
-                mod = backend_module(t)
+                target = get(t)
                 say(f"{t}: lowering and emitting")
-                kwargs = {}
-                if args.opset and t == "onnx":
-                    kwargs["opset"] = args.opset
-                if args.target and t == "coreml":
-                    kwargs["target"] = args.target
-                if args.channels_last_io and t in ("tensorflow", "tflite"):
-                    kwargs["io_channels_last"] = True
-                if args.allow_select_tf_ops and t == "tflite":
-                    kwargs["allow_select_tf_ops"] = True
-                artifact = mod.emit(build(), **kwargs)
+                kwargs = {o.dest: getattr(args, o.dest) for o in target.options
+                          if getattr(args, o.dest, None) not in (None, False)}
+                artifact = compile(build(), target, **kwargs).artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
-                saved = _save(mod, artifact, str(staged[t]))
+                saved = _save(target, artifact, str(staged[t]))
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 for k in ("transposes", "warnings"):
                     v = getattr(artifact, k, None)
@@ -358,17 +371,20 @@ def cmd_convert(args: "argparse.Namespace") -> int:
 def register_convert(sub: "Any", add: "Callable[..., Any]") -> None:
     c = add("convert", cmd_convert, "convert a model to one or more backends, optionally checking the outputs")
     c.add_argument("model")
-    c.add_argument("--to", required=True, help="onnx, pytorch, tensorflow, tflite, coreml, openvino (comma-separated) or all")
+    from .target import names
+
+    c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")
     c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--check", dest="check", action="store_true", default=True,
                    help="run source and target on the same inputs and compare (default)")
     g.add_argument("--no-check", dest="check", action="store_false")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
-    c.add_argument("--opset", type=int, help="ONNX opset to write (default: newest onnxruntime loads)")
-    c.add_argument("--target", help="CoreML deployment target (e.g. iOS17)")
-    c.add_argument("--channels-last-io", action="store_true",
-                   help="TensorFlow/TFLite: make image inputs/outputs channels-last (default: as in the source model)")
-    c.add_argument("--allow-select-tf-ops", action="store_true",
-                   help="TFLite: let the converter fall back to TensorFlow ops (needs the Flex delegate at run time)")
+    for flag, (o, owners) in _target_options().items():  # each target's own options (Target.options)
+        kw: dict = {"dest": o.dest, "help": f"{', '.join(owners)}: {o.help}"}
+        if o.action:
+            kw["action"] = o.action
+        else:
+            kw.update(type=o.type or str, default=o.default, metavar=o.metavar)
+        c.add_argument(flag, **kw)
     c.add_argument("--quiet", "-q", action="store_true")

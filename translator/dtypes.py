@@ -50,10 +50,24 @@ def dtype_id(np_dtype: Any) -> str:
         raise TypeError(f"NumPy dtype {dt} has no entry in dtypes.yaml") from None
 
 
+def onnx_dtype_map(tables: Any) -> dict[int, str]:
+    """TensorProto enum → dtype id, from the ``onnx`` cells of ``dtypes.yaml``."""
+    import onnx
+
+    out: dict[int, str] = {}
+    for d in tables.dtypes.values():
+        cell = d.backends.get("onnx")
+        if cell is None or cell.status != "native":
+            continue
+        for n in cell.names:
+            enum_name = n.rsplit(".", 1)[-1]
+            if hasattr(onnx.TensorProto, enum_name):
+                out.setdefault(int(getattr(onnx.TensorProto, enum_name)), d.id)
+    return out
+
+
 def onnx_enum() -> dict[int, str]:
     """ONNX ``TensorProto`` data type number → dtype id (the one map; from dtypes.yaml's onnx column)."""
-    from .frontends.onnx import onnx_dtype_map
-
     return onnx_dtype_map(load_tables())
 
 

@@ -1,12 +1,11 @@
 """Cross-execution: run one model on several backends and compare with the reference.
 
-Backends are discovered by module name in ``emitters/`` (``emitters.<name>`` with
-``NAME``, ``emit(model)`` and ``run(artifact, inputs)``). Each backend gets a fresh IR
-(emitters may rewrite the graph while lowering).
+Backends are targets (``translator.target``): discovered, converted through the one
+pipeline (``convert``) and run with ``Target.run``. The pipeline works on a clone, so one IR
+serves every backend.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -15,17 +14,21 @@ import numpy as np
 
 from .errors import OpbridgeError
 
-BACKENDS = ("numpy", "onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
 DEFAULT_TOL = {"rtol": 1e-3, "atol": 1e-5}
 
 
-def backend_module(name: str) -> Any:
-    if name not in BACKENDS:
-        raise OpbridgeError("bad_model", f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
-    try:
-        return importlib.import_module(f"emitters.{name}")
-    except ModuleNotFoundError as exc:
-        raise OpbridgeError("unsupported_op", f"backend {name!r} is not available here: {exc}") from None
+def backends(include_reference: bool = True) -> list[str]:
+    """Every discovered target's name (the NumPy reference first)."""
+    from .target import names
+
+    return names(include_reference)
+
+
+def convert(name: str, model: Any, **options: Any) -> Any:
+    """``model`` → the artifact of target ``name`` (the one pipeline; ``model`` is not changed)."""
+    from .pipeline import compile
+
+    return compile(model, name, **options).artifact
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -225,9 +228,10 @@ def classify(exc: BaseException) -> tuple[str, str]:
 
 
 def run_backend(name: str, build_ir: Callable[[], Any], feeds: Mapping[str, Any]) -> tuple[Any, list[Any]]:
-    mod = backend_module(name)
-    artifact = mod.emit(build_ir())
-    return artifact, list(mod.run(artifact, feeds))
+    from .target import get
+
+    artifact = convert(name, build_ir())
+    return artifact, list(get(name).run(artifact, feeds))
 
 
 def tolerance_for(op_ids: list[str]) -> dict[str, float]:

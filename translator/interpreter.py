@@ -20,9 +20,8 @@ from .reference._sizes import predict
 def prepare(model: Model) -> Model:
     """Decompose every op that has no reference function (in place)."""
     from .lowering import lower
-    from .pipeline import Compilation
     from .tables import load_tables
-    from .target import get
+    from .target import Compilation, get
 
     lower(model.graph, Compilation(get("numpy"), load_tables()))
     return model

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .errors import Unsupported
 from .gcpause import gc_paused
+from .index import thaw as _thaw
 from .ir import Graph, Node, TensorType, Value
 from .tables import Op, Tables, load_tables
 
@@ -94,8 +95,6 @@ def lower_for(graph: Graph, backend: str, supported: frozenset[str] | None = Non
         return base(node) or (accepts(node) if accepts else None)
 
     done: list[tuple[str, str]] = []
-    from .pipeline import gc_paused
-
     with gc_paused():
         _lower_graph(graph, backend, supported, tables, done, 0, check)
     return done
@@ -394,14 +393,6 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
         graph.replace_all_uses_with(old, new_v)
     graph.remove_node(node)
     return inserted
-
-
-def _thaw(v: Any) -> Any:
-    if hasattr(v, "items"):
-        return {k: _thaw(x) for k, x in v.items()}
-    if isinstance(v, tuple):
-        return [_thaw(x) for x in v]
-    return v
 
 
 __all__ = ["LOWERINGS", "register_lowering", "native_ops", "how", "lower_for", "expand", "TensorType"]

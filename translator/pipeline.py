@@ -31,6 +31,7 @@ from .errors import OpbridgeError, Unsupported
 from .gcpause import gc_paused, paused_gc  # noqa: F401 - re-exported (emitters, frontend, lowering)
 from .ir import Graph, Model
 from .passes import verify
+from .target import Compilation
 
 if TYPE_CHECKING:
     from .registry import Refusal
@@ -46,42 +47,6 @@ class Rejected(Exception):
     def __init__(self, nodes: Mapping[str, "Refusal"]) -> None:
         super().__init__(", ".join(f"{k}: {v}" for k, v in nodes.items()))
         self.nodes = dict(nodes)
-
-
-@dataclass
-class Compilation:
-    """What one compile knows and reports; the target's hooks read and extend it."""
-
-    target: "Target"
-    tables: "Tables"
-    options: dict[str, Any] = field(default_factory=dict)
-    #: legalizations and other conversion warnings, in order, without repeats
-    warnings: list[str] = field(default_factory=list)
-    #: (node name, op) of every decomposed node
-    decomposed: list[tuple[str, str]] = field(default_factory=list)
-    #: node name → refusal for nodes a previous emit attempt's library rejected
-    rejected: dict[str, "Refusal"] = field(default_factory=dict)
-    #: the model's input/output dtypes before legalization
-    source_inputs: list[str | None] = field(default_factory=list)
-    source_outputs: list[str | None] = field(default_factory=list)
-    #: ``plan``: node name → refusal (instead of raising)
-    refusals: dict[str, "Refusal"] | None = None
-    #: node name → how it was lowered ("native", "decomposed", "folded")
-    how: dict[str, str] = field(default_factory=dict)
-    #: the layout pass's report (``LayoutReport``) when the target has one
-    layout: Any = None
-
-    def warn(self, messages: list[str] | str) -> None:
-        for m in [messages] if isinstance(messages, str) else messages:
-            if m not in self.warnings:
-                self.warnings.append(m)
-
-    @property
-    def legal(self) -> frozenset[str] | None:
-        if "_legal" not in self.__dict__:
-            fn = self.target.legal_dtypes
-            self.__dict__["_legal"] = fn(self.tables) if fn is not None else None
-        return self.__dict__["_legal"]
 
 
 @dataclass
@@ -130,6 +95,7 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
 
     target, tables = ctx.target, ctx.tables
     g = model.graph
+    ctx.model = model
     prepare(model)
     ctx.source_inputs = [v.type.dtype for v in g.inputs]
     ctx.source_outputs = [v.type.dtype for v in g.outputs]
@@ -155,6 +121,8 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
         ctx.layout = layout.run(g, target.channels_last, io_channels_last=bool(ctx.options.get("io_channels_last")))
     if not emit:
         return None
+    if target.reference:
+        return model
     return target.emit(model, ctx)
 
 

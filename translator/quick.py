@@ -2,7 +2,7 @@
 
 A cold ``opbridge query`` must cost a few times ``python -c pass``, so this module
 imports only ``json``, ``hashlib`` and ``os``. The index (every op as plain data plus
-the spelling → op maps) is built by ``catalog.build_index`` from the validated tables
+the spelling → op maps) is built by ``index.build_index`` from the validated tables
 on a cache miss, and read back on every later call while both YAML files hash the same.
 Both the CLI and ``translator.query`` answer through ``query_index``: one logic.
 """
@@ -45,7 +45,7 @@ def load_index() -> dict:
             return json.load(f)
     except (OSError, ValueError):
         pass
-    from .catalog import build_index
+    from .index import build_index
     from .tables import load_tables
 
     index = build_index(load_tables())

@@ -19,13 +19,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from .constants import API_KEYS, API_TITLES, TARGETS
-from .errors import OpbridgeError, Unsupported
-from .ir import Graph, Model, Node, Value
-from .lowering import lower_for, native_ops
+from .constants import API_KEYS, API_TITLES
+from .errors import OpbridgeError
+from .ir import Model
 from .tables import Tables, load_tables
-
-REPORT_BACKENDS = TARGETS
 
 
 @dataclass
@@ -57,49 +54,6 @@ class BackendPlan:
         return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
 
 
-def _capabilities(backend: str, tables: Tables, graph: Graph | None = None) -> tuple[frozenset[str], Callable[[Node], str | None] | None]:
-    """What an emitter supports: its ``supported_ops()``/``accepts()`` when it has them, else its table column."""
-    try:
-        mod = importlib.import_module(f"emitters.{backend}")
-    except ImportError:
-        mod = None
-    if mod is not None and hasattr(mod, "supported_ops"):
-        supported = mod.supported_ops()
-    else:  # no emitter here yet: what the table says the library has, natively or as a composite
-        supported = native_ops(backend, tables) | frozenset(
-            op.id for op in tables.ops.values()
-            if (c := op.backends.get(backend)) is not None and c.status == "composite")
-    accepts = mod.accepts if mod is not None and hasattr(mod, "accepts") else None
-    if backend == "onnx" and mod is not None:
-        try:
-            import onnx
-
-            from emitters.onnx import _opset_accepts, choose_opset, runtime_limits
-
-            top = min(runtime_limits()[0], onnx.defs.onnx_opset_version())
-            # the opset `convert` would choose for this model (the newest onnxruntime runs it at)
-            accepts = _opset_accepts(choose_opset(graph, tables, top) if graph is not None else top, tables)
-        except Exception:  # noqa: BLE001 - onnxruntime missing: the table alone decides
-            accepts = None
-    return frozenset(supported), accepts
-
-
-def _scratch(node: Node) -> Model:
-    g = Graph(f"plan_{node.name}")
-    ins: list[Value | None] = []
-    for i, v in enumerate(node.inputs):
-        if v is None:
-            ins.append(None)
-        elif v.is_const:
-            ins.append(g.add_constant(v.name, v.const, v.type.dtype or "float32"))
-        else:
-            ins.append(g.add_input(v.name or f"in{i}", v.type))
-    n = g.add_node(node.op, ins, dict(node.attrs), outputs=[o.name for o in node.outputs], name=node.name,
-                   types=[o.type for o in node.outputs])
-    g.outputs = list(n.outputs)
-    return Model(g)
-
-
 def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None) -> str:
     cell = verified.get(op, {}).get(backend)
     if not cell:
@@ -111,60 +65,63 @@ def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None
 
 def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
                verified: dict[str, Any] | None = None) -> list[BackendPlan]:
-    from .passes.legalize_dtypes import SUBSTITUTES, backend_dtypes
-    from .pipeline import prepare
+    """Per backend, the compile pipeline without emit (``pipeline.plan``): what ``convert``
+    would do with each node of ``model``, in the model's node order."""
+    from .pipeline import plan
     from .quick import load_verified
-
-    from .infer import infer
-    from .passes import fold_constants
 
     tables = tables or load_tables()
     verified = load_verified() if verified is None else verified
-    prepare(model)
-    # every emitter folds constants and static shape subgraphs first (translator/passes/fold_constants.py):
-    # those nodes never reach a backend, and what they feed gets static shapes
     order = list(model.graph.walk())
-    fold_constants.run(model.graph)
-    infer(model.graph, tables)
-    kept = {id(n) for n in model.graph.walk()}
     plans = []
     for b in backends:
-        supported, accepts = _capabilities(b, tables, model.graph)
-        legal = backend_dtypes(b, tables)
+        try:
+            ctx = plan(model, b, tables)
+        except OpbridgeError as exc:  # the whole model is refused before any node is judged (a prepare step)
+            bp = BackendPlan(b)
+            for node in order:
+                first = next((v for v in node.inputs if v is not None), None)
+                bp.nodes.append(NodePlan(node.name, node.op, first.type.dtype if first is not None else None,
+                                         "unsupported", exc.detail if hasattr(exc, "detail") else str(exc),
+                                         exc.code))
+            plans.append(bp)
+            continue
+        lowered = list(ctx.model.graph.walk()) if ctx.model is not None else []
+        final_dtype = {n.name: (n.outputs[0].type.dtype if n.outputs else None) for n in lowered}
+        inserted: dict[str, list[str]] = {}
+        for n in lowered:
+            root = n.name.split("/", 1)[0]
+            if "/" in n.name:
+                inserted.setdefault(root, []).append(n.op)
         bp = BackendPlan(b)
         for node in order:
-            if id(node) not in kept:
+            first = next((v for v in node.inputs if v is not None), None)
+            dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
+            how = ctx.how.get(node.name, "native")
+            if how == "folded":
                 bp.nodes.append(NodePlan(node.name, node.op, node.outputs[0].type.dtype if node.outputs else None,
                                          "folded", "computed at conversion time (constant or static shape)",
                                          evidence="reference"))
                 continue
-            first = next((v for v in node.inputs if v is not None), None)
-            dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
-            plan = NodePlan(node.name, node.op, dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
+            plan_ = NodePlan(node.name, node.op, dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
+            refusal = (ctx.refusals or {}).get(node.name)
             cell = tables.ops[node.op].backends.get(b) if node.op in tables.ops else None
-            if cell is not None and cell.status == "composite" and node.op in supported:
-                plan.status, plan.detail = "decomposed", "library composite: " + ", ".join(cell.names)
-            try:
-                scratch = _scratch(node)
-                done = lower_for(scratch.graph, b, supported, tables, accepts=accepts)
-                if done:
-                    plan.status = "decomposed"
-                    plan.detail = "into " + ", ".join(sorted({n.op for n in scratch.graph.nodes}))
-                    ev = {_evidence(verified, n.op, b, dtype) for n in scratch.graph.nodes}
-                    plan.evidence = "verified" if ev == {"verified"} else "claimed" if "claimed" in ev else "structural"
-            except Unsupported as exc:
-                plan.status, plan.reason, plan.detail = "unsupported", exc.code, exc.detail
-            except OpbridgeError as exc:
-                plan.status, plan.reason, plan.detail = "unsupported", exc.code, exc.detail
-            if plan.status != "unsupported" and dtype is not None and legal and dtype not in legal:
-                sub = next((s for s in SUBSTITUTES.get(dtype, ()) if s in legal), None)
-                if sub is None:
-                    plan.status, plan.reason = "unsupported", "unsupported_dtype"
-                    plan.detail = f"{b} has no {dtype} and no legal substitute"
-                else:
-                    plan.status = "legalized"
-                    plan.detail = (plan.detail + "; " if plan.detail else "") + f"dtype {dtype} -> {sub}"
-            bp.nodes.append(plan)
+            if refusal is not None:
+                plan_.status, plan_.reason, plan_.detail = "unsupported", refusal.code, refusal.detail
+            elif how == "decomposed":
+                ops = inserted.get(node.name, [])
+                plan_.status = "decomposed"
+                plan_.detail = "into " + ", ".join(sorted(set(ops)))
+                ev = {_evidence(verified, o, b, dtype) for o in ops}
+                plan_.evidence = "verified" if ev == {"verified"} else "claimed" if "claimed" in ev or not ev else "structural"
+            elif cell is not None and cell.status == "composite":
+                plan_.status, plan_.detail = "decomposed", "library composite: " + ", ".join(cell.names)
+            out_dtype = node.outputs[0].type.dtype if node.outputs else None
+            now = final_dtype.get(node.name)
+            if plan_.status != "unsupported" and now is not None and out_dtype is not None and now != out_dtype:
+                plan_.status = "legalized"
+                plan_.detail = (plan_.detail + "; " if plan_.detail else "") + f"dtype {out_dtype} -> {now}"
+            bp.nodes.append(plan_)
         plans.append(bp)
     return plans
 
@@ -174,15 +131,18 @@ def table_matrix(tables: Tables | None = None, verified: dict[str, Any] | None =
     """Every op × every API: status, name, and (for the targets) verified-by-execution status."""
     from .quick import load_verified
 
+    from .target import names
+
     tables = tables or load_tables()
     verified = load_verified() if verified is None else verified
+    targets = names(include_reference=False)
     rows = []
     for op in tables.ops.values():
         cells = {}
         for api in API_KEYS:
             c = op.backends.get(api)
             entry: dict[str, Any] = {"status": c.status if c else "unknown", "name": list(c.names) if c else []}
-            v = verified.get(op.id, {}).get(api) if api in TARGETS else None  # "numpy" in verified.json is our reference
+            v = verified.get(op.id, {}).get(api) if api in targets else None  # "numpy" in verified.json is our reference
             if v:
                 entry["verified"] = v.get("status")
                 entry["dtypes"] = v.get("dtypes", [])

@@ -20,7 +20,6 @@ from .errors import OpbridgeError
 
 if TYPE_CHECKING:
     from .ir import Model, Node
-    from .pipeline import Compilation
     from .registry import Refusal
     from .tables import Tables
 
@@ -61,6 +60,9 @@ class Target:
     emit: Callable[["Model", "Compilation"], Any]
     #: artifact → outputs (NumPy, graph order) for model-named inputs
     run: Callable[[Any, Mapping[str, Any]], list[Any]]
+    #: artifact → a callable(inputs) → outputs that keeps its session/compiled model between
+    #: calls (the benches time repeated runs); None: ``run`` each time
+    runner: Callable[[Any], Callable[[Mapping[str, Any]], list[Any]]] | None = None
     #: artifact, path → written path (atomic: a temporary sibling, then a rename)
     save: Callable[[Any, Path], Path] | None = None
     #: written path, in-memory artifact → the artifact as the framework's own loader reads it back
@@ -95,6 +97,51 @@ class Target:
     @property
     def columns(self) -> tuple[str, ...]:
         return self.code_columns or (self.name,)
+
+    def prepared(self, artifact: Any) -> Callable[[Mapping[str, Any]], list[Any]]:
+        """A callable running ``artifact`` repeatedly (``runner``, else ``run`` each time)."""
+        if self.runner is not None:
+            return self.runner(artifact)
+        return lambda inputs: list(self.run(artifact, inputs))
+
+
+@dataclass
+class Compilation:
+    """What one compile knows and reports; the target's hooks read and extend it."""
+
+    target: Target
+    tables: "Tables"
+    options: dict[str, Any] = field(default_factory=dict)
+    #: legalizations and other conversion warnings, in order, without repeats
+    warnings: list[str] = field(default_factory=list)
+    #: (node name, op) of every decomposed node
+    decomposed: list[tuple[str, str]] = field(default_factory=list)
+    #: node name → refusal for nodes a previous emit attempt's library rejected
+    rejected: dict[str, "Refusal"] = field(default_factory=dict)
+    #: the model's input/output dtypes before legalization
+    source_inputs: list[str | None] = field(default_factory=list)
+    source_outputs: list[str | None] = field(default_factory=list)
+    #: ``plan``: node name → refusal (instead of raising)
+    refusals: dict[str, "Refusal"] | None = None
+    #: node name → how it was lowered ("native", "decomposed", "folded")
+    how: dict[str, str] = field(default_factory=dict)
+    #: the layout pass's report (``LayoutReport``) when the target has one
+    layout: Any = None
+    #: the lowered IR (``plan`` keeps it for the report)
+    model: "Model | None" = None
+
+    def warn(self, messages: list[str] | str) -> None:
+        for m in [messages] if isinstance(messages, str) else messages:
+            if m not in self.warnings:
+                self.warnings.append(m)
+
+    @property
+    def legal(self) -> frozenset[str] | None:
+        if "_legal" not in self.__dict__:
+            fn = self.target.legal_dtypes
+            self.__dict__["_legal"] = fn(self.tables) if fn is not None else None
+        return self.__dict__["_legal"]
+
 
 
 def _builtin_names() -> list[str]:

@@ -22,49 +22,12 @@ import numpy as np
 
 from ..errors import FrontendError, OpbridgeError
 from ..ir import Graph, Model, TensorType, Value
-from ..pipeline import gc_paused
+from ..dtypes import onnx_dtype_map  # noqa: F401 - re-exported (the one map lives in translator.dtypes)
+from ..gcpause import gc_paused
 from ..tables import Tables, load_tables
+from .onnx_upgrades import pick_handler
 
-Handler = Callable[["_Ctx", Any, list[Value | None], dict[str, Any]], list[Value]]
-_HANDLERS: dict[str, list[tuple[int, Handler]]] = {}
 SUPPORTED_DOMAINS = ("", "ai.onnx")
-
-
-def handler(op_type: str, since: int) -> Callable[[Handler], Handler]:
-    """Register ``fn`` for ``op_type`` schemas with since_version >= ``since``."""
-
-    def deco(fn: Handler) -> Handler:
-        lst = _HANDLERS.setdefault(op_type, [])
-        lst.append((since, fn))
-        lst.sort(key=lambda t: t[0])
-        return fn
-
-    return deco
-
-
-def _pick_handler(op_type: str, schema_version: int) -> Handler | None:
-    chosen = None
-    for since, fn in _HANDLERS.get(op_type, ()):
-        if since <= schema_version:
-            chosen = fn
-    return chosen
-
-
-# ---------------------------------------------------------------------------- dtype mapping
-def onnx_dtype_map(tables: Tables) -> dict[int, str]:
-    """TensorProto enum → dtype id, from the ``onnx`` cells of ``dtypes.yaml``."""
-    import onnx
-
-    out: dict[int, str] = {}
-    for d in tables.dtypes.values():
-        cell = d.backends.get("onnx")
-        if cell is None or cell.status != "native":
-            continue
-        for n in cell.names:
-            enum_name = n.rsplit(".", 1)[-1]
-            if hasattr(onnx.TensorProto, enum_name):
-                out.setdefault(int(getattr(onnx.TensorProto, enum_name)), d.id)
-    return out
 
 
 # ---------------------------------------------------------------------------- op mapping
@@ -85,6 +48,10 @@ def onnx_op_index(tables: Tables) -> dict[str, list[tuple[str, dict[str, Any]]]]
 
 
 class _Ctx:
+    def generic(self, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+        """The node converted as it is (the version handlers' last step)."""
+        return _generic(self, node, inputs, attrs)
+
     def __init__(self, tables: Tables, opsets: dict[str, int], base_dir: Path, path: str) -> None:
         self.tables = tables
         self.opsets = opsets
@@ -279,7 +246,7 @@ def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
             raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
     inputs = [ctx.lookup(n) if n else None for n in node.input]
     attrs = {a.name: _attr(ctx, a) for a in node.attribute}
-    fn = _pick_handler(node.op_type, since) or _generic
+    fn = pick_handler(node.op_type, since) or _generic
     outs = fn(ctx, node, inputs, attrs)
     scope = ctx.scopes[-1]
     for name, v in zip(node.output, outs):
@@ -460,4 +427,3 @@ def load_onnx(path: str | os.PathLike[str], tables: Tables | None = None) -> Mod
     return from_proto(proto, Path(path).resolve().parent, str(path), tables)
 
 
-from . import onnx_upgrades  # noqa: E402,F401  (registers the version-range handlers)

@@ -6,12 +6,43 @@ where ONNX's form became the IR form, so newer versions need no code here.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..ir import Value
-from .onnx import _Ctx, _generic, handler
+
+if TYPE_CHECKING:
+    from .onnx import _Ctx
+
+Handler = Callable[["_Ctx", Any, list[Value | None], dict[str, Any]], list[Value]]
+HANDLERS: dict[str, list[tuple[int, Handler]]] = {}
+
+
+def handler(op_type: str, since: int) -> Callable[[Handler], Handler]:
+    """Register ``fn`` for ``op_type`` schemas with since_version >= ``since``."""
+
+    def deco(fn: Handler) -> Handler:
+        lst = HANDLERS.setdefault(op_type, [])
+        lst.append((since, fn))
+        lst.sort(key=lambda t: t[0])
+        return fn
+
+    return deco
+
+
+def pick_handler(op_type: str, schema_version: int) -> Handler | None:
+    chosen = None
+    for since, fn in HANDLERS.get(op_type, ()):
+        if since <= schema_version:
+            chosen = fn
+    return chosen
+
+
+def generic(ctx: "_Ctx", node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """The node as it is: attributes and inputs map onto the IR op unchanged."""
+    return ctx.generic(node, inputs, attrs)
+
 
 
 def _with_input(ctx: _Ctx, inputs: list[Value | None], index: int, value: Any, dtype: Any = np.int64) -> list[Value | None]:
@@ -25,7 +56,7 @@ def _attr_to_input(name: str, index: int, dtype: Any = np.int64):
     def fn(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
         attrs = dict(attrs)
         value = attrs.pop(name, None)
-        return _generic(ctx, node, _with_input(ctx, inputs, index, value, dtype), attrs)
+        return generic(ctx, node, _with_input(ctx, inputs, index, value, dtype), attrs)
 
     return fn
 
@@ -34,12 +65,12 @@ def _attr_to_input(name: str, index: int, dtype: Any = np.int64):
 for _op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
             "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"):
     handler(_op, 1)(_attr_to_input("axes", 1))
-    handler(_op, 18)(_generic)
+    handler(_op, 18)(generic)
 handler("ReduceSum", 1)(_attr_to_input("axes", 1))
-handler("ReduceSum", 13)(_generic)
+handler("ReduceSum", 13)(generic)
 for _op in ("Squeeze", "Unsqueeze"):
     handler(_op, 1)(_attr_to_input("axes", 1))
-    handler(_op, 13)(_generic)
+    handler(_op, 13)(generic)
 _split_v1 = _attr_to_input("split", 1)
 
 
@@ -53,9 +84,9 @@ def _split_v13(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str
     return _split_v1(ctx, node, inputs, attrs)
 
 
-handler("Split", 18)(_generic)
+handler("Split", 18)(generic)
 handler("TopK", 1)(_attr_to_input("k", 1))
-handler("TopK", 10)(_generic)
+handler("TopK", 10)(generic)
 
 
 @handler("Slice", 1)
@@ -64,10 +95,10 @@ def _slice_v1(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str,
     ins = list(inputs)
     for i, key in ((1, "starts"), (2, "ends"), (3, "axes")):
         ins = _with_input(ctx, ins, i, attrs.pop(key, None))
-    return _generic(ctx, node, ins, attrs)
+    return generic(ctx, node, ins, attrs)
 
 
-handler("Slice", 10)(_generic)
+handler("Slice", 10)(generic)
 
 
 @handler("Pad", 1)
@@ -81,10 +112,10 @@ def _pad_v2(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, A
         ins = _with_input(ctx, ins, 2, value, numpy_dtype(inputs[0].type.dtype))
     elif value not in (None, 0.0):
         ins = _with_input(ctx, ins, 2, value, np.float32)
-    return _generic(ctx, node, ins, attrs)
+    return generic(ctx, node, ins, attrs)
 
 
-handler("Pad", 11)(_generic)
+handler("Pad", 11)(generic)
 
 
 @handler("Clip", 1)
@@ -99,10 +130,10 @@ def _clip_v6(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, 
     lo, hi = attrs.pop("min", None), attrs.pop("max", None)
     ins = _with_input(ctx, ins, 1, lo, dt)
     ins = _with_input(ctx, ins, 2, hi, dt)
-    return _generic(ctx, node, ins, attrs)
+    return generic(ctx, node, ins, attrs)
 
 
-handler("Clip", 11)(_generic)
+handler("Clip", 11)(generic)
 
 
 @handler("Dropout", 1)
@@ -110,19 +141,19 @@ def _dropout_v7(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[st
     attrs = dict(attrs)
     attrs.pop("is_test", None)
     ratio = attrs.pop("ratio", None)
-    return _generic(ctx, node, _with_input(ctx, inputs, 1, ratio, np.float32), attrs)
+    return generic(ctx, node, _with_input(ctx, inputs, 1, ratio, np.float32), attrs)
 
 
-handler("Dropout", 12)(_generic)
+handler("Dropout", 12)(generic)
 
 
 @handler("BatchNormalization", 1)
 def _bn_old(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     attrs = {k: v for k, v in attrs.items() if k not in ("spatial", "is_test", "consumed_inputs")}
-    return _generic(ctx, node, inputs, attrs)
+    return generic(ctx, node, inputs, attrs)
 
 
-handler("BatchNormalization", 14)(_generic)
+handler("BatchNormalization", 14)(generic)
 
 
 def _coerced_2d(op_id: str):
@@ -144,7 +175,7 @@ def _coerced_2d(op_id: str):
 
 for _op, _id in (("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Hardmax", "hardmax")):
     handler(_op, 1)(_coerced_2d(_id))
-    handler(_op, 13)(_generic)
+    handler(_op, 13)(generic)
 
 
 @handler("Upsample", 1)
@@ -169,7 +200,7 @@ def _resize_v10(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[st
     return ctx.emit("resize", [inputs[0], None, inputs[1]], attrs, 1, [node.output[0]])
 
 
-handler("Resize", 11)(_generic)
+handler("Resize", 11)(generic)
 
 
 @handler("Scatter", 1)
@@ -181,7 +212,7 @@ def _scatter(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, 
 def _dft_v17(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     attrs = dict(attrs)
     axis = attrs.pop("axis", 1)
-    return _generic(ctx, node, _with_input(ctx, inputs, 2, axis), attrs)
+    return generic(ctx, node, _with_input(ctx, inputs, 2, axis), attrs)
 
 
-handler("DFT", 20)(_generic)
+handler("DFT", 20)(generic)

@@ -47,7 +47,7 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
     warnings: list[str] = []
     enum_of: dict[str, int] = {}
     try:
-        from ..frontends.onnx import onnx_dtype_map
+        from ..dtypes import onnx_dtype_map
 
         enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
     except ImportError:

@@ -11,9 +11,11 @@ import their framework lazily (only when called), so importing this package is c
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from types import ModuleType
 
-RESOLVABLE = ("onnx", "numpy", "pytorch", "tensorflow", "tflite", "coreml", "openvino")
+#: the APIs with a resolver: the modules of this package (discovered, not listed)
+RESOLVABLE = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")))
 
 
 def resolver(api: str) -> ModuleType:
