@@ -17,8 +17,8 @@ ov = pytest.importorskip("openvino")
 
 from emitters import numpy as numpy_backend  # noqa: E402
 from emitters import openvino as ovb  # noqa: E402
-from emitters import openvino_ops  # noqa: E402
 from translator.errors import Unsupported  # noqa: E402
+from translator.pipeline import compile as compile_to  # noqa: E402
 from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
 from translator.harness import compare, single_op_model  # noqa: E402
 from translator.tables import load_tables  # noqa: E402
@@ -243,54 +243,61 @@ def test_a_failed_check_keeps_its_reason_code():
     assert ei.value.code == "unsupported_attribute_value" and "wrap" in str(ei.value)
 
 
+def test_a_refused_rule_falls_back_to_the_table_decomposition():
+    """A rule's check refuses (LpNormalization with p=3: OpenVINO NormalizeL2 is L2 only) and
+    the pipeline decomposes the node by the table instead of raising."""
+    x = _x(2, 3)
+    model, feeds = single_op_model("lp_normalization", [x], {"p": 3, "axis": 1})
+    done = compile_to(model, ovb.TARGET)
+    assert ("lp_normalization" in {op for _, op in done.ctx.decomposed}) and "ops.normalize_l2" not in done.artifact.source
+    want = x / np.sum(np.abs(x) ** 3, axis=1, keepdims=True) ** (1 / 3)
+    assert compare(want, ovb.run(done.artifact, feeds)[0]).ok
+
+
+def test_emit_leaves_the_callers_ir_alone():
+    model = load_onnx(MODEL)
+    before = [(n.op, n.name) for n in model.graph.walk()]
+    ovb.emit(model)
+    assert [(n.op, n.name) for n in model.graph.walk()] == before
+
+
+def test_the_target_documents_int4_outputs_as_int8():
+    proto = _onnx([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT4)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                  [helper.make_tensor_value_info("y", TensorProto.INT4, [3])])
+    art = ovb.emit(from_proto(proto))
+    assert [(p.name, p.legal) for p in ovb.TARGET.output_ports(art)] == [("y", "int8")]
+    (got,) = ovb.run(art, {"x": np.array([7.0, 8.0, -9.0], np.float32)})
+    assert got.dtype == np.int8 and got.tolist() == [7, -8, 7]  # wrapped in the graph, as ONNX does
+
+
 # ----------------------------------------------------------------------------- the tables it relies on
-def test_snippets_name_real_ops_inputs_and_attributes():
+def test_snippets_call_real_opset16_functions():
     import openvino.opset16 as ops16
 
     tables = load_tables()
-    for op_id, code in ovb.snippets().items():
-        op = tables.ops[op_id]
-        ports = {p.name for p in op.signature.inputs}
-        attrs = {a.name for a in op.signature.attributes}
-        for kind, name, _ in re.findall(r"\{([@$]?)([A-Za-z_]\w*)(\.\.\.)?\}", code):
-            assert name in {"": ports, "@": attrs, "$": {"T", "OT"}}[kind], (op_id, name)
-        for fn in re.findall(r"\bops\.(\w+)\(", code):
-            assert callable(getattr(ops16, fn, None)), (op_id, fn)
+    found = 0
+    for op in tables.ops.values():
+        cell = op.backends.get("openvino")
+        if cell is None or not cell.snippet:
+            continue
+        found += 1
+        for fn in re.findall(r"\bops\.(\w+)\(", cell.snippet):
+            assert callable(getattr(ops16, fn, None)), (op.id, fn)
+    assert found >= 70
 
 
-def test_supported_ops_need_a_cell_and_code():
-    tables = load_tables()
-    col = ovb.column(tables)
-    supported = ovb.supported_ops(tables)
-    assert supported == {op for op in ovb.handled_ops() if col.get(op) in ("native", "composite")}
-    assert {"conv", "loop", "attention", "lstm"} <= supported
-    for op_id in openvino_ops.LOWERINGS:
-        assert op_id in tables.ops, op_id
-
-
-def test_cells_fragment_names_real_ops_and_resolvable_functions():
-    import yaml
-
-    from translator.resolvers import openvino as resolver
+def test_supported_ops_need_a_cell_and_code_and_the_lint_is_clean():
+    from translator.lint import lint_target
+    from translator.registry import rules, supported
 
     tables = load_tables()
-    data = yaml.safe_load((ROOT / "tools" / "fragments" / "cells_openvino.yaml").read_text())
-    for op_id, cell in data.items():
-        assert op_id in tables.ops, op_id
-        assert cell["status"] in ("native", "composite") and cell["source"] and cell["verified"]
-        names = cell["name"] if isinstance(cell["name"], list) else [cell["name"]]
-        assert all(resolver.resolve(n) for n in names), (op_id, names)
-
-
-def test_xfail_fragment_names_real_ops():
-    import yaml
-
-    f = ROOT / "tools" / "fragments" / "xfail_openvino.yaml"
-    data = yaml.safe_load(f.read_text()) or {}
-    tables = load_tables()
-    for op_id, entries in data.items():
-        assert op_id in tables.ops
-        assert all(isinstance(e, dict) and e.get("reason") for e in entries)
+    ours = supported(ovb.TARGET, tables)
+    assert {"conv", "loop", "attention", "lstm", "add", "relu"} <= ours
+    for op_id in rules("openvino"):
+        cell = tables.ops[op_id].backends.get("openvino")
+        assert cell is not None and cell.status in ("native", "composite"), op_id
+    assert [str(f) for f in lint_target(ovb.TARGET, tables)] == []
 
 
 # ----------------------------------------------------------------------------- larger runs

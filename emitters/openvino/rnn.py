@@ -1,4 +1,4 @@
-"""OpenVINO lowerings of the ONNX recurrent ops: RNN / GRU / LSTM → RNNSequence /
+"""OpenVINO rules of the ONNX recurrent ops: RNN / GRU / LSTM → RNNSequence /
 GRUSequence / LSTMSequence (opset5).
 
 Layout differences handled here: OpenVINO is batch-major ([batch, seq, input],
@@ -15,28 +15,29 @@ import numpy as np
 
 from translator.ir import Node
 
-from .openvino_ops import attr, i64, lowering
+from .helpers import Refusal, attr, i64
+from .registry import rule
 
 if TYPE_CHECKING:
-    from .openvino import Gen
+    from .codegen import Gen
 
 _GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
 
-def _check(node: Node) -> str | tuple[str, str] | None:
+def _check(node: Node) -> Refusal | None:
     x = node.inputs[0]
     if x is None or not x.type.is_static:
-        return ("dynamic_shape", "the recurrent input X needs a static shape")
+        return Refusal("dynamic_shape", "the recurrent input X needs a static shape")
     acts = attr(node, "activations")
     n = {"rnn": 1, "gru": 2, "lstm": 3}[node.op]
     if acts and len(acts) == 2 * n and [a.lower() for a in acts[:n]] != [a.lower() for a in acts[n:]]:
-        return "OpenVINO uses the same activations for both directions"
+        return Refusal("unsupported_attribute_value", "OpenVINO uses the same activations for both directions")
     if node.op == "lstm":
         if int(attr(node, "input_forget", 0)):
-            return "OpenVINO LSTMSequence has no input_forget"
+            return Refusal("unsupported_attribute_value", "OpenVINO LSTMSequence has no input_forget")
         if len(node.inputs) > 7 and node.inputs[7] is not None:
-            return "OpenVINO LSTMSequence has no peepholes (P)"
+            return Refusal("unsupported_attribute_value", "OpenVINO LSTMSequence has no peepholes (P)")
     return None
 
 
@@ -114,4 +115,4 @@ def _lower(g: "Gen", node: Node) -> None:
               f"ops.transpose({t}.output({i}), {i64(g, [1, 0, 2])})")
 
 
-lowering("rnn", "gru", "lstm", check=_check)(_lower)
+rule("rnn", "gru", "lstm", check=_check)(_lower)

@@ -1,4 +1,4 @@
-"""OpenVINO lowerings of ONNX quantization: (De)QuantizeLinear (per tensor, per axis,
+"""OpenVINO rules of ONNX quantization: (De)QuantizeLinear (per tensor, per axis,
 blocked), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
 
 Quantized values are plain integer tensors; the arithmetic is float32 (exact for the
@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from translator.ir import Node
 
-from .openvino_nn import bias, convolve, static_w
-from .openvino_ops import all_axes, attr, i64, lowering, norm_axis
+from .helpers import Refusal, all_axes, attr, i64, norm_axis
+from .nn import bias, convolve, static_w
+from .registry import rule
 
 if TYPE_CHECKING:
-    from .openvino import Gen
+    from .codegen import Gen
 
 #: the saturation range of each integer output type
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
@@ -49,15 +50,15 @@ def _along(g: "Gen", v: str, i: int, axis: int, rank: int | None, block: int = 0
     return g.let(f"ops.slice({rep}, {i64(g, [0])}, {i64(g, [size])}, {i64(g, [1])}, {i64(g, [axis])})")
 
 
-def _quant_check(node: Node) -> str | tuple[str, str] | None:
+def _quant_check(node: Node) -> Refusal | None:
     if int(attr(node, "block_size", 0)):
         x = node.inputs[0]
         if x is None or not x.type.is_static or not node.inputs[1].type.is_static:
-            return ("dynamic_shape", "blocked quantization needs static shapes")
+            return Refusal("dynamic_shape", "blocked quantization needs static shapes")
     return None
 
 
-@lowering("dequantize_linear", check=_quant_check)
+@rule("dequantize_linear", check=_quant_check)
 def _dequantize(g: "Gen", node: Node) -> None:
     # y = (x - zero_point) * scale, in the scale's type
     axis, r, block = int(g.a("axis")), g.t(0).rank, int(g.a("block_size", 0))
@@ -78,7 +79,7 @@ def quantize(g: "Gen", y: str, scale: str, zp: str | None, out: str) -> str:
     return f"ops.convert(ops.clamp({q}, {float(lo)}, {float(hi)}), {g.ty(out)})"
 
 
-@lowering("quantize_linear",
+@rule("quantize_linear",
           check=lambda n: _quant_check(n) or (None if n.outputs[0].type.dtype in QRANGE
                                                 else f"quantizing to {n.outputs[0].type.dtype}"))
 def _quantize(g: "Gen", node: Node) -> None:
@@ -88,7 +89,7 @@ def _quantize(g: "Gen", node: Node) -> None:
     g.out(0, quantize(g, _f32(g, g.x(0)), scale, zp, g.out_dtype(0)))
 
 
-@lowering("dynamic_quantize_linear")
+@rule("dynamic_quantize_linear")
 def _dynamic_quantize(g: "Gen", node: Node) -> None:
     # scale = (max(0, max x) - min(0, min x)) / 255, zero point = saturate(round(-min / scale)), uint8
     x = g.x(0)
@@ -112,7 +113,7 @@ def _centered(g: "Gen", x: int, zp: int, axis: int) -> str:
     return g.let(f"ops.subtract({v}, {_along(g, _f32(g, g.x(zp)), zp, axis, g.t(x).rank)})")
 
 
-@lowering("matmul_integer")
+@rule("matmul_integer")
 def _matmul_integer(g: "Gen", node: Node) -> None:
     # (A - a_zero_point) @ (B - b_zero_point) in int32; a per-row zero point lies along A's rows
     a = _centered(g, 0, 2, -2)
@@ -120,7 +121,7 @@ def _matmul_integer(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.convert(ops.matmul({a}, {b}, False, False), ov.Type.i32)")
 
 
-@lowering("conv_integer", check=static_w)
+@rule("conv_integer", check=static_w)
 def _conv_integer(g: "Gen", node: Node) -> None:
     # conv(x - x_zero_point, w - w_zero_point) in int32; a per-channel w zero point lies along axis 0
     x = _centered(g, 0, 2, 1)
@@ -128,7 +129,7 @@ def _conv_integer(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.convert({convolve(g, x, w)}, ov.Type.i32)")
 
 
-@lowering("qlinear_matmul", check=lambda n: None if n.outputs[0].type.dtype in QRANGE else "output type")
+@rule("qlinear_matmul", check=lambda n: None if n.outputs[0].type.dtype in QRANGE else Refusal("unsupported_dtype", "output type"))
 def _qlinear_matmul(g: "Gen", node: Node) -> None:
     # y = quantize((a - a_zp) a_scale @ (b - b_zp) b_scale, y_scale, y_zp); a per row, b per column
     ra, rb = g.t(0).rank, g.t(3).rank
@@ -138,7 +139,7 @@ def _qlinear_matmul(g: "Gen", node: Node) -> None:
     g.out(0, quantize(g, y, _f32(g, g.x(6)), _f32(g, g.x(7)), g.out_dtype(0)))
 
 
-@lowering("qlinear_conv", check=lambda n: static_w(n) or (None if n.outputs[0].type.dtype in QRANGE else "output type"))
+@rule("qlinear_conv", check=lambda n: static_w(n) or (None if n.outputs[0].type.dtype in QRANGE else Refusal("unsupported_dtype", "output type")))
 def _qlinear_conv(g: "Gen", node: Node) -> None:
     # y = quantize(conv((x - x_zp) x_scale, (w - w_zp) w_scale) + B x_scale w_scale, y_scale, y_zp)
     x = g.let(f"ops.multiply({_centered(g, 0, 2, 1)}, {_f32(g, g.x(1))})")

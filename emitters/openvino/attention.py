@@ -1,4 +1,4 @@
-"""OpenVINO lowering of ONNX Attention (23/24): scaled dot-product attention spelled out
+"""OpenVINO rules of ONNX Attention (23/24): scaled dot-product attention spelled out
 with MatMul / Softmax, following the ONNX reference semantics.
 
     Y = softmax(softcap(Q·s @ (K·s)ᵀ) + bias) @ V,  s = sqrt(scale), scale = 1/sqrt(head size)
@@ -17,10 +17,11 @@ import numpy as np
 
 from translator.ir import Node
 
-from .openvino_ops import all_along, i64, lowering, used
+from .helpers import Refusal, all_along, i64, rank_of, used
+from .registry import rule
 
 if TYPE_CHECKING:
-    from .openvino import Gen
+    from .codegen import Gen
 
 
 def _static(node: Node, i: int) -> tuple[int, ...] | None:
@@ -30,16 +31,16 @@ def _static(node: Node, i: int) -> tuple[int, ...] | None:
     return tuple(int(d) for d in v.type.shape or ())
 
 
-def _check(node: Node) -> tuple[str, str] | None:
+def _check(node: Node) -> Refusal | None:
     for i in (0, 1, 2):
         if _static(node, i) is None:
-            return ("dynamic_shape", "Q, K and V need static shapes")
+            return Refusal("dynamic_shape", "Q, K and V need static shapes")
     for i in (3, 4, 5, 6):
         v = node.inputs[i] if i < len(node.inputs) else None
         if v is not None and not v.type.is_static:
-            return ("dynamic_shape", "the mask and caches need static shapes")
+            return Refusal("dynamic_shape", "the mask and caches need static shapes")
     if len(_static(node, 0) or ()) not in (3, 4):
-        return ("rank_limit", "Q must be 3-D or 4-D")
+        return Refusal("rank_limit", "Q must be 3-D or 4-D")
     return None
 
 
@@ -53,7 +54,7 @@ def _heads(g: "Gen", x: str, shape: tuple[int, ...], heads: int) -> tuple[str, t
     return y, (b, heads, n, h)
 
 
-@lowering("attention", check=_check)
+@rule("attention", check=_check)
 def _attention(g: "Gen", node: Node) -> None:
     dt = g.dtype(0)
     qs, ks, vs = (_static(node, i) for i in (0, 1, 2))
@@ -111,7 +112,7 @@ def _attention(g: "Gen", node: Node) -> None:
         g.bind(3, qk_out if out_t == dt else g.let(f"ops.convert({qk_out}, {g.ty(out_t)})"))
 
 
-def _bias(g: "Gen", node: Node, lq: int, lk: int, past_len: int, dt: str) -> str | None:
+def _bias(g: "Gen", node: Node, lq: int, lk: int, past_len: int, dt: str) -> Refusal | None:
     """The additive attention bias (0 where a key is visible, -inf where not), or None."""
     mask, nonpad = g.x(3), g.x(6)
     causal = bool(int(g.a("is_causal", 0)))
@@ -154,3 +155,49 @@ def _bias(g: "Gen", node: Node, lq: int, lk: int, past_len: int, dt: str) -> str
     for t in terms[1:]:
         bias = g.let(f"ops.add({bias}, {t})", "bias")
     return bias
+
+
+# ----------------------------------------------------------------------------- rotary embedding
+def _rotary_check(node: Node) -> Refusal | None:
+    x = node.inputs[0]
+    if x is None or not x.type.is_static or rank_of(node) not in (3, 4):
+        return Refusal("dynamic_shape", "rotary_embedding needs a static 3-D or 4-D input")
+    return None
+
+
+@rule("rotary_embedding", check=_rotary_check)
+def _rotary(g: "Gen", node: Node) -> None:
+    # pairs (x1, x2) of the first `rot` features become (x1 cos - x2 sin, x1 sin + x2 cos)
+    shape = [int(d) for d in g.t(0).shape or ()]
+    x = g.x(0)
+    if len(shape) == 3:  # (batch, seq, heads * size) -> (batch, seq, heads, size)
+        heads = int(g.a("num_heads"))
+        x = g.let(f"ops.reshape({x}, {i64(g, [shape[0], shape[1], heads, -1])}, False)")
+    else:  # (batch, heads, seq, size) -> (batch, seq, heads, size)
+        x = g.let(f"ops.transpose({x}, {i64(g, [0, 2, 1, 3])})")
+    size = shape[-1] if len(shape) == 4 else shape[2] // int(g.a("num_heads"))
+    rot = int(g.a("rotary_embedding_dim") or 0) or size
+    cos, sin = g.x(1), g.x(2)
+    if g.x(3) is not None:
+        cos = g.let(f"ops.gather({cos}, {g.x(3)}, {i64(g, 0)})")
+        sin = g.let(f"ops.gather({sin}, {g.x(3)}, {i64(g, 0)})")
+    cos = g.let(f"ops.unsqueeze({cos}, {i64(g, [2])})")
+    sin = g.let(f"ops.unsqueeze({sin}, {i64(g, [2])})")
+
+    def part(start: int, stop: int, step: int = 1) -> str:
+        return g.let(f"ops.slice({x}, {i64(g, [start])}, {i64(g, [stop])}, {i64(g, [step])}, {i64(g, [3])})")
+
+    interleaved = bool(int(g.a("interleaved")))
+    x1, x2 = (part(0, rot, 2), part(1, rot, 2)) if interleaved else (part(0, rot // 2), part(rot // 2, rot))
+    real = g.let(f"ops.subtract(ops.multiply({x1}, {cos}), ops.multiply({x2}, {sin}))")
+    imag = g.let(f"ops.add(ops.multiply({x1}, {sin}), ops.multiply({x2}, {cos}))")
+    if interleaved:
+        pair = f"ops.concat([ops.unsqueeze({real}, {i64(g, [4])}), ops.unsqueeze({imag}, {i64(g, [4])})], 4)"
+        rotated = g.let(f"ops.reshape({pair}, {i64(g, [0, 0, 0, rot])}, True)")
+    else:
+        rotated = g.let(f"ops.concat([{real}, {imag}], 3)")
+    y = rotated if rot == size else g.let(f"ops.concat([{rotated}, {part(rot, size)}], 3)")
+    if len(shape) == 3:
+        g.out(0, f"ops.reshape({y}, {i64(g, shape)}, False)")
+    else:
+        g.out(0, f"ops.transpose({y}, {i64(g, [0, 2, 1, 3])})")

@@ -1,5 +1,6 @@
-"""OpenVINO lowerings of NN ops: linear algebra, convolution, pooling, normalization,
-resize, sampling, detection, losses. Registered into ``openvino_ops.LOWERINGS``."""
+"""OpenVINO rules of NN ops: linear algebra, convolution, pooling, normalization,
+resize, sampling, detection, losses, activations with parameters, einsum, global pooling,
+dropout, AffineGrid."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -8,10 +9,11 @@ import numpy as np
 
 from translator.ir import Node, TensorType
 
-from .openvino_ops import attr, i64, lowering, needs_rank, norm_axis, rank_of, used
+from .helpers import Refusal, attr, dim, i64, needs_rank, norm_axis, rank_of, static_out, used
+from .registry import rule
 
 if TYPE_CHECKING:
-    from .openvino import Gen
+    from .codegen import Gen
 
 _AUTO_PAD = {"NOTSET": "explicit", "SAME_UPPER": "same_upper", "SAME_LOWER": "same_lower", "VALID": "valid"}
 _FLOAT32_COMPUTE = ("float16", "bfloat16")
@@ -38,10 +40,10 @@ def bias(g: "Gen", y: str, b: str | None, n: int) -> str:
     return g.let(f"ops.add({y}, ops.reshape({b}, {i64(g, [1, -1] + [1] * n)}, False))")
 
 
-def static_w(node: Node) -> tuple[str, str] | None:
+def static_w(node: Node) -> Refusal | None:
     w = node.inputs[1] if len(node.inputs) > 1 else None
     if w is None or not w.type.is_static:
-        return ("dynamic_shape", "the weights need a static shape")
+        return Refusal("dynamic_shape", "the weights need a static shape")
     return None
 
 
@@ -52,12 +54,12 @@ def _grouped(g: "Gen", w: str, group: int) -> str:
 
 
 # ----------------------------------------------------------------------------- linear algebra
-@lowering("matmul")
+@rule("matmul")
 def _matmul(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.matmul({g.x(0)}, {g.x(1)}, False, False)")
 
 
-@lowering("gemm")
+@rule("gemm")
 def _gemm(g: "Gen", node: Node) -> None:
     # Y = alpha * A' B' + beta * C
     dt = g.dtype(0)
@@ -84,12 +86,12 @@ def convolve(g: "Gen", x: str, w: str) -> str:
     return g.let(f"ops.group_convolution({x}, {_grouped(g, w, group)}, {_args(g, strides, pb, pe, dilations, auto)})")
 
 
-@lowering("conv", check=static_w)
+@rule("conv", check=static_w)
 def _conv(g: "Gen", node: Node) -> None:
     g.bind(0, bias(g, convolve(g, g.x(0), g.x(1)), g.x(2), g.rank(1) - 2))
 
 
-def _conv_transpose_check(node: Node) -> tuple[str, str] | None:
+def _conv_transpose_check(node: Node) -> Refusal | None:
     why = static_w(node)
     if why:
         return why
@@ -97,11 +99,11 @@ def _conv_transpose_check(node: Node) -> tuple[str, str] | None:
     same = attr(node, "auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER")
     needs_static = attr(node, "output_shape") is not None or same
     if needs_static and (x.type.shape is None or not all(isinstance(d, int) for d in x.type.shape[2:])):
-        return ("dynamic_shape", "output_shape / SAME padding needs static spatial input dims")
+        return Refusal("dynamic_shape", "output_shape / SAME padding needs static spatial input dims")
     return None
 
 
-@lowering("conv_transpose", check=_conv_transpose_check)
+@rule("conv_transpose", check=_conv_transpose_check)
 def _conv_transpose(g: "Gen", node: Node) -> None:
     wshape = list(g.t(1).shape or ())
     n = len(wshape) - 2
@@ -135,11 +137,11 @@ def _conv_transpose(g: "Gen", node: Node) -> None:
     g.bind(0, bias(g, y, g.x(2), n))
 
 
-def _deform_check(node: Node) -> tuple[str, str] | None:
+def _deform_check(node: Node) -> Refusal | None:
     return static_w(node)
 
 
-@lowering("deform_conv", check=_deform_check)
+@rule("deform_conv", check=_deform_check)
 def _deform_conv(g: "Gen", node: Node) -> None:
     n = g.rank(1) - 2
     strides, dilations, pb, pe, _ = _window(g, n)
@@ -157,17 +159,17 @@ def _rounding(g: "Gen") -> str:
     return "ceil_torch" if int(g.a("ceil_mode")) else "floor"
 
 
-def _pool_check(node: Node) -> str | tuple[str, str] | None:
+def _pool_check(node: Node) -> Refusal | None:
     if rank_of(node, 0) is None:
-        return ("dynamic_shape", "pooling needs the input rank")
+        return Refusal("dynamic_shape", "pooling needs the input rank")
     if node.op == "max_pool" and int(attr(node, "storage_order", 0)) and used(node, 1):
         x = node.inputs[0]
         if x.type.rank != 4 or not all(isinstance(d, int) for d in (x.type.shape or ())[2:]):
-            return ("dynamic_shape", "column-major (storage_order=1) indices need a 2-D pool with static H, W")
+            return Refusal("dynamic_shape", "column-major (storage_order=1) indices need a 2-D pool with static H, W")
     return None
 
 
-@lowering("average_pool", check=_pool_check)
+@rule("average_pool", check=_pool_check)
 def _average_pool(g: "Gen", node: Node) -> None:
     n = g.rank(0) - 2
     strides, dilations, pb, pe, auto = _window(g, n)
@@ -178,7 +180,7 @@ def _average_pool(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.avg_pool({g.x(0)}, {_args(g, strides, pb, pe, kernel, exclude, rounding, auto, dilations)})")
 
 
-@lowering("max_pool", check=_pool_check)
+@rule("max_pool", check=_pool_check)
 def _max_pool(g: "Gen", node: Node) -> None:
     n = g.rank(0) - 2
     strides, dilations, pb, pe, auto = _window(g, n)
@@ -198,7 +200,7 @@ def _max_pool(g: "Gen", node: Node) -> None:
         g.bind(1, idx)
 
 
-@lowering("lp_pool", check=_pool_check)
+@rule("lp_pool", check=_pool_check)
 def _lp_pool(g: "Gen", node: Node) -> None:
     # (sum over the window of |x|^p)^(1/p) = (avg_pool(|x|^p, pads counted) * prod(kernel))^(1/p)
     n = g.rank(0) - 2
@@ -212,7 +214,7 @@ def _lp_pool(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.power({s}, {g.const(1.0 / p, dt)})")
 
 
-@lowering("max_roi_pool")
+@rule("max_roi_pool")
 def _max_roi_pool(g: "Gen", node: Node) -> None:
     shape = [int(s) for s in g.a("pooled_shape")]
     g.out(0, f"ops.roi_pooling({g.x(0)}, {g.x(1)}, {g.lit(shape)}, {float(g.a('spatial_scale'))}, 'max')")
@@ -227,9 +229,9 @@ def _back(g: "Gen", y: str, dt: str) -> str:
     return g.let(f"ops.convert({y}, {g.ty(dt)})") if dt in _FLOAT32_COMPUTE else y
 
 
-@lowering("batch_normalization",
+@rule("batch_normalization",
           check=lambda n: None if rank_of(n) is not None or not int(attr(n, "training_mode", 0))
-          else ("dynamic_shape", "training mode needs the input rank"))
+          else Refusal("dynamic_shape", "training mode needs the input rank"))
 def _batch_norm(g: "Gen", node: Node) -> None:
     xs = [g.x(i) for i in range(5)]
     eps = float(g.a("epsilon"))
@@ -255,7 +257,7 @@ def _batch_norm(g: "Gen", node: Node) -> None:
                      f"ops.multiply({batch}, {g.const(1 - m, sdt)}))")
 
 
-@lowering("instance_normalization",
+@rule("instance_normalization",
           check=needs_rank("instance normalization"))
 def _instance_norm(g: "Gen", node: Node) -> None:
     r = g.rank(0)
@@ -265,7 +267,7 @@ def _instance_norm(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.add({y}, ops.reshape({g.x(2)}, {shape}, False))")
 
 
-@lowering("layer_normalization",
+@rule("layer_normalization",
           check=needs_rank("layer normalization"))
 def _layer_norm(g: "Gen", node: Node) -> None:
     # Y = (x - mean) / sqrt(var + epsilon) * Scale + B over axes [axis, rank); Mean and InvStdDev kept
@@ -297,7 +299,7 @@ def _layer_norm(g: "Gen", node: Node) -> None:
     g.bind(0, y)
 
 
-@lowering("rms_normalization", check=needs_rank("rms normalization"))
+@rule("rms_normalization", check=needs_rank("rms normalization"))
 def _rms_norm(g: "Gen", node: Node) -> None:
     # y = x / sqrt(mean(x^2 over axes [axis, rank)) + epsilon) * scale
     r, dt = g.rank(0), g.dtype(0)
@@ -309,25 +311,25 @@ def _rms_norm(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.multiply({y}, ops.convert_like({g.x(1)}, {y}))")
 
 
-@lowering("group_normalization")
+@rule("group_normalization")
 def _group_norm(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.group_normalization({g.x(0)}, {g.x(1)}, {g.x(2)}, {int(g.a('num_groups'))}, "
              f"{float(g.a('epsilon'))})")
 
 
-@lowering("mean_variance_normalization")
+@rule("mean_variance_normalization")
 def _mvn(g: "Gen", node: Node) -> None:
     axes = [int(a) for a in g.a("axes")]
     g.out(0, f"ops.mvn({g.x(0)}, {i64(g, axes)}, True, 1e-09, 'outside_sqrt')")
 
 
-@lowering("lrn")
+@rule("lrn")
 def _lrn(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.lrn({g.x(0)}, {i64(g, [1])}, {float(g.a('alpha'))}, {float(g.a('beta'))}, "
              f"{float(g.a('bias'))}, {int(g.a('size'))})")
 
 
-@lowering("lp_normalization", check=lambda n: None if int(attr(n, "p", 2)) in (1, 2) else "p must be 1 or 2")
+@rule("lp_normalization", check=lambda n: None if int(attr(n, "p", 2)) in (1, 2) else Refusal("unsupported_attribute_value", "p must be 1 or 2"))
 def _lp_norm(g: "Gen", node: Node) -> None:
     # x / ||x||_p along axis; a zero norm gives 0
     x, dt = g.x(0), g.dtype(0)
@@ -341,17 +343,17 @@ _RESIZE_MODES = {"nearest": "nearest", "linear": "linear_onnx", "cubic": "cubic"
 _COORD_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
 
 
-def _resize_check(node: Node) -> str | None:
+def _resize_check(node: Node) -> Refusal | None:
     if attr(node, "coordinate_transformation_mode", "half_pixel") not in _COORD_MODES:
         return f"OpenVINO Interpolate has no {attr(node, 'coordinate_transformation_mode')!r} coordinate mode"
     if int(attr(node, "exclude_outside", 0)):
-        return "OpenVINO Interpolate has no exclude_outside"
+        return Refusal("unsupported_attribute_value", "OpenVINO Interpolate has no exclude_outside")
     if attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
-        return "keep_aspect_ratio_policy other than stretch"
+        return Refusal("unsupported_attribute_value", "keep_aspect_ratio_policy other than stretch")
     return None
 
 
-@lowering("resize", check=_resize_check)
+@rule("resize", check=_resize_check)
 def _resize(g: "Gen", node: Node) -> None:
     mode = _RESIZE_MODES[g.a("mode")]
     antialias = bool(int(g.a("antialias", 0)))
@@ -370,7 +372,7 @@ def _resize(g: "Gen", node: Node) -> None:
              f"cube_coeff={float(g.a('cubic_coeff_a'))}{tail})")
 
 
-@lowering("upsample")
+@rule("upsample")
 def _upsample(g: "Gen", node: Node) -> None:
     mode = "nearest" if g.a("mode") == "nearest" else "linear_onnx"
     g.out(0, f"ops.interpolate({g.x(0)}, {g.x(1)}, {g.lit(mode)}, 'scales', "
@@ -382,15 +384,15 @@ _GRID_MODES = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic",
                "nearest": "nearest"}
 
 
-@lowering("grid_sample",
-          check=lambda n: None if rank_of(n) == 4 else ("rank_limit", "OpenVINO GridSample is 2-D (rank-4 input) only"))
+@rule("grid_sample",
+          check=lambda n: None if rank_of(n) == 4 else Refusal("rank_limit", "OpenVINO GridSample is 2-D (rank-4 input) only"))
 def _grid_sample(g: "Gen", node: Node) -> None:
     attrs = {"align_corners": bool(int(g.a("align_corners"))), "mode": _GRID_MODES[g.a("mode")],
              "padding_mode": g.a("padding_mode")}
     g.out(0, f"ops.grid_sample({g.x(0)}, {g.x(1)}, {g.lit(attrs)})")
 
 
-@lowering("roi_align")
+@rule("roi_align")
 def _roi_align(g: "Gen", node: Node) -> None:
     # ONNX half_pixel shifts by -0.5 like OpenVINO's half_pixel_for_nn (its half_pixel also rescales)
     aligned = {"half_pixel": "half_pixel_for_nn",
@@ -400,7 +402,7 @@ def _roi_align(g: "Gen", node: Node) -> None:
              f"{g.lit(g.a('mode'))}, {g.lit(aligned)})")
 
 
-@lowering("non_max_suppression")
+@rule("non_max_suppression")
 def _nms(g: "Gen", node: Node) -> None:
     args = [g.x(i) for i in range(5)]
     opt = ", ".join(f"{k}={v}" for k, v in zip(("max_output_boxes_per_class", "iou_threshold", "score_threshold"),
@@ -411,8 +413,8 @@ def _nms(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.slice({t}.output(0), {i64(g, [0])}, {t}.output(2), {i64(g, [1])})")
 
 
-@lowering("col2im",
-          check=lambda n: None if n.inputs[1].type.shape == (2,) else ("rank_limit", "OpenVINO Col2Im is 2-D only"))
+@rule("col2im",
+          check=lambda n: None if n.inputs[1].type.shape == (2,) else Refusal("rank_limit", "OpenVINO Col2Im is 2-D only"))
 def _col2im(g: "Gen", node: Node) -> None:
     n = 2
     c = g.cval(2)
@@ -424,7 +426,7 @@ def _col2im(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.col2im({g.x(0)}, {g.x(1)}, {g.x(2)}, {_args(g, strides, dilations, pads[:n], pads[n:])})")
 
 
-@lowering("unique")
+@rule("unique")
 def _unique(g: "Gen", node: Node) -> None:
     axis = g.a("axis")
     ax = f", {i64(g, int(axis))}" if axis is not None else ", None"
@@ -463,12 +465,12 @@ def _nll(g: "Gen", logp: str, dt: str, target: str, target_dt: str, weight: str 
     return g.let(f"ops.divide({total}, ops.reduce_sum({w}, {axes}, False))")
 
 
-@lowering("negative_log_likelihood_loss")
+@rule("negative_log_likelihood_loss")
 def _nll_loss(g: "Gen", node: Node) -> None:
     g.bind(0, _nll(g, g.x(0), g.dtype(0), g.x(1), g.dtype(1), g.x(2)))
 
 
-@lowering("softmax_cross_entropy_loss")
+@rule("softmax_cross_entropy_loss")
 def _softmax_ce(g: "Gen", node: Node) -> None:
     dt = g.dtype(0)
     x = _f32(g, g.x(0), dt)
@@ -479,3 +481,105 @@ def _softmax_ce(g: "Gen", node: Node) -> None:
     g.bind(0, _back(g, _nll(g, logp, "float32" if dt in _FLOAT32_COMPUTE else dt, g.x(1), g.dtype(1), weight), dt))
     if len(node.outputs) > 1:
         g.bind(1, _back(g, logp, dt))
+
+
+# ----------------------------------------------------------------------------- activations with parameters
+@rule("prelu")
+def _prelu(g: "Gen", node: Node) -> None:
+    # y = x < 0 ? x * slope : x (numpy broadcasting of slope, unlike OpenVINO PRelu's channel rule)
+    x, s = g.x(0), g.x(1)
+    g.out(0, f"ops.select(ops.less({x}, {g.const(0, g.dtype(0))}), ops.multiply({x}, {s}), {x})")
+
+
+@rule("gelu")
+def _gelu(g: "Gen", node: Node) -> None:
+    mode = {"none": "erf", "tanh": "tanh"}[g.a("approximate")]
+    g.out(0, f"ops.gelu({g.x(0)}, {g.lit(mode)})")
+
+
+@rule("celu")
+def _celu(g: "Gen", node: Node) -> None:
+    # celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha, 1)
+    alpha = float(g.a("alpha"))
+    a = g.const(alpha, g.dtype(0))
+    g.out(0, f"ops.multiply({a}, ops.elu(ops.divide({g.x(0)}, {a}), 1.0))")
+
+
+@rule("hardmax")
+def _hardmax(g: "Gen", node: Node) -> None:
+    # one_hot(argmax(x, axis), depth = x.shape[axis], on = 1, off = 0, axis)
+    x, axis = g.x(0), int(g.a("axis"))
+    t = g.let(f"ops.topk({x}, {i64(g, 1)}, {axis}, 'max', 'value', 'i64', True)")
+    idx = g.let(f"ops.squeeze({t}.output(1), {i64(g, [axis])})")
+    dt = g.dtype(0)
+    g.out(0, f"ops.one_hot({idx}, {dim(g, x, axis)}, {g.const(1, dt)}, {g.const(0, dt)}, {axis})")
+
+
+# ----------------------------------------------------------------------------- einsum
+@rule("einsum")
+def _einsum(g: "Gen", node: Node) -> None:
+    equation = str(g.a("equation")).replace(" ", "")  # OpenVINO rejects the spaces ONNX allows
+    g.out(0, f"ops.einsum([{', '.join(g.xs())}], {g.lit(equation)})")
+
+
+# ----------------------------------------------------------------------------- global pooling, dropout
+@rule("global_average_pool", "global_max_pool", "global_lp_pool",
+          check=lambda n: None if rank_of(n) is not None else Refusal("dynamic_shape", "global pooling needs the input rank"))
+def _global_pool(g: "Gen", node: Node) -> None:
+    axes = i64(g, np.arange(2, g.rank(0)))
+    x = g.x(0)
+    if node.op == "global_average_pool":
+        g.out(0, f"ops.reduce_mean({x}, {axes}, True)")
+    elif node.op == "global_max_pool":
+        g.out(0, f"ops.reduce_max({x}, {axes}, True)")
+    else:
+        p = int(g.a("p"))
+        if p in (1, 2):
+            g.out(0, f"ops.reduce_l{p}({x}, {axes}, True)")
+        else:  # (sum |x|^p)^(1/p)
+            dt = g.dtype(0)
+            s = g.let(f"ops.reduce_sum(ops.power(ops.absolute({x}), {g.const(p, dt)}), {axes}, True)")
+            g.out(0, f"ops.power({s}, {g.const(1.0 / p, dt)})")
+
+
+def _dropout_check(node: Node) -> Refusal | None:
+    tm = node.inputs[2] if len(node.inputs) > 2 else None
+    if tm is None or (tm.is_const and not bool(np.asarray(tm.const))):
+        return None
+    ratio = node.inputs[1] if len(node.inputs) > 1 else None
+    if ratio is not None and ratio.is_const and float(np.asarray(ratio.const)) == 0.0:
+        return None
+    return Refusal("unsupported_attribute_value", "dropout in training mode is random")
+
+
+@rule("dropout", check=_dropout_check)
+def _dropout(g: "Gen", node: Node) -> None:
+    x = g.x(0)
+    g.bind(0, x)
+    if len(node.outputs) > 1:
+        g.out(1, f"ops.broadcast(ops.constant(True), ops.shape_of({x}))")
+
+
+# ----------------------------------------------------------------------------- affine grid
+def _affine_check(node: Node) -> Refusal | None:
+    if static_out(node) is None:
+        return Refusal("dynamic_shape", "affine_grid needs a static output shape (a constant size)")
+    return None
+
+
+@rule("affine_grid", check=_affine_check)
+def _affine_grid(g: "Gen", node: Node) -> None:
+    # grid[n, ..., :] = theta[n] @ (x, y[, z], 1): a constant base grid times theta
+    out = static_out(node) or []
+    n, spatial, nd = out[0], out[1:-1], out[-1]
+
+    def base(length: int) -> np.ndarray:
+        if int(g.a("align_corners")):
+            return np.linspace(-1.0, 1.0, length) if length > 1 else np.zeros(1)
+        return (np.arange(length) * 2.0 + 1.0) / length - 1.0
+
+    mesh = np.meshgrid(*[base(s) for s in spatial], indexing="ij")
+    homog = np.stack(list(reversed(mesh)) + [np.ones(mesh[0].shape)], axis=-1).reshape(-1, nd + 1)
+    grid = g.const(homog, g.dtype(0))
+    y = g.let(f"ops.matmul({grid}, {g.x(0)}, False, True)")
+    g.out(0, f"ops.reshape({y}, {i64(g, [n] + spatial + [nd])}, False)")

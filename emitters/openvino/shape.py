@@ -1,141 +1,24 @@
-"""OpenVINO lowerings that need more than one line: IR node → a few builder-script lines.
-
-Each lowering is registered for an IR op id with ``@lowering(op, check=...)``; it reads
-the node through ``Gen`` (input variables, attributes with signature defaults) and writes
-straight-line code with ``Gen.let`` / ``Gen.out``. Literals always go through ``Gen.lit``
-(``render.pyrepr``). ``check(node)`` runs while lowering (``lower_for``'s ``accepts``):
-a reason string sends the node on to the table decomposition or to ``Unsupported``.
-
-Ops one line covers live in ``templates/openvino/snippets.yaml``. This module holds the
-registry, shared helpers and the elementwise / shape / indexing / reduction lowerings;
-the others register from their own modules: ``openvino_nn`` (linear algebra,
-convolution, pooling, normalization, resize, detection, losses), ``openvino_quant``,
-``openvino_control`` (If / Loop / Scan), ``openvino_rnn``, ``openvino_attention`` and
-``openvino_misc`` (windows, CenterCropPad, AffineGrid, RotaryEmbedding).
-"""
+"""OpenVINO rules of shape, indexing and reduction ops: constants, reshapes, slices, pads,
+gathers and scatters, TopK / ArgMax, and reductions (with the CPU plugin's dynamic-rank and
+-inf quirks worked around)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from translator.ir import Node
 
+from .helpers import (INT64_MAX, Refusal, all_along, all_axes, as_i64, attr, dim, i64, norm_axis, np_dtype, rank_of,
+                      scalar_i64, static_out)
+from .registry import rule
+
 if TYPE_CHECKING:
-    from .openvino import Gen
-
-#: a node check returns None (fine), a reason, or (reason code, reason)
-Check = Callable[[Node], "str | tuple[str, str] | None"]
+    from .codegen import Gen
 
 
-@dataclass(frozen=True)
-class Lowering:
-    fn: "LowerFn"
-    check: Check | None = None
-
-
-#: IR op id → its OpenVINO lowering
-LOWERINGS: dict[str, Lowering] = {}
-INT64_MAX = np.iinfo(np.int64).max
-
-
-LowerFn = Callable[["Gen", Node], None]
-
-
-def lowering(*op_ids: str, check: Check | None = None) -> Callable[[LowerFn], LowerFn]:
-    def deco(fn: LowerFn) -> LowerFn:
-        for op in op_ids:
-            if op in LOWERINGS:
-                raise ValueError(f"OpenVINO lowering for {op!r} registered twice")
-            LOWERINGS[op] = Lowering(fn, check)
-        return fn
-
-    return deco
-
-
-# ----------------------------------------------------------------------------- helpers
-def attr(node: Node, name: str, default: Any = None) -> Any:
-    """An attribute of the node, else the op's signature default, else ``default``."""
-    if name in node.attrs:
-        return node.attrs[name]
-    from translator.tables import load_tables
-
-    op = load_tables().ops.get(node.op)
-    if op is not None and op.signature is not None:
-        a = op.signature.attribute(name)
-        if a is not None and a.default is not None:
-            return a.default
-    return default
-
-
-def rank_of(node: Node, i: int = 0) -> int | None:
-    v = node.inputs[i] if i < len(node.inputs) else None
-    return None if v is None else v.type.rank
-
-
-def needs_rank(what: str) -> Check:
-    """A check refusing (dynamic_shape) a node whose first input has an unknown rank."""
-    return lambda n: None if rank_of(n) is not None else ("dynamic_shape", f"{what} needs the input rank")
-
-
-def norm_axis(axis: int, rank: int) -> int:
-    return axis + rank if axis < 0 else axis
-
-
-def _np(dtype: str) -> Any:
-    from translator.dtypes import numpy_dtype
-
-    return numpy_dtype(dtype)
-
-
-def i64(g: "Gen", value: Any) -> str:
-    """An int64 constant."""
-    return g.const(np.asarray(value, dtype=np.int64), "int64")
-
-
-def scalar_i64(g: "Gen", var: str, dtype: str) -> str:
-    """A one-element integer tensor → an int64 scalar."""
-    if dtype != "int64":
-        var = g.let(f"ops.convert({var}, ov.Type.i64)")
-    return g.let(f"ops.reshape({var}, {i64(g, np.zeros(0))}, False)")
-
-
-def as_i64(g: "Gen", var: str, dtype: str) -> str:
-    return var if dtype == "int64" else g.let(f"ops.convert({var}, ov.Type.i64)")
-
-
-def used(node: Node, i: int) -> bool:
-    """Output ``i`` exists and is read (by a node or as a graph output)."""
-    if i >= len(node.outputs):
-        return False
-    v = node.outputs[i]
-    return bool(v.uses) or (node.graph is not None and any(o is v for o in node.graph.outputs))
-
-
-def all_axes(g: "Gen", i: int = 0) -> str:
-    """int64 [0, 1, ..., rank-1] of input ``i`` (dynamic when the rank is unknown)."""
-    r = g.t(i).rank
-    if r is not None:
-        return i64(g, np.arange(r))
-    x = g.x(i)
-    rk = g.let(f"ops.reshape(ops.shape_of(ops.shape_of({x})), {i64(g, np.zeros(0))}, False)")
-    return g.let(f"ops.range({i64(g, 0)}, {rk}, {i64(g, 1)}, 'i64')")
-
-
-def all_along(g: "Gen", cond: str, axes: str, keep: bool) -> str:
-    """Logical AND of a bool expression over ``axes`` (True on empty sets), via ReduceMin of 0/1
-    bytes: the CPU plugin has no ReduceLogicalAnd with run-time axes."""
-    return g.let(f"ops.convert(ops.reduce_min(ops.convert({cond}, ov.Type.u8), {axes}, {keep}), ov.Type.boolean)")
-
-
-def dim(g: "Gen", x: str, axis: int) -> str:
-    """The size of ``x`` along ``axis`` as an int64 scalar (computed in the graph)."""
-    return g.let(f"ops.gather(ops.shape_of({x}), {i64(g, axis)}, {i64(g, 0)})")
-
-
-# ----------------------------------------------------------------------------- constants and casts
-@lowering("constant")
+# ----------------------------------------------------------------------------- constants
+@rule("constant")
 def _constant(g: "Gen", node: Node) -> None:
     from translator import reference
 
@@ -143,7 +26,7 @@ def _constant(g: "Gen", node: Node) -> None:
     g.bind(0, g.em.constant(np.asarray(arr), node.outputs[0].type.dtype, g.fn, g.hint))
 
 
-@lowering("constant_of_shape")
+@rule("constant_of_shape")
 def _constant_of_shape(g: "Gen", node: Node) -> None:
     value = node.attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[:1].reshape(())
@@ -151,110 +34,14 @@ def _constant_of_shape(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.broadcast({c}, {as_i64(g, g.x(0), g.dtype(0))})")
 
 
-#: ONNX casts into these keep the low bits (floats truncated first); OpenVINO's Convert does
-#: not wrap, so the wrap-around is computed in the graph: ((x + lo) mod 2^n) - lo
-_WRAPPED = {"int4": (16, 8), "uint4": (16, 0)}
-
-
-@lowering("cast")
-def _cast(g: "Gen", node: Node) -> None:
-    to, src = g.out_dtype(0), g.dtype(0)
-    if to in _WRAPPED and src not in _WRAPPED and src != "bool":
-        span, lo = _WRAPPED[to]
-        x = g.let(f"ops.convert({g.x(0)}, {g.ty('int64')})")  # floats truncate toward zero
-        if lo:
-            x = g.let(f"ops.add({x}, {g.const(lo, 'int64')})")
-        x = g.let(f"ops.floor_mod({x}, {g.const(span, 'int64')})")
-        if lo:
-            x = g.let(f"ops.subtract({x}, {g.const(lo, 'int64')})")
-        g.out(0, f"ops.convert({x}, {g.ty(to)})")
-        return
-    g.out(0, f"ops.convert({g.x(0)}, {g.ty(to)})")
-
-
-@lowering("cast_like")
-def _cast_like(g: "Gen", node: Node) -> None:
-    if g.out_dtype(0) in _WRAPPED:  # the wrap-around of cast (convert_like does not wrap either)
-        _cast(g, node)
-    else:
-        g.out(0, f"ops.convert_like({g.x(0)}, {g.x(1)})")
-
-
-# ----------------------------------------------------------------------------- variadic elementwise
-def _fold(fn: str) -> Callable[["Gen", Node], None]:
-    def lower(g: "Gen", node: Node) -> None:
-        xs = g.xs()
-        acc = xs[0]
-        for x in xs[1:-1]:
-            acc = g.let(f"ops.{fn}({acc}, {x})")
-        if len(xs) > 1:
-            g.out(0, f"ops.{fn}({acc}, {xs[-1]})")
-        else:
-            g.bind(0, acc)
-
-    return lower
-
-
-lowering("sum")(_fold("add"))
-lowering("max")(_fold("maximum"))
-lowering("min")(_fold("minimum"))
-
-
-@lowering("mean")
-def _mean(g: "Gen", node: Node) -> None:
-    xs = g.xs()
-    acc = xs[0]
-    for x in xs[1:]:
-        acc = g.let(f"ops.add({acc}, {x})")
-    g.out(0, f"ops.divide({acc}, {g.const(len(xs), g.dtype(0))})")
-
-
-@lowering("clip")
-def _clip(g: "Gen", node: Node) -> None:
-    y = g.x(0)
-    lo, hi = g.x(1), g.x(2)
-    if lo is not None:
-        y = g.let(f"ops.maximum({y}, {lo})")
-    if hi is not None:
-        y = g.let(f"ops.minimum({y}, {hi})")
-    g.bind(0, y)
-
-
-@lowering("prelu")
-def _prelu(g: "Gen", node: Node) -> None:
-    # y = x < 0 ? x * slope : x (numpy broadcasting of slope, unlike OpenVINO PRelu's channel rule)
-    x, s = g.x(0), g.x(1)
-    g.out(0, f"ops.select(ops.less({x}, {g.const(0, g.dtype(0))}), ops.multiply({x}, {s}), {x})")
-
-
-@lowering("gelu")
-def _gelu(g: "Gen", node: Node) -> None:
-    mode = {"none": "erf", "tanh": "tanh"}[g.a("approximate")]
-    g.out(0, f"ops.gelu({g.x(0)}, {g.lit(mode)})")
-
-
-@lowering("celu")
-def _celu(g: "Gen", node: Node) -> None:
-    # celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha, 1)
-    alpha = float(g.a("alpha"))
-    a = g.const(alpha, g.dtype(0))
-    g.out(0, f"ops.multiply({a}, ops.elu(ops.divide({g.x(0)}, {a}), 1.0))")
-
-
 # ----------------------------------------------------------------------------- shapes
-@lowering("reshape")
+@rule("reshape")
 def _reshape(g: "Gen", node: Node) -> None:
     special_zero = not bool(g.a("allowzero"))
     g.out(0, f"ops.reshape({g.x(0)}, {as_i64(g, g.x(1), g.dtype(1))}, {g.lit(special_zero)})")
 
 
-def static_out(node: Node, i: int = 0) -> list[int] | None:
-    """The output's shape when the IR knows it statically."""
-    t = node.outputs[i].type
-    return [int(d) for d in t.shape] if t.is_static and t.shape is not None else None
-
-
-@lowering("squeeze", "unsqueeze")
+@rule("squeeze", "unsqueeze")
 def _squeeze(g: "Gen", node: Node) -> None:
     axes = g.x(1)
     shape = static_out(node)
@@ -265,8 +52,8 @@ def _squeeze(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.{node.op}({g.x(0)}, {axes})" if axes is not None else f"ops.squeeze({g.x(0)})")
 
 
-@lowering("transpose", check=lambda n: None if attr(n, "perm") is not None or rank_of(n) is not None
-          else ("dynamic_shape", "transpose without perm needs the input rank"))
+@rule("transpose", check=lambda n: None if attr(n, "perm") is not None or rank_of(n) is not None
+          else Refusal("dynamic_shape", "transpose without perm needs the input rank"))
 def _transpose(g: "Gen", node: Node) -> None:
     perm = g.a("perm")
     if perm is None:
@@ -274,7 +61,7 @@ def _transpose(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.transpose({g.x(0)}, {i64(g, perm)})")
 
 
-@lowering("flatten")
+@rule("flatten")
 def _flatten(g: "Gen", node: Node) -> None:
     x = g.x(0)
     t = g.t(0)
@@ -294,7 +81,7 @@ def _flatten(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.reshape({x}, ops.concat([{lead}, {i64(g, [-1])}], 0), False)")
 
 
-@lowering("split")
+@rule("split")
 def _split(g: "Gen", node: Node) -> None:
     x, axis = g.x(0), int(g.a("axis"))
     n = len(node.outputs)
@@ -319,7 +106,7 @@ def _split(g: "Gen", node: Node) -> None:
     g.outs(t)
 
 
-@lowering("slice")
+@rule("slice")
 def _slice(g: "Gen", node: Node) -> None:
     x = g.x(0)
     starts = as_i64(g, g.x(1), g.dtype(1))
@@ -335,17 +122,17 @@ def _slice(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.slice({x}, {starts}, {ends}, {steps}{extra})")
 
 
-def _pad_check(node: Node) -> str | tuple[str, str] | None:
+def _pad_check(node: Node) -> Refusal | None:
     mode = attr(node, "mode", "constant")
     if mode not in ("constant", "reflect", "edge"):
-        return f"OpenVINO Pad has no {mode!r} mode"
+        return Refusal("unsupported_attribute_value", f"OpenVINO Pad has no {mode!r} mode")
     axes = node.inputs[3] if len(node.inputs) > 3 else None
     if axes is not None and rank_of(node) is None:
-        return ("dynamic_shape", "pad with axes needs the input rank")
+        return Refusal("dynamic_shape", "pad with axes needs the input rank")
     return None
 
 
-@lowering("pad", check=_pad_check)
+@rule("pad", check=_pad_check)
 def _pad(g: "Gen", node: Node) -> None:
     x = g.x(0)
     mode = g.a("mode")
@@ -378,7 +165,7 @@ def _pad(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.pad({x}, {pb}, {pe}, {g.lit(mode)}{tail})")
 
 
-@lowering("shape")
+@rule("shape")
 def _shape(g: "Gen", node: Node) -> None:
     s = f"ops.shape_of({g.x(0)}, 'i64')"
     start, end = int(g.a("start", 0)), g.a("end")
@@ -390,12 +177,12 @@ def _shape(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.slice({s}, {i64(g, [start])}, {i64(g, [stop])}, {i64(g, [1])})")
 
 
-@lowering("size")
+@rule("size")
 def _size(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.reduce_prod(ops.shape_of({g.x(0)}, 'i64'), {i64(g, 0)}, False)")
 
 
-@lowering("tile")
+@rule("tile")
 def _tile(g: "Gen", node: Node) -> None:
     reps = g.x(1)
     t, out = g.t(0), static_out(node)
@@ -405,41 +192,20 @@ def _tile(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.tile({g.x(0)}, {reps})")
 
 
-@lowering("range")
+@rule("range")
 def _range(g: "Gen", node: Node) -> None:
     # start, limit, delta are scalars (a one-element tensor is accepted too)
     args = [x if g.t(i).rank == 0 else g.let(f"ops.reshape({x}, {i64(g, [])}, False)") for i, x in enumerate(g.xs())]
     g.out(0, f"ops.range({args[0]}, {args[1]}, {args[2]}, {g.ty(g.out_dtype(0))})")
 
 
-@lowering("bit_shift_left", "bit_shift_right")
-def _bit_shift(g: "Gen", node: Node) -> None:
-    # a shift < 0 or >= the bit width gives 0 (left) or the sign fill (right), as in ONNX
-    x, y, dt = g.x(0), g.x(1), g.dtype(0)
-    bits = np.dtype(_np(dt)).itemsize * 8
-    zero = g.const(0, dt)
-    valid = g.let(f"ops.logical_and(ops.greater_equal({y}, {zero}), ops.less({y}, {g.const(bits, dt)}))")
-    left = node.op == "bit_shift_left"
-    shifted = g.let(f"ops.bitwise_{'left' if left else 'right'}_shift({x}, ops.select({valid}, {y}, {zero}))")
-    fill = zero
-    if not left and np.dtype(_np(dt)).kind == "i":
-        fill = g.let(f"ops.select(ops.less({x}, {zero}), {g.const(-1, dt)}, {zero})")
-    g.out(0, f"ops.select({valid}, {shifted}, {fill})")
-
-
-@lowering("einsum")
-def _einsum(g: "Gen", node: Node) -> None:
-    equation = str(g.a("equation")).replace(" ", "")  # OpenVINO rejects the spaces ONNX allows
-    g.out(0, f"ops.einsum([{', '.join(g.xs())}], {g.lit(equation)})")
-
-
-@lowering("space_to_depth", "depth_to_space")
+@rule("space_to_depth", "depth_to_space")
 def _space_depth(g: "Gen", node: Node) -> None:
     mode = {"DCR": "blocks_first", "CRD": "depth_first"}[g.a("mode", "DCR")]
     g.out(0, f"ops.{node.op}({g.x(0)}, {g.lit(mode)}, {int(g.a('blocksize'))})")
 
 
-@lowering("compress")
+@rule("compress")
 def _compress(g: "Gen", node: Node) -> None:
     x, cond = g.x(0), g.x(1)
     axis = g.a("axis")
@@ -449,7 +215,7 @@ def _compress(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.gather({x}, {idx}, {i64(g, int(axis))})")
 
 
-@lowering("trilu")
+@rule("trilu")
 def _trilu(g: "Gen", node: Node) -> None:
     # keep x[..., i, j] where j - i >= k (upper) or j - i <= k (lower)
     x = g.x(0)
@@ -461,7 +227,7 @@ def _trilu(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.select({keep}, {x}, {g.const(0, g.dtype(0))})")
 
 
-@lowering("eye_like", check=lambda n: None if rank_of(n) == 2 else ("dynamic_shape", "eye_like needs a 2-D input"))
+@rule("eye_like", check=lambda n: None if rank_of(n) == 2 else Refusal("dynamic_shape", "eye_like needs a 2-D input"))
 def _eye_like(g: "Gen", node: Node) -> None:
     x = g.x(0)
     out_t = g.em.types[g.out_dtype(0)]
@@ -472,20 +238,20 @@ def _eye_like(g: "Gen", node: Node) -> None:
 _SCATTER_REDUCTION = {"none": "none", "add": "sum", "mul": "prod", "max": "max", "min": "min"}
 
 
-@lowering("scatter_elements")
+@rule("scatter_elements")
 def _scatter_elements(g: "Gen", node: Node) -> None:
     red = _SCATTER_REDUCTION[g.a("reduction")]
     g.out(0, f"ops.scatter_elements_update({g.x(0)}, {g.x(1)}, {g.x(2)}, {i64(g, int(g.a('axis')))}, "
              f"{g.lit(red)}, True)")
 
 
-@lowering("scatter_nd")
+@rule("scatter_nd")
 def _scatter_nd(g: "Gen", node: Node) -> None:
     red = _SCATTER_REDUCTION[g.a("reduction")]
     g.out(0, f"ops.scatter_nd_update({g.x(0)}, {g.x(1)}, {g.x(2)}, {g.lit(red)})")
 
 
-@lowering("one_hot")
+@rule("one_hot")
 def _one_hot(g: "Gen", node: Node) -> None:
     idx = as_i64(g, g.x(0), g.dtype(0))
     depth = scalar_i64(g, g.x(1), g.dtype(1))
@@ -495,7 +261,7 @@ def _one_hot(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.one_hot({idx}, {depth}, {on}, {off}, {int(g.a('axis'))}, 'normalize')")
 
 
-@lowering("top_k")
+@rule("top_k")
 def _top_k(g: "Gen", node: Node) -> None:
     k = scalar_i64(g, g.x(1), g.dtype(1))
     mode = "max" if int(g.a("largest")) else "min"
@@ -522,18 +288,8 @@ def _arg(mode: str) -> Callable[["Gen", Node], None]:
     return lower
 
 
-lowering("arg_max")(_arg("max"))
-lowering("arg_min")(_arg("min"))
-
-
-@lowering("hardmax")
-def _hardmax(g: "Gen", node: Node) -> None:
-    # one_hot(argmax(x, axis), depth = x.shape[axis], on = 1, off = 0, axis)
-    x, axis = g.x(0), int(g.a("axis"))
-    t = g.let(f"ops.topk({x}, {i64(g, 1)}, {axis}, 'max', 'value', 'i64', True)")
-    idx = g.let(f"ops.squeeze({t}.output(1), {i64(g, [axis])})")
-    dt = g.dtype(0)
-    g.out(0, f"ops.one_hot({idx}, {dim(g, x, axis)}, {g.const(1, dt)}, {g.const(0, dt)}, {axis})")
+rule("arg_max")(_arg("max"))
+rule("arg_min")(_arg("min"))
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -562,7 +318,7 @@ def _kept_dims(g: "Gen", y: str, axes: str) -> str:
     return g.let(f"ops.gather(ops.shape_of({y}), {kept}, {i64(g, 0)})")
 
 
-@lowering(*_REDUCE)
+@rule(*_REDUCE)
 def _reduce(g: "Gen", node: Node) -> None:
     x = g.x(0)
     fn = _REDUCE[node.op]
@@ -596,7 +352,7 @@ def _reduce(g: "Gen", node: Node) -> None:
         y = g.let(f"ops.reshape({y}, {target}, False)")
     else:
         y = g.let(f"ops.{fn}({x}, {axes}, {keep})")
-    if fn in ("reduce_max", "reduce_min") and np.dtype(_np(g.dtype(0))).kind == "f":
+    if fn in ("reduce_max", "reduce_min") and np.dtype(np_dtype(g.dtype(0))).kind == "f":
         # the CPU plugin's ReduceMax/Min start from the lowest/highest finite value: a set that
         # is empty or all -inf (+inf) must give -inf (+inf), as in ONNX
         detect = "detect_positive" if fn == "reduce_max" else "detect_negative"
@@ -611,44 +367,30 @@ def _reduce(g: "Gen", node: Node) -> None:
         g.bind(0, y)
 
 
-@lowering("global_average_pool", "global_max_pool", "global_lp_pool",
-          check=lambda n: None if rank_of(n) is not None else ("dynamic_shape", "global pooling needs the input rank"))
-def _global_pool(g: "Gen", node: Node) -> None:
-    axes = i64(g, np.arange(2, g.rank(0)))
+# ----------------------------------------------------------------------------- center crop / pad
+def _crop_pad_check(node: Node) -> Refusal | None:
+    x = node.inputs[0]
+    if x is None or not x.type.is_static or static_out(node) is None:
+        return Refusal("dynamic_shape", "center_crop_pad needs static input and output shapes")
+    return None
+
+
+@rule("center_crop_pad", check=_crop_pad_check)
+def _center_crop_pad(g: "Gen", node: Node) -> None:
+    # per axis: crop a centered window (start rounded down) or pad zeros (the odd one at the end)
+    shape = [int(d) for d in g.t(0).shape or ()]
+    out = static_out(node) or []
+    starts, stops, pb, pe = [], [], [], []
+    for dim, target in zip(shape, out):
+        start = (dim - target) // 2 if target < dim else 0
+        starts.append(start)
+        stops.append(start + min(dim, target))
+        before = (target - dim) // 2 if target > dim else 0
+        pb.append(before)
+        pe.append(max(target - dim, 0) - before)
     x = g.x(0)
-    if node.op == "global_average_pool":
-        g.out(0, f"ops.reduce_mean({x}, {axes}, True)")
-    elif node.op == "global_max_pool":
-        g.out(0, f"ops.reduce_max({x}, {axes}, True)")
-    else:
-        p = int(g.a("p"))
-        if p in (1, 2):
-            g.out(0, f"ops.reduce_l{p}({x}, {axes}, True)")
-        else:  # (sum |x|^p)^(1/p)
-            dt = g.dtype(0)
-            s = g.let(f"ops.reduce_sum(ops.power(ops.absolute({x}), {g.const(p, dt)}), {axes}, True)")
-            g.out(0, f"ops.power({s}, {g.const(1.0 / p, dt)})")
-
-
-# ----------------------------------------------------------------------------- misc
-def _dropout_check(node: Node) -> tuple[str, str] | None:
-    tm = node.inputs[2] if len(node.inputs) > 2 else None
-    if tm is None or (tm.is_const and not bool(np.asarray(tm.const))):
-        return None
-    ratio = node.inputs[1] if len(node.inputs) > 1 else None
-    if ratio is not None and ratio.is_const and float(np.asarray(ratio.const)) == 0.0:
-        return None
-    return ("unsupported_attribute_value", "dropout in training mode is random")
-
-
-@lowering("dropout", check=_dropout_check)
-def _dropout(g: "Gen", node: Node) -> None:
-    x = g.x(0)
+    if starts != [0] * len(shape) or stops != shape:
+        x = g.let(f"ops.slice({x}, {i64(g, starts)}, {i64(g, stops)}, {i64(g, [1] * len(shape))})")
+    if any(pb) or any(pe):
+        x = g.let(f"ops.pad({x}, {i64(g, pb)}, {i64(g, pe)}, 'constant')")
     g.bind(0, x)
-    if len(node.outputs) > 1:
-        g.out(1, f"ops.broadcast(ops.constant(True), ops.shape_of({x}))")
-
-
-# the other lowering modules register themselves on import
-from . import openvino_nn  # noqa: E402,F401
-from . import openvino_attention, openvino_control, openvino_misc, openvino_quant, openvino_rnn  # noqa: E402,F401

@@ -1,8 +1,8 @@
-"""OpenVINO lowerings of control flow: If → If, Loop → Loop, Scan → TensorIterator.
+"""OpenVINO rules of control flow: If → If, Loop → Loop, Scan → TensorIterator.
 
 Each body becomes its own builder function returning an ``ov.Model`` whose parameters
 are the body's inputs followed by the values it captures from enclosing graphs
-(``openvino.captured``); the lowering wires them up with the OpenVINO op's port API.
+(``captured``); the lowering wires them up with the OpenVINO op's port API.
 """
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from translator.ir import Graph, Node, TensorType, Value
 
-from .openvino_ops import i64, lowering, norm_axis, scalar_i64
+from .helpers import Refusal, i64, norm_axis, scalar_i64
+from .registry import rule
 
 if TYPE_CHECKING:
-    from .openvino import Gen
+    from .codegen import Gen
 
 
 def _union(*lists: list[Value]) -> list[Value]:
@@ -30,10 +31,42 @@ def _dynamic(t: TensorType, like: TensorType) -> TensorType:
     return TensorType(dtype, None if shape is None else tuple(None for _ in shape))
 
 
-@lowering("if")
-def _if(g: "Gen", node: Node) -> None:
-    from .openvino import captured
+def captured(g: Graph) -> list[Value]:
+    """Non-constant values a subgraph (or its nested subgraphs) reads from enclosing graphs."""
+    inside: set[int] = set()
 
+    def mark(h: Graph) -> None:
+        inside.update(id(v) for v in h.inputs)
+        inside.update(id(v) for v in h.constants.values())
+        for n in h.nodes:
+            inside.update(id(v) for v in n.outputs)
+            for sub in n.subgraphs():
+                mark(sub)
+
+    mark(g)
+    out: list[Value] = []
+    seen: set[int] = set()
+
+    def visit(v: Value | None) -> None:
+        if v is not None and id(v) not in inside and id(v) not in seen and not v.is_const:
+            seen.add(id(v))
+            out.append(v)
+
+    def walk(h: Graph) -> None:
+        for n in h.nodes:
+            for v in n.inputs:
+                visit(v)
+            for sub in n.subgraphs():
+                walk(sub)
+        for v in h.outputs:
+            visit(v)
+
+    walk(g)
+    return out
+
+
+@rule("if")
+def _if(g: "Gen", node: Node) -> None:
     then_g: Graph = node.attrs["then_branch"]
     else_g: Graph = node.attrs["else_branch"]
     caps = _union(captured(then_g), captured(else_g))
@@ -49,10 +82,8 @@ def _if(g: "Gen", node: Node) -> None:
         g.out(i, f"{op}.set_output({tb}.get_results()[{i}], {eb}.get_results()[{i}])")
 
 
-@lowering("loop")
+@rule("loop")
 def _loop(g: "Gen", node: Node) -> None:
-    from .openvino import captured
-
     body: Graph = node.attrs["body"]
     inits = list(node.inputs[2:])
     n = len(inits)
@@ -82,17 +113,17 @@ def _loop(g: "Gen", node: Node) -> None:
         g.out(n + j, f"{op}.get_concatenated_slices({b}.get_results()[{1 + n + j}].output(0), 0, 1, 1, -1, 0)")
 
 
-def _scan_check(node: Node) -> str | tuple[str, str] | None:
+def _scan_check(node: Node) -> Refusal | None:
     body: Graph = node.attrs["body"]
     m = int(node.attrs.get("num_scan_inputs", 0))
     n = len(node.inputs) - m
     for j in range(m):
         v = node.inputs[n + j]
         if v is None or v.type.rank is None:
-            return ("dynamic_shape", "scan inputs need a known rank")
+            return Refusal("dynamic_shape", "scan inputs need a known rank")
     for k in range(len(body.outputs) - n):
         if body.outputs[n + k].type.rank is None:
-            return ("dynamic_shape", "scan outputs need a known rank")
+            return Refusal("dynamic_shape", "scan outputs need a known rank")
     return None
 
 
@@ -101,10 +132,8 @@ def _slices(direction: int) -> str:
     return "-1, -1, 1, 0" if direction else "0, 1, 1, -1"
 
 
-@lowering("scan", check=_scan_check)
+@rule("scan", check=_scan_check)
 def _scan(g: "Gen", node: Node) -> None:
-    from .openvino import captured
-
     body: Graph = node.attrs["body"]
     m = int(g.a("num_scan_inputs"))
     n = len(node.inputs) - m

@@ -1,55 +1,43 @@
-"""IR → OpenVINO: a standalone builder script over ``openvino.opset16`` + weights, and IR.
+"""Lowered IR → OpenVINO artifact: a standalone builder script over ``openvino.opset16`` + weights.
 
-``emit(model)`` lowers the IR for OpenVINO (native → Python lowering → table
-decomposition → ``Unsupported``) and renders ``templates/openvino/builder.py.j2``: one
-Python function per graph (the main graph and each If/Loop/Scan body) whose body is
-straight-line code, one line per op from ``templates/openvino/snippets.yaml`` or a few
-lines from a Python lowering in ``emitters/openvino_ops.py``. Weights go to a ``.npz``
+The pipeline (``translator.pipeline.compile``) has already verified, folded and lowered the
+IR; ``emit(model, ctx)`` only generates code. It renders ``templates/openvino/builder.py.j2``:
+one Python function per graph (the main graph and each If/Loop/Scan body) whose body is
+straight-line code, one line per op from the ``snippet`` of the op's openvino cell in
+``optable.yaml`` or a few lines from a rule of this package (``elementwise``, ``shape``,
+``nn``, ``quant``, ``rnn``, ``control``, ``attention``, ``misc``). Weights go to a ``.npz``
 (read back with ``allow_pickle=False``); small integer and finite float constants are
-written inline. The artifact's ``ov.Model`` is built by executing that very script, so
-what runs is what was written.
-
-``save(artifact, folder)`` writes ``builder.py``, ``weights.npz``, ``model.xml`` and
-``model.bin`` atomically (``openvino.save_model(..., compress_to_fp16=False)``: its
-default stores float32 weights as float16). ``run`` compiles on the CPU plugin with
-``INFERENCE_PRECISION_HINT=f32``: on CPUs with AVX512_BF16 the plugin otherwise infers
-in bfloat16 (see docs/BACKENDS.md).
+written inline. The artifact's ``ov.Model`` is built by executing that very script, so what
+runs is what was written.
 """
 from __future__ import annotations
 
-import io
-import os
-import re
-import shutil
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from translator import snippets as snippet_grammar
 from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, TensorType, Value
 from translator.names import NameSet
+from translator.registry import rules, snippet_of
 from translator.render import ident, pyrepr
 from translator.tables import Tables, load_tables
-from translator.pipeline import paused_gc
 
-NAME = "openvino"
-#: the CPU plugin's compile configuration used by ``run`` (and by the openvino_fe peer)
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-#: element types the Python API cannot feed or read: inputs/outputs cross the model
-#: boundary as the wider type and are converted inside the graph
-BOUNDARY = {"int4": "int8", "uint4": "uint8"}
+from .registry import NAME
+from .runtime import BOUNDARY, Artifact
+
+if TYPE_CHECKING:
+    from translator.pipeline import Compilation
+
 #: integer/bool constants up to this many elements are written inline, and finite floats up to INLINE_FLOATS
 INLINE_MAX = 16
 INLINE_FLOATS = 4
 #: names the builder script defines itself; model names never shadow them
 RESERVED = frozenset({"ov", "ops", "ops17", "np", "w", "sys", "Path", "build", "main", "param", "port", "result",
                       "stable_names", "constant_bits"})
-_PLACEHOLDER = re.compile(r"\{([@$]?)([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}")
 
 
 # ----------------------------------------------------------------------------- table data
@@ -64,36 +52,6 @@ def ov_types() -> dict[str, str]:
             out[d.id] = cell.names[0].rsplit("::", 1)[-1]
     out.pop("string", None)  # the CPU plugin's string tensors crash on release: refused
     return out
-
-
-def column(tables: Tables) -> dict[str, str]:
-    """op id → status of the openvino column of optable.yaml."""
-    return {op.id: c.status for op in tables.ops.values() if (c := op.backends.get(NAME)) is not None}
-
-
-@lru_cache(maxsize=None)
-def snippets() -> dict[str, str]:
-    """op id → one-line expression template (``templates/openvino/snippets.yaml``)."""
-    import yaml
-
-    from translator import paths
-
-    text = Path(paths.templates_dir(), NAME, "snippets.yaml").read_text()
-    data = yaml.safe_load(text) or {}
-    return {str(k): str(v) for k, v in data.items()}
-
-
-def handled_ops() -> frozenset[str]:
-    from . import openvino_ops
-
-    return frozenset(snippets()) | frozenset(openvino_ops.LOWERINGS)
-
-
-def supported_ops(tables: Tables | None = None) -> frozenset[str]:
-    """Ops emitted directly: a native/composite cell and a snippet or Python lowering."""
-    tables = tables or load_tables()
-    col = column(tables)
-    return frozenset(op for op in handled_ops() if col.get(op) in ("native", "composite"))
 
 
 # ----------------------------------------------------------------------------- code generation
@@ -139,10 +97,7 @@ class Emission:
         self.weights: dict[str, np.ndarray] = {}
         self.functions: list[_Function] = []
         self.uses_opset17 = False
-        self.snippets = snippets()
-        from . import openvino_ops
-
-        self.lowerings = openvino_ops.LOWERINGS
+        self.rules = rules(NAME)
 
     # -------------------------------------------------------------- graphs
     def graph_function(self, g: Graph, fname: str, params: list[Value], doc: str,
@@ -212,13 +167,14 @@ class Emission:
                 empty = np.zeros(tuple(int(d) for d in v.type.shape or ()), dtype=numpy_dtype(self.dtype_of(v)))
                 gen.bind(i, self.constant(empty, v.type.dtype, fn, v.name))
             return
-        low = self.lowerings.get(node.op)
-        if low is not None:
-            low.fn(gen, node)
-        elif node.op in self.snippets:
-            gen.out(0, gen.expand(self.snippets[node.op]))
+        rule = self.rules.get(node.op)
+        snippet = snippet_of(gen.op, (NAME,)) if rule is None and gen.op is not None else None
+        if rule is not None:
+            rule.fn(gen, node)
+        elif snippet is not None:
+            gen.out(0, gen.expand(snippet))
         else:
-            raise Unsupported(node.op, NAME, "unsupported_op", "no snippet or lowering after lowering", node.name)
+            raise Unsupported(node.op, NAME, "unsupported_op", "no snippet or rule after lowering", node.name)
         for i, v in enumerate(node.outputs):
             if id(v) not in env and (v.uses or v in (node.graph.outputs if node.graph else [])):
                 raise Unsupported(node.op, NAME, "unsupported_attribute_value",
@@ -319,40 +275,6 @@ def _literal(arr: np.ndarray) -> Any:
     return np.asarray(flat, dtype=np.float64).reshape(arr.shape).tolist() if arr.ndim else flat[0]
 
 
-def captured(g: Graph) -> list[Value]:
-    """Non-constant values a subgraph (or its nested subgraphs) reads from enclosing graphs."""
-    inside: set[int] = set()
-
-    def mark(h: Graph) -> None:
-        inside.update(id(v) for v in h.inputs)
-        inside.update(id(v) for v in h.constants.values())
-        for n in h.nodes:
-            inside.update(id(v) for v in n.outputs)
-            for sub in n.subgraphs():
-                mark(sub)
-
-    mark(g)
-    out: list[Value] = []
-    seen: set[int] = set()
-
-    def visit(v: Value | None) -> None:
-        if v is not None and id(v) not in inside and id(v) not in seen and not v.is_const:
-            seen.add(id(v))
-            out.append(v)
-
-    def walk(h: Graph) -> None:
-        for n in h.nodes:
-            for v in n.inputs:
-                visit(v)
-            for sub in n.subgraphs():
-                walk(sub)
-        for v in h.outputs:
-            visit(v)
-
-    walk(g)
-    return out
-
-
 def _is_empty(t: TensorType) -> bool:
     return t.kind == "tensor" and t.dtype is not None and t.is_static and 0 in (t.shape or ())
 
@@ -365,7 +287,7 @@ class Gen:
     """What a lowering sees: the node's inputs as variables, attributes, and emit helpers.
 
     Generated code is built only from variables (``Emission.names``) and literals rendered
-    by ``lit`` (``render.pyrepr``): no text from the model reaches the script raw.
+    by ``lit`` (``render.literal``): no text from the model reaches the script raw.
     """
 
     def __init__(self, em: Emission, fn: _Function, env: dict[int, str], node: Node) -> None:
@@ -461,33 +383,8 @@ class Gen:
             self.out(i, f"{var}.output({i})")
 
     def expand(self, snippet: str) -> str:
-        """Fill a snippet's placeholders (see the header of templates/openvino/snippets.yaml)."""
-        sig = self.op.signature if self.op is not None else None
-        ports = list(sig.inputs) if sig is not None else []
-
-        def sub(m: re.Match[str]) -> str:
-            kind, name, dots = m.group(1), m.group(2), m.group(3)
-            if kind == "@":
-                return self.lit(self.a(name))
-            if kind == "$":
-                if name == "T":
-                    return self.ty(self.dtype(0))
-                if name == "OT":
-                    return self.ty(self.out_dtype(0))
-                raise ValueError(f"unknown snippet placeholder ${name}")
-            k = 0
-            for p in ports:
-                if p.name == name:
-                    if p.variadic or dots:
-                        return ", ".join(self.xs(k))
-                    var = self.x(k)
-                    if var is None:
-                        raise self.refuse("verifier", f"input {name!r} is omitted")
-                    return var
-                k += 1
-            raise ValueError(f"snippet for {self.node.op}: no input named {name!r}")
-
-        return _PLACEHOLDER.sub(sub, snippet)
+        """The op cell's snippet filled in for this node (``translator.snippets``)."""
+        return snippet_grammar.expand(snippet, self.node, self.op, _Binder(self))
 
     def refuse(self, code: str, detail: str) -> Unsupported:
         return Unsupported(self.node.op, NAME, code, detail, self.node.name)
@@ -507,95 +404,31 @@ class Gen:
         self.fn.body.append(code)
 
 
-# ----------------------------------------------------------------------------- the artifact
-@dataclass
-class Artifact:
-    """A rendered builder script, its weights, and (built on demand) the ``ov.Model``."""
+class _Binder:
+    """The snippet grammar's view of a node: inputs as variables, attributes as literals,
+    dtypes as ``ov.Type`` names."""
 
-    source: str
-    weights: dict[str, np.ndarray]
-    inputs: list[tuple[str, str]]
-    outputs: list[tuple[str, str]]
-    _model: Any = None
-    _compiled: Any = None
+    def __init__(self, gen: Gen) -> None:
+        self.gen = gen
 
-    @property
-    def model(self) -> Any:
-        if self._model is None:
-            self._model = build_from_source(self.source, self.weights)
-        return self._model
+    def value(self, v: Value | None) -> str:
+        if v is None:
+            raise self.gen.refuse("verifier", "the snippet reads an omitted optional input")
+        return self.gen.var_of(v)
 
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        return save(self, folder)
+    def attr(self, name: str, value: Any) -> str:
+        return self.gen.lit(value)
+
+    def dtype(self, dtype_id: str) -> str:
+        return self.gen.ty(dtype_id)
 
 
-def ov_message(exc: BaseException) -> str:
-    """The informative line of an OpenVINO exception (not its 'Exception from file:line' chain)."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    useful = [ln for ln in lines if not ln.startswith("Exception from ")]
-    text = " ".join(useful) or (lines[0] if lines else type(exc).__name__)
-    return text[:300]
-
-
-def build_from_source(source: str, weights: Mapping[str, np.ndarray]) -> Any:
-    """Execute a builder script (as a module, not as __main__) and call its ``build(w)``."""
-    ns: dict[str, Any] = {"__name__": "opbridge_openvino_builder"}
-    exec(compile(source, "<builder.py>", "exec"), ns)  # noqa: S102 - our own rendered script
-    try:
-        return ns["build"](dict(weights))
-    except RuntimeError as exc:  # OpenVINO's shape/type validation while building
-        raise OpbridgeError("runtime_error", f"OpenVINO rejected the built model: {ov_message(exc)}") from None
-
-
-def _node_accepts(tables: Tables, types: Mapping[str, str]) -> Callable[[Node], str | None]:
-    """lower_for's node check (after the cell's dtype constraint): element types OpenVINO has,
-    then the op's own check.
-
-    A failed op check stops conversion with its reason code unless the op has a table
-    decomposition that applies (then the node is decomposed instead).
-    """
-    from translator.lowering import applies
-
-    from . import openvino_ops
-
-    def accepts(node: Node) -> str | None:
-        for v in list(node.inputs) + list(node.outputs):
-            if v is None:
-                continue
-            if v.type.kind != "tensor":
-                return f"OpenVINO has no {v.type.kind} values ({v.name!r})"
-            if v.type.dtype is not None and v.type.dtype not in types:
-                return f"OpenVINO has no element type for {v.type.dtype} ({v.name!r})"
-        low = openvino_ops.LOWERINGS.get(node.op)
-        why = low.check(node) if low is not None and low.check is not None else None
-        if why is None:
-            return None
-        code, detail = why if isinstance(why, tuple) else ("unsupported_attribute_value", why)
-        op = tables.ops.get(node.op)
-        if op is None or not op.decomposition or applies(op, node) is not None:
-            raise Unsupported(node.op, NAME, code, detail, node.name)
-        return detail  # the table decomposition takes over
-
-    return accepts
-
-
-@paused_gc
-def emit(model: Model, tables: Tables | None = None) -> Artifact:
-    """IR → builder script + weights, and the ``ov.Model`` that script builds (``Artifact``)."""
-    from translator.infer import infer
-    from translator.lowering import lower_for
-    from translator.passes import fold_constants
-    from translator.pipeline import prepare
+def emit(model: Model, ctx: "Compilation") -> Artifact:
+    """Lowered IR → builder script + weights, and the ``ov.Model`` that script builds."""
     from translator.render import Code, code_lines, render
 
-    tables = tables or load_tables()
-    prepare(model)
-    fold_constants.run(model.graph)  # shape arithmetic on static shapes becomes constants
-    types = ov_types()
-    lower_for(model.graph, NAME, supported_ops(tables), tables, accepts=_node_accepts(tables, types))
     g = model.graph
-    infer(g, tables)  # types of the values decompositions introduced
-    em = Emission(tables)
+    em = Emission(ctx.tables)
     for v in g.inputs:
         em.ty(em.dtype_of(v))
     main = em.graph_function(g, "build_main", list(g.inputs), "the model")
@@ -609,150 +442,3 @@ def emit(model: Model, tables: Tables | None = None) -> Artifact:
     artifact = Artifact(source, em.weights, inputs, outputs)
     artifact.model  # noqa: B018 - build now: OpenVINO's shape/type validation fails here, not at run time
     return artifact
-
-
-# ----------------------------------------------------------------------------- saving
-def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """The bytes ``np.savez`` writes, with fixed zip timestamps (byte-identical reruns)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key in sorted(arrays):
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with zf.open(info, "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.asanyarray(arrays[key]), allow_pickle=False)
-    return buf.getvalue()
-
-
-def save(artifact: Artifact, folder: str | os.PathLike[str]) -> Path:
-    """Write ``builder.py``, ``weights.npz``, ``model.xml``, ``model.bin`` into ``folder``.
-
-    Everything is produced in a temporary sibling folder first, then moved into place
-    file by file (``os.replace``): a failure leaves no partial output behind.
-    """
-    import openvino as ov
-
-    out = Path(folder)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        (tmp / "builder.py").write_text(artifact.source)
-        (tmp / "weights.npz").write_bytes(npz_bytes(artifact.weights))
-        ov.save_model(artifact.model, str(tmp / "model.xml"), compress_to_fp16=False)
-        out.mkdir(exist_ok=True)
-        for name in ("builder.py", "weights.npz", "model.bin", "model.xml"):
-            os.replace(tmp / name, out / name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
-# ----------------------------------------------------------------------------- running
-@lru_cache(maxsize=None)
-def core() -> Any:
-    import openvino as ov
-
-    return ov.Core()
-
-
-def compile_model(ov_model: Any) -> Any:
-    """Compile on the CPU plugin with f32 inference precision (not the bf16 default)."""
-    return core().compile_model(ov_model, "CPU", CPU_CONFIG)
-
-
-def infer(compiled: Any, feeds: list[Any], request: Any = None) -> list[np.ndarray]:
-    """Run a compiled model on positional inputs; outputs as NumPy arrays, in order."""
-    import openvino as ov
-
-    req = request if request is not None else compiled.create_infer_request()
-    tensors = {}
-    for i, (port, x) in enumerate(zip(compiled.inputs, feeds)):
-        tensors[i] = _tensor(port.get_element_type(), np.asarray(x), ov)
-    req.infer(tensors)
-    result = []
-    for i in range(len(compiled.outputs)):
-        t = req.get_output_tensor(i)
-        result.append(_array(t, ov))
-    return result
-
-
-def _tensor(et: Any, x: np.ndarray, ov: Any) -> Any:
-    """An input tensor of element type ``et`` and exactly the shape of ``x`` (0-d included)."""
-    t = ov.Tensor(et, ov.Shape(list(x.shape)))
-    if x.size:
-        if et == ov.Type.bf16:
-            t.data.view(np.uint16)[...] = np.asarray(x).view(np.uint16)
-        else:
-            t.data[...] = x
-    return t
-
-
-def _array(t: Any, ov: Any) -> np.ndarray:
-    et = t.element_type
-    if et == ov.Type.bf16:
-        import ml_dtypes
-
-        return t.data.view(np.uint16).view(ml_dtypes.bfloat16).reshape(tuple(t.shape)).copy()
-    if et == ov.Type.string:
-        return np.asarray(t.str_data, dtype=object)
-    return np.array(t.data, copy=True).reshape(tuple(t.shape))
-
-
-def runner(artifact: Artifact) -> Callable[[Mapping[str, Any]], list[np.ndarray]]:
-    """A callable running the artifact repeatedly: compiled once, one reused infer request."""
-    from translator.dtypes import numpy_dtype
-    from translator.harness import exact_astype
-
-    if artifact._compiled is None:
-        try:
-            artifact._compiled = compile_model(artifact.model)
-        except RuntimeError as exc:
-            raise OpbridgeError("runtime_error", f"OpenVINO CPU plugin failed to compile: {ov_message(exc)}") from None
-    compiled = artifact._compiled
-    request = compiled.create_infer_request()
-
-    def call(inputs: Mapping[str, Any]) -> list[np.ndarray]:
-        missing = [n for n, _ in artifact.inputs if n not in inputs]
-        if missing:
-            raise OpbridgeError("bad_model", f"no value fed for input {missing[0]!r}")
-        feeds = [np.asarray(inputs[n], dtype=numpy_dtype(BOUNDARY.get(d, d))) for n, d in artifact.inputs]
-        try:
-            outs = infer(compiled, feeds, request)
-        except RuntimeError as exc:
-            raise OpbridgeError("runtime_error", f"OpenVINO inference failed: {ov_message(exc)}") from None
-        # int4/uint4 cross the boundary as int8/uint8 (documented: BOUNDARY); converted back
-        # only when every value is in range, never wrapped here
-        return [exact_astype(o, numpy_dtype(d)) for o, (_, d) in zip(outs, artifact.outputs)]
-
-    return call
-
-
-def run(artifact: Artifact, inputs: Mapping[str, Any]) -> list[np.ndarray]:
-    """Compile (once per artifact) and infer; ``inputs`` by the model's input names."""
-    return runner(artifact)(inputs)
-
-
-# ----------------------------------------------------------------------------- registration
-def _register() -> None:
-    """Tell ``translator.lowering`` which ops this emitter lowers itself.
-
-    ``lowering.how`` (and the generated tests) then see ``lowering`` instead of
-    ``unsupported`` for composite cells without a table decomposition. The registered
-    function answers whether a node is emitted directly (cell, dtypes and per-op checks).
-    """
-    from translator.lowering import LOWERINGS as IR_LOWERINGS
-    from translator.lowering import cell_accepts
-
-    tables = load_tables()
-    cell, accepts = cell_accepts(NAME, tables), _node_accepts(tables, ov_types())
-
-    def emitted_directly(node: Node) -> bool:
-        try:
-            return cell(node) is None and accepts(node) is None
-        except Unsupported:
-            return False
-
-    for op in sorted(supported_ops(tables)):
-        IR_LOWERINGS.setdefault((NAME, op), emitted_directly)
-
-
-_register()

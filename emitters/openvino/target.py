@@ -1,0 +1,60 @@
+"""``TARGET``: the OpenVINO backend as the pipeline sees it.
+
+The pipeline folds constants (static-shape arithmetic becomes constants the CPU plugin
+needs), then lowers against the openvino column: a node is emitted by its rule or snippet
+unless ``accepts`` refuses it (a value that is no tensor, or an element type OpenVINO
+lacks) or its rule's check does (the table's decomposition then takes over where it
+applies). No dtype legalization: OpenVINO has every element type of the IR but string;
+int4/uint4 model inputs and outputs cross the boundary as int8/uint8 (``runtime.BOUNDARY``,
+documented by ``output_ports``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from translator.registry import Refusal
+from translator.target import Target
+
+from . import codegen, runtime
+from .registry import NAME
+
+if TYPE_CHECKING:
+    from translator.ir import Node
+    from translator.pipeline import Compilation
+
+
+def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
+    """Every value the node reads or writes is a tensor of an element type OpenVINO has."""
+    types = codegen.ov_types()
+    for v in list(node.inputs) + list(node.outputs):
+        if v is None:
+            continue
+        if v.type.kind != "tensor":
+            return Refusal("unsupported_dtype", f"OpenVINO has no {v.type.kind} values ({v.name!r})")
+        if v.type.dtype is not None and v.type.dtype not in types:
+            return Refusal("unsupported_dtype", f"OpenVINO has no element type for {v.type.dtype} ({v.name!r})")
+    return None
+
+
+def spell(name: str) -> str:
+    """A cell's function name as the builder script calls it: ``opset16.relu`` → ``ops.relu``."""
+    module, _, fn = name.partition(".")
+    return f"{'ops17' if module == 'opset17' else 'ops'}.{fn}"
+
+
+TARGET = Target(
+    name=NAME,
+    title="OpenVINO",
+    emit=codegen.emit,
+    run=runtime.run,
+    save=runtime.save,
+    load=runtime.load,
+    output_ports=runtime.output_ports,
+    suffix="_openvino",
+    written="model",
+    fold=True,
+    accepts=accepts,
+    version=runtime.version,
+    doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
+    extra={"spell": spell},
+)
