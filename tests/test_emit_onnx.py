@@ -8,6 +8,7 @@ import onnx
 import pytest
 
 from emitters import onnx as onnx_backend
+from emitters.onnx import runtime as onnx_runtime
 from translator.frontends.onnx import load_onnx
 from translator.harness import compare, single_op_model
 
@@ -67,13 +68,17 @@ def test_float_floor_mod_is_decomposed_but_integer_floor_mod_is_native():
 def _pretend_no_kernel(monkeypatch, op_type: str, from_version: int) -> None:
     """Make the emitter see onnxruntime without a CPU kernel for ``op_type`` from
     ``from_version`` on (its real kernel listing and probe otherwise)."""
-    version, versions, kernels = onnx_backend.runtime_kernels()
+    from functools import lru_cache
+
+    version, versions, kernels = onnx_runtime.runtime_kernels()
     fewer = dict(kernels)
     fewer[op_type] = [(f, min(last, from_version - 1), c) for f, last, c in kernels.get(op_type, []) if f < from_version]
-    probe = onnx_backend._runs_without_kernel
-    monkeypatch.setattr(onnx_backend, "runtime_kernels", lambda: (version, versions, fewer))
-    monkeypatch.setattr(onnx_backend, "_runs_without_kernel",
+    probe = onnx_runtime._runs_without_kernel
+    monkeypatch.setattr(onnx_runtime, "runtime_kernels", lambda: (version, versions, fewer))
+    monkeypatch.setattr(onnx_runtime, "_runs_without_kernel",
                         lambda op, opset, inputs: op != op_type and probe(op, opset, inputs))
+    # the verdicts are cached per (op, opset, types): a fresh cache for the pretended runtime
+    monkeypatch.setattr(onnx_runtime, "_verdict", lru_cache(maxsize=None)(onnx_runtime._verdict.__wrapped__))
 
 
 def _quantize_model():
@@ -172,12 +177,12 @@ def test_the_probe_sets_required_attributes_so_a_missing_kernel_shows():
     emitter wrote a node onnxruntime then refused. Checked against a real session."""
     from onnx import TensorProto
 
-    attrs = onnx_backend._placeholder_attrs("MaxRoiPool", 22)
+    attrs = onnx_runtime._placeholder_attrs("MaxRoiPool", 22)
     assert [a.name for a in attrs] == ["pooled_shape"]
     x = np.random.default_rng(0).standard_normal((1, 1, 4, 4)).astype(np.float32)
     rois = np.asarray([[0, 0, 0, 3, 3]], np.float32)
     for opset in (21, 22):
-        runs = onnx_backend._runs_without_kernel("MaxRoiPool", opset, (TensorProto.FLOAT, TensorProto.FLOAT))
+        runs = onnx_runtime._runs_without_kernel("MaxRoiPool", opset, (TensorProto.FLOAT, TensorProto.FLOAT))
         node = onnx.helper.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[2, 2])
         g = onnx.helper.make_graph([node], "g", [onnx.helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
                                                  onnx.helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
@@ -209,3 +214,52 @@ def test_duplicate_node_names_get_unique_names_in_the_written_model():
     names = [n.name for n in proto.graph.node]
     assert len(set(names)) == len(names) and "same" in names
     assert onnx_backend.run(proto, {"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0.0, -2.0]
+
+
+def test_an_output_that_is_a_model_input_is_written_through_an_identity_with_a_warning():
+    """An ONNX graph output is a value of its own: a model input returned as an output goes
+    through an Identity under a new name, and the compilation says so (not silently)."""
+    from translator.ir import Graph, Model, TensorType
+    from translator.pipeline import compile
+
+    g = Graph("g")
+    x = g.add_input("x", TensorType("float32", (2,)))
+    (y,) = g.add_node("relu", [x], {}, outputs=["y"]).outputs
+    g.outputs = [y, x]
+    done = compile(Model(g), onnx_backend.TARGET)
+    names = [o.name for o in done.artifact.graph.output]
+    assert names[0] == "y" and names[1] != "x"
+    assert any("'x'" in w and "model input" in w and names[1] in w for w in done.ctx.warnings)
+    feeds = {"x": np.asarray([-1.0, 2.0], np.float32)}
+    ys = onnx_backend.run(done.artifact, feeds)
+    assert ys[0].tolist() == [0.0, 2.0] and ys[1].tolist() == [-1.0, 2.0]
+    assert [v.name for v in g.outputs] == ["y", "x"] and len(g.nodes) == 1  # the caller's IR is untouched
+
+
+def test_the_opset_option_is_kept_and_the_plan_refuses_what_convert_refuses(monkeypatch):
+    """``--opset`` (``Target.options``) overrides the choice; ``pipeline.plan`` runs the same
+    configure/accepts hooks as ``compile`` and collects the refusal instead of raising."""
+    from translator.pipeline import plan
+
+    assert [o.dest for o in onnx_backend.TARGET.options] == ["opset"]
+    model, feeds = _quantize_model()
+    proto = onnx_backend.emit(model, opset=21)
+    assert proto.opset_import[0].version == 21
+    _pretend_no_kernel(monkeypatch, "QuantizeLinear", 1)
+    ctx = plan(_quantize_model()[0], onnx_backend.TARGET)
+    (why,) = ctx.refusals.values()
+    assert why.code == "unsupported_dtype" and "no CPU kernel for QuantizeLinear" in why.detail
+    assert ctx.options["opset"] == onnx_runtime.top_opset()
+
+
+def test_every_native_onnx_cell_has_the_node_writer_as_its_rule():
+    """The families register ``write_node`` for exactly the ops whose onnx cell is native."""
+    from translator.registry import rules
+    from translator.tables import load_tables
+
+    from emitters.onnx.codegen import write_node
+
+    native = {op.id for op in load_tables().ops.values()
+              if (c := op.backends.get("onnx")) is not None and c.status == "native"}
+    have = rules("onnx")
+    assert set(have) == native and all(r.fn is write_node for r in have.values())

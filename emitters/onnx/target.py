@@ -1,0 +1,43 @@
+"""The ONNX target: the graph re-emitted as ONNX at an opset onnxruntime runs.
+
+* ``configure``: the opset for this model, unless ``--opset`` chose one: the newest, down to
+  ``runtime.OPSET_FLOOR``, at which the schema takes every node and onnxruntime has a CPU
+  kernel for it (``runtime.choose_opset``), stored in ``ctx.options["opset"]``.
+* ``accepts``: the same per-node check at that opset (``runtime.node_refusal``); a node no
+  opset covers is then decomposed by the table, or refused with the kernel or type named.
+* ``fold=False``: the graph is written as it is (constant subgraphs stay ONNX nodes), and
+  every dtype is legal (no legalization).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from translator.registry import Refusal, supported
+from translator.target import Option, Target
+
+from . import codegen, runtime
+from .registry import NAME
+
+
+def configure(model: Any, ctx: Any) -> None:
+    if ctx.options.get("opset"):
+        ctx.options["opset"] = int(ctx.options["opset"])
+        return
+    ctx.options["opset"] = runtime.choose_opset(model.graph, ctx.tables, supported(ctx.target, ctx.tables),
+                                                runtime.top_opset())
+
+
+def accepts(node: Any, ctx: Any) -> Refusal | None:
+    op = ctx.tables.ops.get(node.op)
+    cell = op.backends.get(NAME) if op is not None else None
+    return runtime.node_refusal(node, cell, ctx.options["opset"])
+
+
+TARGET = Target(
+    name=NAME, title="ONNX (onnxruntime)", emit=codegen.emit, run=runtime.run, save=runtime.save,
+    load=runtime.load, output_ports=runtime.output_ports, suffix=".onnx", written="model.onnx",
+    fold=False, accepts=accepts, configure=configure, version=runtime.version,
+    options=(Option("--opset", "opset", "ONNX opset to write (default: the newest onnxruntime runs the model at)",
+                    type=int, metavar="N"),),
+    doc="ONNX re-emitted at the newest opset onnxruntime has CPU kernels for; run with onnxruntime",
+)
