@@ -25,7 +25,7 @@ from .yamlnodes import LDict, LList, load_with_lines
 
 __all__ = [
     "API_KEYS", "API_TITLES", "TARGETS", "DTYPE_GROUPS", "Cell", "Port", "Attribute", "Signature",
-    "Step", "Op", "DType", "Tables", "TableError", "load_tables",
+    "Step", "Op", "DType", "Tables", "TableError", "load_tables", "CATEGORIES", "TRAITS",
 ]
 
 from .constants import API_KEYS, API_TITLES, TARGETS  # noqa: E402  (re-exported)
@@ -38,6 +38,25 @@ DTYPE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "all": DTYPE_KINDS, "numeric": ("uint", "int", "float"), "float": ("float",),
     "int": ("uint", "int"), "signed": ("int",), "unsigned": ("uint",), "bool": ("bool",),
     "string": ("string",), "complex": ("complex",),
+})
+#: the parts an op's ``category`` is made of (comma-separated, in any order)
+CATEGORIES = (
+    "Activation", "Aggregate", "Attention", "Bitwise", "Comparison", "Control Flow", "Data Conversion",
+    "Data Reorganization", "Elementwise", "Generation", "Imaging", "Input", "Logical", "Loss", "Math",
+    "Matrix Multiplication", "NGram", "Normalization", "Optional", "Pooling", "Quantization", "Random",
+    "Recurrent", "Reduction", "Scan", "Selection", "Sequence", "Signal Processing", "Sparse", "String",
+    "Trigonometric",
+)
+#: facts about an op that passes and tests read (docs/TABLES.md, "Traits")
+TRAITS = MappingProxyType({
+    "elementwise": "output element i is computed from the input elements at index i (after broadcasting)",
+    "widen_half": "float16/bfloat16 arithmetic is computed in float32 and rounded back after the op",
+    "random": "the output is random: no reference value to compare with",
+    "layout_unary": "layout pass: input 0 and output 0 follow the node's layout (other inputs must be scalars)",
+    "layout_broadcasting": "layout pass: every same-rank (or constant) input and output 0 follow the node's layout",
+    "layout_reduce": "layout pass: a keepdims reduction; its constant axes input is remapped",
+    "layout_spatial": "layout pass: channels-last exactly when the backend says so (conv, pooling, resize...)",
+    "layout_per_channel": "layout pass: channels-last when the backend asks, else wherever the cut puts it",
 })
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _SOURCE_RE = re.compile(r"^(seed:00[0-4]|introspect:[\w.+-]+( [\w.+-]+)?|doc:https?://\S+|execution:\w+)$")
@@ -149,9 +168,18 @@ class Op:
     xfail: tuple[Mapping[str, Any], ...] = ()
     backends: Mapping[str, Cell] = field(default_factory=lambda: MappingProxyType({}))
     line: int = 0
+    #: facts passes and tests read, from ``TRAITS``
+    traits: frozenset[str] = frozenset()
+    #: why the generated op test (tests/test_ops.py) has no case for this op; None: it has one
+    no_case: str | None = None
 
     def cell(self, api: str) -> Cell | None:
         return self.backends.get(api)
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        """The parts of ``category``, each one of ``CATEGORIES``."""
+        return tuple(p.strip() for p in self.category.split(","))
 
 
 @dataclass(frozen=True)
@@ -441,7 +469,29 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
 
 _OP_KEYS_REQ = ("id", "title", "category", "broadcast")
 _OP_KEYS_OPT = ("formula", "precision", "aliases", "notes", "errata", "seed", "signature", "decomposition",
-                "tolerance", "xfail", "backends")
+                "tolerance", "xfail", "backends", "traits", "no_case")
+
+
+def _categories(ctx: _Ctx, node: LDict, where: str) -> str:
+    text = node["category"]
+    parts = [p.strip() for p in text.split(",")] if isinstance(text, str) else []
+    bad = [p for p in parts if p not in CATEGORIES]
+    if not parts or bad:
+        raise ctx.fail(node, where, f"category part {(bad or [text])[0]!r} not one of {', '.join(CATEGORIES)}",
+                       key="category")
+    if len(set(parts)) != len(parts):
+        raise ctx.fail(node, where, f"category {text!r} repeats a part", key="category")
+    return text
+
+
+def _traits(ctx: _Ctx, node: LDict, where: str) -> frozenset[str]:
+    traits = ctx.strlist(node, "traits", where)
+    for t in traits:
+        if t not in TRAITS:
+            raise ctx.fail(node, where, f"trait {t!r} not one of {', '.join(TRAITS)}", key="traits")
+    if len(set(traits)) != len(traits):
+        raise ctx.fail(node, where, "'traits' lists a trait twice", key="traits")
+    return frozenset(traits)
 
 
 def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
@@ -461,6 +511,11 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
             raise ctx.fail(node, where, f"id {oid!r} is not snake_case", key="id")
         if oid in out:
             raise ctx.fail(node, where, "duplicate op id", key="id")
+        category = _categories(ctx, node, where)
+        traits = _traits(ctx, node, where)
+        no_case = ctx.text(node, "no_case", where)
+        if no_case is not None and not no_case.strip():
+            raise ctx.fail(node, where, "'no_case' needs a reason", key="no_case")
         if node["broadcast"] not in BROADCAST_KINDS:
             raise ctx.fail(node, where, f"broadcast {node['broadcast']!r} not one of {', '.join(BROADCAST_KINDS)}", key="broadcast")
         seed = node.get("seed")
@@ -491,7 +546,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
                                        f"{key} names {nm!r}, not an input of the signature ({ports})", key=key)
             decomp_nodes[oid] = node["decomposition"]
         out[oid] = Op(
-            id=oid, title=str(node["title"]), category=str(node["category"]), broadcast=node["broadcast"],
+            id=oid, title=str(node["title"]), category=category, broadcast=node["broadcast"],
             formula=ctx.text(node, "formula", where), precision=ctx.text(node, "precision", where),
             aliases=ctx.strlist(node, "aliases", where), notes=ctx.strlist(node, "notes", where),
             errata=ctx.errata(node, where), seed=_freeze(_plain(seed)) if seed else None, signature=sig,
@@ -499,6 +554,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
             tolerance=_freeze(_plain(tol)) if tol else None,
             xfail=tuple(MappingProxyType(_plain(x)) for x in xfails),
             backends=_parse_backends(ctx, node, where, dtype_names), line=node.line,
+            traits=traits, no_case=no_case,
         )
         for api, cell in out[oid].backends.items():  # a snippet names only what the signature has
             if cell.snippet is not None:
@@ -519,7 +575,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
 
 # --------------------------------------------------------------------------- entry point
 _MEMO: dict[tuple[str, str], Tables] = {}
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 
 
 def _cache_file(digest: str) -> Path:
