@@ -171,7 +171,9 @@ def judge(node: Node, ctx: Any, supported: frozenset[str]) -> "Refusal | None":
         if why is not None:
             return why
     rule = rules(target.columns).get(node.op)
-    cell = op.backends[target.name]
+    cell = op.backends.get(target.name)
+    if cell is None:  # a target with its own notion of support and no column in the table
+        return refusal(rule.check(node)) if rule is not None and rule.check is not None else None
     if cell.dtypes is not None and not (rule is not None and rule.any_dtype):
         allowed = tables.expand_dtypes(cell.dtypes)
         first = next((v for v in node.inputs if v is not None), None)

@@ -180,6 +180,8 @@ def get(name: str) -> Target:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         raise OpbridgeError("unsupported_op", f"backend {name!r} is not available here: {exc}") from None
+    except ImportError as exc:  # a broken backend package: named, and the others keep working
+        raise OpbridgeError("internal_error", f"backend {name!r} failed to import: {exc}") from None
     target = getattr(mod, attr or "TARGET", None)
     if not isinstance(target, Target) or target.name != name:
         raise OpbridgeError("internal_error", f"{where} is not the Target {name!r}")
