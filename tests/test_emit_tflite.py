@@ -183,7 +183,7 @@ def test_a_large_graph_converts_in_segments_joined_into_one_model(monkeypatch, t
     import onnx
     from tensorflow.lite.tools import flatbuffer_utils
 
-    from emitters import tflite_segments
+    from emitters.tflite import segments as tflite_segments
 
     path = tmp_path / "branchy.onnx"
     onnx.save_model(_branchy_model(8), str(path))

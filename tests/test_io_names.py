@@ -181,7 +181,8 @@ def test_saved_model_loads_and_converts_after_normalization(tmp_path):
 
 
 def test_tflite_segments_keep_the_names_of_an_unsegmented_conversion(monkeypatch, tmp_path):
-    from emitters import tflite, tflite_segments
+    from emitters import tflite
+    from emitters.tflite import segments as tflite_segments
     from translator.frontends.onnx import load_onnx
 
     path = hostile_model(tmp_path / "hostile.onnx")

@@ -4,11 +4,13 @@ own, the flatbuffers then joined into one model.
 TensorFlow's converter (tracing the ``tf.function``, freezing, the MLIR passes) grows faster
 than the graph: a 100k-node chain takes over 12x as long as a 10k one, and gigabytes. A main
 graph of more than ``2 * SEGMENT_NODES`` nodes (without control-flow subgraphs) is cut, in
-node order, into runs of at most ``SEGMENT_NODES`` nodes. Each run becomes a model of its
-own: its inputs are the values it reads that earlier runs (or the model) provide, its
-outputs the values later runs read or the model returns, all keeping their IR names. Each
-is converted by ``tflite.emit`` (decompositions, dtype legalization, retries, as for any
-model), and the flatbuffers are joined (``join``): tensors, buffers and operators appended
+node order, into runs of at most ``SEGMENT_NODES`` nodes. The graph cut is the one the
+pipeline already lowered (decompositions, dtype legalization and layout are done once, for
+the whole model). Each run becomes a model of its own: its inputs are the values it reads
+that earlier runs (or the model) provide, its outputs the values later runs read or the
+model returns, all keeping their IR names. Each is generated and converted by
+``codegen.convert_model`` (a node the converter rejects goes back to the pipeline as
+``Rejected``, which decomposes it and runs again), and the flatbuffers are joined (``join``): tensors, buffers and operators appended
 with their indices moved, operator codes shared, each segment's input tensor replaced by
 the tensor that produced it, one subgraph and one ``serving_default`` signature with the
 model's inputs and outputs.
@@ -41,15 +43,12 @@ def split(model: Model) -> list[Segment] | None:
     """The segments of a graph above the threshold, or None (convert it whole): small graphs,
     graphs with control-flow subgraphs, or values whose type a segment signature needs but
     the IR does not know statically."""
-    from translator.pipeline import prepare
-
-    from .tflite import copy_constant, copy_node
+    from translator.ir import copy_constant, copy_node
 
     g = model.graph
     nodes = g.nodes
     if len(nodes) <= 2 * SEGMENT_NODES or any(any(True for _ in n.subgraphs()) for n in nodes):
         return None
-    prepare(model)  # the types of the values that cross a cut
     if any(v.producer is None for v in g.outputs):
         return None  # an input or constant returned as is: nothing to cut around
     k = math.ceil(len(nodes) / SEGMENT_NODES)
@@ -93,16 +92,18 @@ def split(model: Model) -> list[Segment] | None:
     return segments
 
 
-def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], Any]) -> Any:
-    """Convert each segment with ``emit_one`` and join them into one TFArtifact."""
-    from .tensorflow import TFArtifact
+def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], Any],
+            source_inputs: list[str | None], source_outputs: list[str | None]) -> Any:
+    """Convert each segment with ``emit_one`` and join them into one TFArtifact (its ports
+    carry the model's dtypes before legalization: ``source_inputs``, ``source_outputs``)."""
+    from emitters.tensorflow.runtime import TFArtifact
 
     arts = []
     for seg in segments:
         art = emit_one(seg.model)
         art._instance = None  # the segment's traced tf.Module: only its flatbuffer is needed now
         arts.append(art)
-    data, in_ports, out_ports = join(model.graph, segments, arts)
+    data, in_ports, out_ports = join(model.graph, segments, arts, source_inputs, source_outputs)
     first = arts[0]
     # the segments' own I/O names (boundary values included) are theirs: the joined model's
     # are named as an unsegmented conversion names them (``join``), and reported once
@@ -123,9 +124,9 @@ def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], A
 def _io_names(graph: Graph) -> Any:
     from translator.names import io_names
 
-    from .tensorflow import _RESERVED
+    from emitters.tensorflow.codegen import RESERVED
 
-    return io_names("tflite", [v.name for v in graph.inputs], [v.name for v in graph.outputs], extra_reserved=_RESERVED)
+    return io_names("tflite", [v.name for v in graph.inputs], [v.name for v in graph.outputs], extra_reserved=RESERVED)
 
 
 def _sum_layout(layouts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -148,7 +149,8 @@ def _signature(model: Any) -> tuple[dict[str, int], dict[str, int]]:
     return {key(t): t.tensorIndex for t in sig.inputs}, {key(t): t.tensorIndex for t in sig.outputs}
 
 
-def join(graph: Graph, segments: list[Segment], arts: list[Any]) -> tuple[bytes, list[Any], list[Any]]:
+def join(graph: Graph, segments: list[Segment], arts: list[Any], source_inputs: list[str | None],
+         source_outputs: list[str | None]) -> tuple[bytes, list[Any], list[Any]]:
     """One flatbuffer from the segments' flatbuffers, and the joined model's ports."""
     from dataclasses import replace
 
@@ -225,8 +227,10 @@ def join(graph: Graph, segments: list[Segment], arts: list[Any]) -> tuple[bytes,
         md.name, md.buffer = name, len(merged.buffers) - 1
         merged.metadata.append(md)
     io = _io_names(graph)  # the signature keys of an unsegmented conversion
-    in_ports = [replace(ports[id(v)], name=v.name, key=k) for v, k in zip(graph.inputs, io.inputs)]
-    out_ports = [replace(ports[id(v)], name=v.name, key=k) for v, k in zip(graph.outputs, io.outputs)]
+    in_ports = [replace(ports[id(v)], name=v.name, key=k, source_dtype=d)
+                for v, k, d in zip(graph.inputs, io.inputs, source_inputs)]
+    out_ports = [replace(ports[id(v)], name=v.name, key=k, source_dtype=d)
+                 for v, k, d in zip(graph.outputs, io.outputs, source_outputs)]
     sub.inputs = [produced[id(v)] for v in graph.inputs]
     sub.outputs = [produced[id(v)] for v in graph.outputs]
     merged.subgraphs = [sub]

@@ -1,0 +1,120 @@
+"""Lowered IR → TensorFlow Lite: the TensorFlow module (``emitters.tensorflow.codegen``),
+converted by TensorFlow's own converter.
+
+``emit(model, ctx)`` gets the IR the one pipeline lowered for the ``tflite`` column with
+TFLite's dtypes (``target.legal_dtypes``: int64 → int32 with a range check, float64 /
+float16 → float32, …; every change reported), generates the TensorFlow module and converts
+its ``tf.function`` with ``tf.lite.TFLiteConverter``: builtin ops only unless
+``allow_select_tf_ops``. When the converter rejects a TensorFlow op, the IR node that
+produced it (known from the generated source's line numbers) is reported to the pipeline
+(``translator.pipeline.Rejected``), which decomposes it through the table and runs again.
+Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
+(``segments``). Renamed I/O names are recorded in the flatbuffer's metadata.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from emitters.tensorflow.codegen import generate
+from emitters.tensorflow.runtime import TFArtifact
+from translator.errors import OpbridgeError, Unsupported
+from translator.ir import Model
+from translator.pipeline import Rejected
+from translator.registry import Refusal
+
+from . import segments
+from .registry import NAME
+from .runtime import quiet_stderr
+
+SOURCE_NAME = "<opbridge tflite module>"  # the file name the generated source is compiled under
+
+
+def emit(model: Model, ctx: Any) -> TFArtifact:
+    """Lowered IR → a TFArtifact whose ``tflite`` holds the converted flatbuffer."""
+    if not ctx.options.get("io_channels_last"):
+        parts = segments.split(model)
+        if parts is not None:  # a very large graph: the converter gets it in segments
+            return with_io_names(segments.convert(
+                model, parts, lambda part: convert_model(part, ctx, [v.type.dtype for v in part.graph.inputs],
+                                                         [v.type.dtype for v in part.graph.outputs]),
+                ctx.source_inputs, ctx.source_outputs))
+    return with_io_names(convert_model(model, ctx, ctx.source_inputs, ctx.source_outputs))
+
+
+def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_out: list[str | None]) -> TFArtifact:
+    """The TensorFlow module of ``model``, converted; nodes whose TensorFlow ops the converter
+    rejects are raised as ``Rejected`` (the pipeline decomposes them and runs again)."""
+    allow = bool(ctx.options.get("allow_select_tf_ops"))
+    art = generate(model, ctx, source_in, source_out)
+    art.options["allow_select_tf_ops"] = allow
+    try:
+        art.tflite = convert(art, allow)
+    except _ConverterRejected as exc:
+        nodes: dict[str, Refusal] = {}
+        for line, tf_op in exc.ops:
+            owner = art.line_owner.get(line)
+            if owner is None:
+                raise Unsupported(tf_op, NAME, "unsupported_op",
+                                  f"the TFLite converter has no builtin for {tf_op}") from None
+            nodes.setdefault(owner, Refusal("unsupported_op", f"TFLite builtins lack {tf_op} here"))
+        raise Rejected(nodes) from None
+    return art
+
+
+IO_NAMES_METADATA = "opbridge.io_names"
+
+
+def with_io_names(art: TFArtifact) -> TFArtifact:
+    """The flatbuffer records the signature keys that differ from the model's names
+    (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON); an unrenamed
+    model's bytes are left as the converter wrote them."""
+    import json
+
+    if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")):
+        return art
+    from tensorflow.lite.python import schema_py_generated as fb
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    m = fbu.convert_bytearray_to_object(bytearray(art.tflite))
+    keep = [md for md in (m.metadata or []) if (md.name.decode() if isinstance(md.name, bytes) else md.name)
+            != IO_NAMES_METADATA]
+    buf = fb.BufferT()
+    buf.data = list(json.dumps(art.io_names, sort_keys=True).encode())
+    m.buffers.append(buf)
+    md = fb.MetadataT()
+    md.name, md.buffer = IO_NAMES_METADATA, len(m.buffers) - 1
+    m.metadata = keep + [md]
+    art.tflite = bytes(fbu.convert_object_to_bytearray(m))
+    return art
+
+
+class _ConverterRejected(Exception):
+    def __init__(self, ops: list[tuple[int, str]]) -> None:
+        super().__init__(", ".join(f"{op} (line {line})" for line, op in ops))
+        self.ops = ops
+
+
+def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
+    import tensorflow as tf
+
+    mod = artifact.module()
+    fn = mod.forward.get_concrete_function()
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([fn], mod)
+    ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if allow_select_tf_ops:
+        ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
+    conv.target_spec.supported_ops = ops
+    try:
+        with quiet_stderr():
+            return bytes(conv.convert())
+    except Exception as exc:  # noqa: BLE001 - ConverterError: its error records name the op and the source line
+        found = []
+        for err in getattr(exc, "errors", ()):
+            lines = [c.source.line for c in err.location.call if c.source.filename == SOURCE_NAME]
+            if err.operator.name and lines:
+                found.append((int(lines[0]), err.operator.name))
+        if found:
+            raise _ConverterRejected(sorted(set(found))) from None
+        msg = str(exc)
+        first = next((ln for ln in msg.splitlines() if "error:" in ln), msg.splitlines()[0] if msg else "")
+        raise OpbridgeError("runtime_error", f"tflite: the converter failed: {first.strip()[:300]}") from None

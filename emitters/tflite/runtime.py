@@ -1,0 +1,104 @@
+"""The framework side of the TFLite target: ``runner``/``run`` through ``tf.lite.Interpreter``
+(its signature runner), ``save`` (the ``.tflite`` flatbuffer, atomically) and ``load`` (the
+written bytes read back). The artifact is the TensorFlow one (``emitters.tensorflow.runtime``)
+with its flatbuffer in ``tflite``.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from emitters.tensorflow.runtime import TFArtifact, feed_arrays, output_ports, restore_outputs
+from translator.errors import OpbridgeError, Unsupported
+
+from .registry import NAME
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Any:
+    """The converter's MLIR diagnostics go to file descriptor 2; its errors come back as data."""
+    import sys
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def runner(artifact: TFArtifact) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """A prepared ``tf.lite.Interpreter`` (built and allocated once) as a callable: model-named
+    feeds → outputs in the model's order. Repeated runs (benchmarks) pay no set-up."""
+    import warnings
+
+    import tensorflow as tf
+
+    if artifact.tflite is None:
+        raise OpbridgeError("bad_model", "tflite: the artifact holds no converted model")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tf.lite.Interpreter's deprecation notice
+        try:
+            with quiet_stderr():  # the XNNPACK delegate announces itself on stderr
+                interp = tf.lite.Interpreter(model_content=artifact.tflite)
+        except (RuntimeError, ValueError) as exc:
+            if "Flex" in str(exc) or "Select TensorFlow op" in str(exc):
+                raise Unsupported("tflite", NAME, "unsupported_op",
+                                  "the model uses select TF ops; this tf.lite.Interpreter has no Flex delegate") from None
+            raise
+    signature = interp.get_signature_runner()
+
+    def call(inputs: Mapping[str, Any]) -> list[Any]:
+        feeds = feed_arrays(artifact, inputs)
+        with quiet_stderr():
+            res = signature(**{k: np.asarray(v) for k, v in feeds.items()})
+        return restore_outputs(artifact, [res[p.key] for p in artifact.outputs])
+
+    return call
+
+
+def run(artifact: TFArtifact, inputs: Mapping[str, Any]) -> list[Any]:
+    """Run the flatbuffer with ``tf.lite.Interpreter``; outputs in the model's order."""
+    return runner(artifact)(inputs)
+
+
+def save(artifact: TFArtifact, path: str | os.PathLike[str]) -> Path:
+    """The ``.tflite`` flatbuffer, written to a temporary file and renamed into place."""
+    if artifact.tflite is None:
+        raise OpbridgeError("bad_model", "tflite: the artifact holds no converted model")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(artifact.tflite)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return out
+
+
+def load(path: str | os.PathLike[str], artifact: TFArtifact) -> TFArtifact:
+    """``artifact`` holding the written flatbuffer (what the interpreter then runs)."""
+    return dataclasses.replace(artifact, tflite=Path(path).read_bytes(), _instance=None)
+
+
+def version() -> str:
+    from importlib import metadata
+
+    return f"tensorflow {metadata.version('tensorflow')} (tf.lite)"
+
+
+__all__ = ["load", "output_ports", "quiet_stderr", "run", "runner", "save", "version"]

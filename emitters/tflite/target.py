@@ -1,0 +1,69 @@
+"""``TARGET``: the TFLite backend as the pipeline sees it.
+
+The same passes as TensorFlow (fold, legalize, lower, layout), against the ``tflite`` column:
+its dtypes are the tflite column of dtypes.yaml (builtins compute in int32, float32, bool and
+string; int64 → int32 with a range check, float64 / float16 / bfloat16 → float32, narrow
+integers → int32 and wrapped back on output: every change reported), its code is the
+``tflite`` cells' snippets, then the TensorFlow rules and snippets (``code_columns``).
+``prepare`` refuses a ``bit_cast`` whose dtypes TFLite would legalize to another width (the
+reinterpreted bits cannot survive it). ``emit`` converts; the converter's rejections come
+back as ``translator.pipeline.Rejected`` and the pipeline decomposes those nodes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from emitters.tensorflow.helpers import accepts, channels_last
+from emitters.tensorflow.target import CHANNELS_LAST_IO
+from translator.errors import Unsupported
+from translator.target import Option, Target
+
+from . import codegen, runtime
+from .registry import NAME
+
+
+def legal_dtypes(tables: Any) -> frozenset[str]:
+    """The dtypes TFLite builtins compute in: the tflite column of dtypes.yaml."""
+    from translator.passes.legalize_dtypes import backend_dtypes
+
+    return backend_dtypes(NAME, tables)
+
+
+def prepare(model: Any, ctx: Any) -> None:
+    """Before legalization: reinterpreting bits cannot survive a width change."""
+    legal = ctx.legal
+    for node in model.graph.walk():
+        if node.op != "bit_cast":
+            continue
+        for v in list(node.inputs) + list(node.outputs):
+            if v is not None and v.type.dtype is not None and v.type.dtype not in legal:
+                raise Unsupported(node.op, NAME, "unsupported_dtype",
+                                  f"bit_cast of {v.type.dtype}, which TFLite legalizes to another width", node.name)
+
+
+ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
+                             "tflite: let the converter keep TensorFlow ops it has no builtin for "
+                             "(the Flex delegate must then be linked to run the model)",
+                             action="store_true", default=False)
+
+TARGET = Target(
+    name=NAME,
+    title="TensorFlow Lite",
+    emit=codegen.emit,
+    run=runtime.run,
+    save=runtime.save,
+    load=runtime.load,
+    output_ports=runtime.output_ports,
+    suffix=".tflite",
+    written="model.tflite",
+    legal_dtypes=legal_dtypes,
+    channels_last=channels_last,
+    fold=True,
+    code_columns=(NAME, "tensorflow"),
+    accepts=accepts,
+    prepare=prepare,
+    options=(CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS),
+    version=runtime.version,
+    doc="a .tflite flatbuffer (builtin ops; select TF ops only with --allow-select-tf-ops), "
+        "converted from the generated TensorFlow module",
+)
