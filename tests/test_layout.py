@@ -36,7 +36,7 @@ def _eval(g: Graph, feeds: dict) -> list:
     env.update({id(c): c.const for c in g.constants.values()})
     for n in g.nodes:
         args = [None if v is None else env[id(v)] for v in n.inputs]
-        cl = layout.is_channels_last(n) and n.op in layout.SPATIAL | layout.PER_CHANNEL
+        cl = layout.is_channels_last(n) and (n.op in layout.classes().spatial or n.op in layout.classes().per_channel)
         if cl:
             r = args[0].ndim
             args[0] = args[0].transpose(layout.to_first(r))

@@ -106,7 +106,7 @@ def _op(extra: str = "", cell: str = "status: native\n      name: Add\n      sou
         ops:
         - id: add
           title: Add
-          category: Elementwise Math
+          category: Elementwise, Math
           broadcast: multidirectional
         {extra}  backends:
             onnx:
@@ -121,8 +121,10 @@ def _load(tmp_path: Path, optable: str, dtypes: str = GOOD_DTYPES):
 
 
 def test_minimal_tables_load(tmp_path):
-    t = _load(tmp_path, _op())
+    t = _load(tmp_path, _op("  traits: [elementwise, layout_broadcasting]\n"))
     assert t.ops["add"].backends["onnx"].name == "Add"
+    assert t.ops["add"].traits == {"elementwise", "layout_broadcasting"}
+    assert t.ops["add"].categories == ("Elementwise", "Math") and t.ops["add"].no_case is None
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -132,8 +134,13 @@ def test_minimal_tables_load(tmp_path):
     (_op(cell="status: native\n      name: Add\n      source: hearsay"), "source 'hearsay'"),
     (_op(cell="status: native\n      name: Add\n      dtypes: [float33]\n      source: seed:000"), "unknown dtype 'float33'"),
     (_op("  decomposition:\n    body:\n    - {op: nosuchop, in: [A], out: y}\n"), "unknown op 'nosuchop'"),
-    (_op().replace("ops:\n", "ops:\n- id: add\n  title: A\n  category: c\n  broadcast: none\n"), "duplicate op id"),
+    (_op().replace("ops:\n", "ops:\n- id: add\n  title: A\n  category: Math\n  broadcast: none\n"), "duplicate op id"),
     (_op().replace("broadcast: multidirectional", "broadcast: sideways"), "broadcast 'sideways'"),
+    (_op().replace("category: Elementwise, Math", "category: Elementwise Math"), "category part 'Elementwise Math' not one of"),
+    (_op().replace("category: Elementwise, Math", "category: Math, Math"), "repeats a part"),
+    (_op("  traits: [elementwise, shiny]\n"), "trait 'shiny' not one of"),
+    (_op("  traits: [layout_unary, layout_spatial]\n"), "at most one layout_* trait"),
+    (_op("  no_case: ''\n"), "'no_case' needs a reason"),
     (_op().replace("  backends:", "  backends: [1,\n"), "invalid YAML"),
     (_op(_SIG + "  decomposition:\n    when: {dtype_kind: [bool], dtype_of: Z}\n    body:\n    - {op: add, in: [A, B], out: C}\n"),
      "dtype_of names 'Z', not an input of the signature (A, B)"),

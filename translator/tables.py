@@ -491,6 +491,8 @@ def _traits(ctx: _Ctx, node: LDict, where: str) -> frozenset[str]:
             raise ctx.fail(node, where, f"trait {t!r} not one of {', '.join(TRAITS)}", key="traits")
     if len(set(traits)) != len(traits):
         raise ctx.fail(node, where, "'traits' lists a trait twice", key="traits")
+    if sum(t.startswith("layout_") for t in traits) > 1:
+        raise ctx.fail(node, where, "an op has at most one layout_* trait (its class in the layout pass)", key="traits")
     return frozenset(traits)
 
 

@@ -8,10 +8,10 @@ channels-last, so that the emitted graph has the fewest transposes:
   ``to_last(r) = [0, 2, …, r-1, 1]`` (label 1);
 * every node is a 0/1 variable. Channels-last ops (the backend's predicate, e.g. every
   ``conv``) are fixed to 1; layout-agnostic ops (elementwise, activations, per-channel
-  normalization, concat/split/reductions/softmax with their axes remapped, …; see
-  ``RULES``) are free: their layout-bearing inputs and outputs share the node's label;
-  every other op, the graph inputs and the graph outputs are fixed to 0 (inputs/outputs
-  to 1 with ``io_channels_last``);
+  normalization, concat/split/reductions/softmax with their axes remapped, …: the op's
+  ``layout_*`` trait in optable.yaml, see ``classes()``) are free: their layout-bearing
+  inputs and outputs share the node's label; every other op, the graph inputs and the
+  graph outputs are fixed to 0 (inputs/outputs to 1 with ``io_channels_last``);
 * a (non-constant) value costs one transpose when some use needs the other label than
   its producer gives (constants are permuted at conversion time, for free).
 
@@ -32,6 +32,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..ir import Graph, Node, TensorType, Value
+from ..tables import Tables, load_tables
 
 CHANNELS_LAST = "channels_last"
 LayoutPredicate = Callable[[Node], bool]
@@ -213,41 +214,25 @@ def _quantize(n: Node) -> Bearing | None:
     return Bearing((0,), (0,), r)
 
 
-_UNARY = (
-    "identity", "reciprocal", "sqrt", "exp", "log", "abs", "neg", "ceil", "floor", "round", "erf", "is_nan", "is_inf",
-    "sign", "bitwise_not", "bit_count", "logical_not", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "acosh", "asinh", "atanh", "scaled_tanh", "sigmoid", "hard_sigmoid", "hard_swish", "relu", "leaky_relu",
-    "thresholded_relu", "elu", "selu", "gelu", "softsign", "softplus", "parametric_softplus", "affine", "shrink",
-    "celu", "mish", "swish", "cast", "clip",
-)
-_BROADCASTING = (
-    "add", "sub", "mul", "div", "trunc_mod", "floor_mod", "pow", "equal", "not_equal", "greater", "less",
-    "greater_equal", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift_left", "bit_shift_right",
-    "logical_and", "logical_or", "logical_xor", "cos_grad", "sum", "mean", "max", "min", "where", "prelu",
-)
-_REDUCE = ("reduce_sum", "reduce_mean", "reduce_prod", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square",
-           "reduce_l1", "reduce_l2", "reduce_max", "reduce_min")
-
-#: op id → which inputs/outputs follow the node's layout (None: this node keeps the source layout)
-RULES: dict[str, Rule] = {
-    **{op: _unary for op in _UNARY},
-    **{op: _broadcasting for op in _BROADCASTING},
-    **{op: _reduce for op in _REDUCE},
+#: the op classes, by their layout trait in optable.yaml (``classes()``)
+CLASS_RULES: dict[str, Rule] = {
+    "layout_unary": _unary, "layout_broadcasting": _broadcasting, "layout_reduce": _reduce,
+    # per-channel ops: the channel axis moves with the layout (node.meta["layout"])
+    "layout_per_channel": _first_in_out,
+    # spatial ops (channels-last where the backend says so)
+    "layout_spatial": _first_in_out,
+}
+#: op id → which inputs/outputs follow the node's layout (None: this node keeps the source layout);
+#: ops whose rule is not their class's
+OP_RULES: dict[str, Rule] = {
     "softmax": _first_in_out, "log_softmax": _first_in_out, "hardmax": _first_in_out,
     "lp_normalization": _first_in_out, "mean_variance_normalization": _first_in_out, "reverse": _first_in_out,
     "arg_max": _keepdims_axis, "arg_min": _keepdims_axis, "concat": _all_variadic, "split": _split, "top_k": _top_k,
     "cum_sum": _with_const_inputs(1), "cum_prod": _with_const_inputs(1), "tile": _with_const_inputs(1),
     "slice": _with_const_inputs(3), "pad": _pad,
     "quantize_linear": _quantize, "dequantize_linear": _quantize,
-    # per-channel ops: the channel axis moves with the layout (node.meta["layout"])
-    "batch_normalization": _single_output(_first_in_out), "instance_normalization": _first_in_out,
-    "global_average_pool": _first_in_out, "global_max_pool": _first_in_out, "global_lp_pool": _first_in_out,
-    "lrn": _first_in_out,
-    # spatial ops (channels-last where the backend says so)
-    "conv": _first_in_out, "conv_transpose": _first_in_out, "average_pool": _first_in_out,
-    "max_pool": _single_output(_first_in_out), "lp_pool": _first_in_out,
-    "depth_to_space": _first_in_out, "space_to_depth": _first_in_out, "resize": _resize,
-    "upsample": _with_const_inputs(1),
+    "batch_normalization": _single_output(_first_in_out), "max_pool": _single_output(_first_in_out),
+    "resize": _resize, "upsample": _with_const_inputs(1),
 }
 
 
@@ -344,8 +329,9 @@ def _remap_roi_and_scales(n: Node, rw: "_Rewriter", r: int) -> None:
     _remap_per_axis_input(3)(n, rw, r)
 
 
-REMAPS: dict[str, Remap] = {
-    **{op: _remap_axes_input(1) for op in _REDUCE},
+#: how a channels-last node's axis attributes/inputs change, per class (``classes()``) and per op
+CLASS_REMAPS: dict[str, Remap] = {"layout_reduce": _remap_axes_input(1)}
+OP_REMAPS: dict[str, Remap] = {
     "softmax": _remap_axis_attr("axis", -1), "log_softmax": _remap_axis_attr("axis", -1),
     "hardmax": _remap_axis_attr("axis", -1), "lp_normalization": _remap_axis_attr("axis", -1),
     "arg_max": _remap_axis_attr("axis", 0), "arg_min": _remap_axis_attr("axis", 0),
@@ -424,12 +410,43 @@ class _Flow:
 
 
 SOURCE, SINK = 0, 1  # label 0 (source layout), label 1 (channels-last)
-#: ops channels-last exactly when the backend's predicate says so (never moved by the cut)
-SPATIAL = frozenset({"conv", "conv_transpose", "average_pool", "max_pool", "lp_pool", "depth_to_space",
-                     "space_to_depth", "resize", "upsample", "lrn"})
-#: per-channel ops: channels-last when the backend asks, else wherever the cut puts them
-PER_CHANNEL = frozenset({"batch_normalization", "instance_normalization", "global_average_pool",
-                         "global_max_pool", "global_lp_pool"})
+
+
+@dataclass(frozen=True)
+class Classes:
+    """The layout facts of every op, read from the table's ``layout_*`` traits."""
+
+    rules: dict[str, Rule]
+    remaps: dict[str, Remap]
+    #: ops channels-last exactly when the backend's predicate says so (never moved by the cut)
+    spatial: frozenset[str]
+    #: per-channel ops: channels-last when the backend asks, else wherever the cut puts them
+    per_channel: frozenset[str]
+
+
+_CLASSES: dict[int, tuple[Tables, Classes]] = {}
+
+
+def classes(tables: Tables | None = None) -> Classes:
+    """The rules, remaps and fixed classes for ``tables`` (memoized per table object)."""
+    tables = tables or load_tables()
+    hit = _CLASSES.get(id(tables))
+    if hit is not None and hit[0] is tables:
+        return hit[1]
+    rules: dict[str, Rule] = {}
+    remaps: dict[str, Remap] = {}
+    for op in tables.ops.values():
+        for trait in sorted(op.traits & CLASS_RULES.keys()):
+            rules[op.id] = CLASS_RULES[trait]
+            if trait in CLASS_REMAPS:
+                remaps[op.id] = CLASS_REMAPS[trait]
+    rules.update(OP_RULES)
+    remaps.update(OP_REMAPS)
+    got = Classes(rules, remaps,
+                  frozenset(op.id for op in tables.ops.values() if "layout_spatial" in op.traits),
+                  frozenset(op.id for op in tables.ops.values() if "layout_per_channel" in op.traits))
+    _CLASSES[id(tables)] = (tables, got)
+    return got
 
 
 # ----------------------------------------------------------------------------- the pass
@@ -472,12 +489,14 @@ class _Rewriter:
         return self.copies[key]
 
 
-def run(graph: Graph, channels_last: LayoutPredicate | Iterable[str], io_channels_last: bool = False) -> LayoutReport:
+def run(graph: Graph, channels_last: LayoutPredicate | Iterable[str], io_channels_last: bool = False,
+        tables: Tables | None = None) -> LayoutReport:
     """Assign layouts in ``graph`` (and its subgraphs) and rewrite it; returns the report.
 
     ``channels_last``: which nodes the backend runs channels-last (a predicate, or op ids).
     ``io_channels_last``: graph inputs/outputs of rank ≥ 3 become channels-last too (the
     caller then feeds and reads ``N…C`` tensors); by default they keep the source layout.
+    ``tables``: where the ops' layout classes come from (default: the loaded tables).
     """
     pred: LayoutPredicate
     if callable(channels_last):
@@ -486,19 +505,19 @@ def run(graph: Graph, channels_last: LayoutPredicate | Iterable[str], io_channel
         ops = frozenset(channels_last)
         pred = lambda n: n.op in ops  # noqa: E731
     report = LayoutReport()
-    _run_graph(graph, pred, io_channels_last, report)
+    _run_graph(graph, pred, io_channels_last, report, classes(tables))
     report.transposes = sum(1 for n in graph.walk() if n.op == "transpose")
     report.inserted = sum(1 for n in graph.walk() if n.op == "transpose" and n.meta.get("layout_inserted"))
     report.channels_last_nodes = sum(1 for n in graph.walk() if is_channels_last(n))
     return report
 
 
-def _run_graph(graph: Graph, pred: LayoutPredicate, io_cl: bool, report: LayoutReport) -> None:
+def _run_graph(graph: Graph, pred: LayoutPredicate, io_cl: bool, report: LayoutReport, cls: Classes) -> None:
     bearing: dict[int, Bearing] = {}
     var: dict[int, int] = {}  # id(node) → flow node (SOURCE / SINK when fixed)
     flow = _Flow()
     for n in graph.nodes:
-        rule = RULES.get(n.op)
+        rule = cls.rules.get(n.op)
         b = rule(n) if rule is not None and not any(True for _ in n.subgraphs()) else None
         if b is None or b.rank < 3:
             var[id(n)] = SOURCE
@@ -508,9 +527,9 @@ def _run_graph(graph: Graph, pred: LayoutPredicate, io_cl: bool, report: LayoutR
             o = n.outputs[k]
             if o.type.kind == "tensor" and o.type.shape is None:
                 o.type = TensorType(o.type.dtype, (None,) * b.rank)
-        if pred(n) and n.op in SPATIAL | PER_CHANNEL:
+        if pred(n) and (n.op in cls.spatial or n.op in cls.per_channel):
             var[id(n)] = SINK
-        elif n.op in SPATIAL:  # a spatial op the backend does not run channels-last keeps the source layout
+        elif n.op in cls.spatial:  # a spatial op the backend does not run channels-last keeps the source layout
             var[id(n)] = SOURCE
         else:
             var[id(n)] = flow.node()
@@ -561,13 +580,13 @@ def _run_graph(graph: Graph, pred: LayoutPredicate, io_cl: bool, report: LayoutR
         return 0 if x == SOURCE else 1 if x == SINK else (0 if x in side else 1)
 
     labels = {nid: label(x) for nid, x in var.items()}
-    _rewrite(graph, bearing, labels, io_cl)
+    _rewrite(graph, bearing, labels, io_cl, cls)
     for n in list(graph.nodes):
         for sub in n.subgraphs():
-            _run_graph(sub, pred, False, report)
+            _run_graph(sub, pred, False, report, cls)
 
 
-def _rewrite(graph: Graph, bearing: dict[int, Bearing], labels: dict[int, int], io_cl: bool) -> None:
+def _rewrite(graph: Graph, bearing: dict[int, Bearing], labels: dict[int, int], io_cl: bool, cls: Classes) -> None:
     rw = _Rewriter(graph)
     holds: dict[int, int] = {}  # id(value) → label it is held in
 
@@ -593,7 +612,7 @@ def _rewrite(graph: Graph, bearing: dict[int, Bearing], labels: dict[int, int], 
             if have != want:
                 n.replace_input(i, rw.copy(v, want))
         if b is not None and lab == 1:
-            remap = REMAPS.get(n.op)
+            remap = cls.remaps.get(n.op)
             if remap is not None:
                 remap(n, rw, b.rank)
             n.meta["layout"] = CHANNELS_LAST
