@@ -85,12 +85,13 @@ def test_check_outputs_wants_exactly_the_declared_outputs():
 def test_an_openvino_artifact_returning_unwrapped_int4_fails_whatever_the_runner_casts(monkeypatch):
     """The runner converts int8 back to int4 only when every value is an int4 value: the old
     emission (a plain Convert, -9/8/9 for ONNX's wrapped 7/-8/-7) cannot pass any more."""
-    from emitters import openvino_ops
+    import emitters.openvino  # noqa: F401 - its rules register
+    from translator.registry import RULES, Rule
 
     case = _case("test_cast_FLOAT16_to_INT4")
     assert _bench(case, "openvino") == ("pass_legalized", "legalized int4→int8")
-    naive = openvino_ops.Lowering(lambda g, node: g.out(0, f"ops.convert({g.x(0)}, {g.ty(g.out_dtype(0))})"), None)
-    monkeypatch.setitem(openvino_ops.LOWERINGS, "cast", naive)
+    naive = Rule("openvino", "cast", lambda g, node: g.out(0, f"ops.convert({g.x(0)}, {g.ty(g.out_dtype(0))})"))
+    monkeypatch.setitem(RULES, ("cast", "openvino"), naive)
     assert _bench(case, "openvino") == ("fail", "mismatch")
 
 

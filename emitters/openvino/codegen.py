@@ -30,7 +30,7 @@ from .registry import NAME
 from .runtime import BOUNDARY, Artifact
 
 if TYPE_CHECKING:
-    from translator.pipeline import Compilation
+    from translator.target import Compilation
 
 #: integer/bool constants up to this many elements are written inline, and finite floats up to INLINE_FLOATS
 INLINE_MAX = 16

@@ -20,7 +20,7 @@ from .registry import NAME
 
 if TYPE_CHECKING:
     from translator.ir import Node
-    from translator.pipeline import Compilation
+    from translator.target import Compilation
 
 
 def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
