@@ -39,20 +39,11 @@ def accepts(node: Node, ctx: Any = None) -> Refusal | None:
     return None
 
 
-_WIDEN_CATEGORIES = ("Math", "Activation", "Normalization", "Reduction", "Matrix Multiplication", "Pooling",
-                     "Trigonometric", "Loss", "Attention", "Signal", "Imaging", "Recurrent", "Aggregate")
-
-
-_NO_WIDEN = frozenset({"identity", "neg", "abs", "sign", "reduce_max", "reduce_min", "max", "min", "max_pool",
-                       "global_max_pool", "clip", "relu", "ceil", "floor", "round", "if", "loop", "scan"})
-
-
 def widens(node: Node, tables: Any) -> bool:
-    """Arithmetic on float16/bfloat16 runs in float32 and is rounded back after the op."""
-    if node.op in _NO_WIDEN:
-        return False
+    """Arithmetic on float16/bfloat16 runs in float32 and is rounded back after the op (the
+    ops whose optable entry has the ``widen_half`` trait)."""
     op = tables.ops.get(node.op)
-    if op is None or not any(k in op.category for k in _WIDEN_CATEGORIES):
+    if op is None or "widen_half" not in op.traits:
         return False
     return any(v is not None and v.type.dtype in ("float16", "bfloat16") for v in node.inputs)
 
