@@ -107,7 +107,7 @@ def test_a_backend_from_a_temporary_package_converts_checks_and_reports(plugin, 
     p = _cli(env, "convert", str(model), "--to", "toy", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)
-    assert rec["results"][0]["target"] == "toy" and rec["results"][0]["status"] == "ok", rec
+    assert rec["targets"][0]["target"] == "toy" and rec["targets"][0]["status"] == "ok", rec
     written = json.loads(out.read_text())
     ops = [op for _, op in written["nodes"]]
     assert "hard_swish" not in ops and "relu" in ops and "add" in ops, ops  # decomposed from the table
