@@ -1,10 +1,13 @@
 """The generic cross-execution test, generated from the table.
 
-One case per (op, backend, dtype, sample): the op alone in a graph, converted for the
-backend and run, compared with the NumPy reference under the op's tolerance. Expected
-failures are data: an op's ``xfail`` entries in optable.yaml become strict xfails with
-their reason. Results are recorded into verified.json (see conftest.py) — the verified
-status `opbridge query` shows.
+One case per (op, backend, dtype, sample): the op alone in a graph, compiled for the target
+through the one pipeline (``translator.pipeline.compile``) and run, compared with the NumPy
+reference under the op's tolerance. Expected failures are data: an op's ``xfail`` entries in
+optable.yaml become strict xfails with their reason. So is the absence of a case: an op
+without one says why in its ``no_case`` key (or has the ``random`` trait), and the set of
+case-less ops must equal the declared set. A sample the reference cannot evaluate is an
+error, never a silently lost case. Results are recorded into verified.json (see
+conftest.py) — the verified status `opbridge query` shows.
 """
 from __future__ import annotations
 
@@ -14,43 +17,41 @@ import numpy as np
 import pytest
 
 from translator import reference
+from translator import target as targets
 from translator.errors import Unsupported
-from translator.artifact_io import output_ports
-from translator.harness import backend_module, compare, single_op_model
-from translator.lowering import how
+from translator.harness import compare, single_op_model
+from translator.pipeline import compile
+from translator.registry import supported
 from translator.samples import sample
 from translator.tables import TARGETS, load_tables
 
 TABLES = load_tables()
-def _available_backends() -> tuple[str, ...]:
-    """Every backend with an emitter module (emitters/<name>.py) whose framework imports here."""
-    import importlib.util
 
-    from translator.harness import BACKENDS as ALL
 
+def _backends() -> tuple[str, ...]:
+    """Every discovered target (``OPBRIDGE_TEST_BACKENDS=a,b`` narrows them; an unknown name is an error)."""
+    known = targets.names()
     only = os.environ.get("OPBRIDGE_TEST_BACKENDS")
-    names = only.split(",") if only else ALL
-    return tuple(b for b in names if importlib.util.find_spec(f"emitters.{b}") is not None)
+    if not only:
+        return tuple(known)
+    wanted = tuple(b.strip() for b in only.split(",") if b.strip())
+    unknown = [b for b in wanted if b not in known]
+    if unknown:
+        raise ValueError(f"OPBRIDGE_TEST_BACKENDS names unknown targets {unknown} (known: {', '.join(known)})")
+    return wanted
 
 
-BACKENDS = _available_backends()
+BACKENDS = _backends()
 
 
-def _emitter_native(backend: str) -> frozenset:
-    """Ops an emitter declares native beyond its table column (its ``supported_ops()``, e.g.
-    composite cells it writes itself); importing it also registers its Python lowerings."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"emitters.{backend}")
-    except ImportError:  # the test itself reports it
-        return frozenset()
-    fn = getattr(mod, "supported_ops", None)
-    return frozenset(fn()) if fn is not None else frozenset()
+def _supported(backend: str) -> frozenset[str]:
+    """Ops the target emits itself: what the pipeline's lowering judges by (``registry.supported``)."""
+    t = targets.get(backend)
+    own = t.extra.get("supports") if t.extra else None
+    return frozenset(own(TABLES)) if own is not None else supported(t, TABLES)
 
 
-EMITTER_NATIVE = {b: _emitter_native(b) for b in BACKENDS}
-DTYPES = {"float": [np.float32, np.float16], "int": [np.int32], "bool": [np.bool_]}
+SUPPORTED = {b: _supported(b) for b in BACKENDS}
 
 
 def _kinds(op) -> list:
@@ -70,35 +71,51 @@ def _kinds(op) -> list:
     return out
 
 
-def _valid_sample(op, dt):
-    """A sample the reference itself evaluates (an op the reference rejects gets none)."""
+def _evaluated(op, dt):
+    """``(sample, expected outputs)``, or None when the sampler has no sample for the op at ``dt``.
+
+    Raises when the sample does not fit the op (the reference rejects it): a broken sample
+    is reported by ``test_every_sample_fits_its_op``, never dropped."""
     fn = reference.get(op.id)
     if fn is None:
         return None
     smp = sample(op, dt)
     if smp is None:
         return None
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*smp.inputs, **smp.attrs)
-    except Exception:  # noqa: BLE001 - the sample does not fit the op: no case
-        return None
+    with np.errstate(all="ignore"):
+        out = fn(*smp.inputs, **smp.attrs)
     outs = out if isinstance(out, tuple) else (out,)
     if smp.outputs is not None:
         outs = outs[: smp.outputs]
-    if not all(isinstance(o, np.ndarray) for o in outs):
-        return None
+    bad = [type(o).__name__ for o in outs if not isinstance(o, np.ndarray)]
+    if bad:
+        raise TypeError(f"the reference returned {', '.join(bad)} where tensors are compared")
     return smp, outs
+
+
+#: (op id, dtype, error) of every sample the reference could not evaluate (undeclared ops only)
+SAMPLE_ERRORS: list[tuple[str, str, str]] = []
+#: ops with at least one evaluated sample (declared ``no_case`` ops included: a stale declaration shows)
+SAMPLED: set[str] = set()
+REFUSED: list = []
 
 
 def _cases():
     for op in TABLES.ops.values():
-        if op.category.startswith("Generation, Random") or op.id in ("bernoulli", "multinomial", "dropout"):
+        if "random" in op.traits:  # the output is random: nothing to compare with the reference
             continue
         seen = set()
         for dt in _kinds(op):
-            got = _valid_sample(op, dt)
+            try:
+                got = _evaluated(op, dt)
+            except Exception as exc:  # noqa: BLE001 - reported by test_every_sample_fits_its_op
+                if op.no_case is None:
+                    SAMPLE_ERRORS.append((op.id, np.dtype(dt).name, f"{type(exc).__name__}: {exc}"))
+                continue
             if got is None:
+                continue
+            SAMPLED.add(op.id)
+            if op.no_case is not None:
                 continue
             smp, outs = got
             # the case's dtype is what the sample's first input really is (a sample may fix it, e.g. uint8)
@@ -107,18 +124,17 @@ def _cases():
                 continue
             seen.add(np.dtype(dt).name)
             for b in BACKENDS:
-                if b != "numpy" and how(op, b, EMITTER_NATIVE[b]) == "unsupported":
-                    REFUSED.append(pytest.param(op.id, b, np.dtype(dt).name, smp, id=f"{op.id}-{b}-{np.dtype(dt).name}"))
+                case_id = f"{op.id}-{b}-{np.dtype(dt).name}"
+                if op.id not in SUPPORTED[b] and not op.decomposition:
+                    REFUSED.append(pytest.param(op.id, b, np.dtype(dt).name, smp, id=case_id))
                     continue
                 marks = []
                 for xf in op.xfail:
                     if xf["backend"] == b and xf.get("dtype") in (None, np.dtype(dt).name):
                         marks.append(pytest.mark.xfail(reason=xf["reason"], strict=True))
-                yield pytest.param(op.id, b, np.dtype(dt).name, smp, outs, marks=marks,
-                                   id=f"{op.id}-{b}-{np.dtype(dt).name}")
+                yield pytest.param(op.id, b, np.dtype(dt).name, smp, outs, marks=marks, id=case_id)
 
 
-REFUSED: list = []
 CASES = list(_cases())
 
 
@@ -135,27 +151,40 @@ def _tolerance(op, dtype: str) -> dict:
 def test_op(op_id, backend, dtype, smp, expected, record_verified):
     op = TABLES.ops[op_id]
     model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=len(expected), const=smp.const)
-    mod = backend_module(backend)
-    artifact = mod.emit(model)
+    target = targets.get(backend)
+    artifact = compile(model, target).artifact
     try:
-        got = list(mod.run(artifact, feeds))
+        got = list(target.run(artifact, feeds))
     except Unsupported as exc:
         if exc.code != "structural_only":  # built and saved, but nothing here computes numbers (coreml on Linux)
             raise
         record_verified(op_id, backend, dtype, "structural")
         return
     assert len(got) == len(expected)
-    ports = output_ports(backend, artifact)  # a documented legalization (TFLite's float16 as float32) passes
+    # a documented legalization (TFLite's float16 as float32) passes
+    ports = list(target.output_ports(artifact)) if target.output_ports is not None else [None] * len(got)
     for e, g, port in zip(expected, got, ports):
-        d = compare(e, g, **_tolerance(op, dtype), legalized=port.legal)
+        d = compare(e, g, **_tolerance(op, dtype), legalized=port.legal if port is not None else None)
         assert d.ok, f"{op_id} on {backend} ({dtype}): {d.reason}"
     if backend in TARGETS:  # the numpy backend is our reference itself, not the NumPy column's names
         record_verified(op_id, backend, dtype, "numeric")
 
 
-def test_enough_ops_are_cross_executed():
-    ops = {c.values[0] for c in CASES}
-    assert len(ops) >= 140, f"only {len(ops)} ops have a generated cross-execution case"
+def test_every_sample_fits_its_op():
+    """A sample the op's own reference rejects would silently lose the op's cases."""
+    assert SAMPLE_ERRORS == [], "samples the reference cannot evaluate (fix translator/samples.py): " + \
+        "; ".join(f"{op} at {dt}: {err}" for op, dt, err in SAMPLE_ERRORS)
+
+
+def test_the_case_less_ops_are_exactly_the_declared_ones():
+    """An op without a generated case says why in optable.yaml (``no_case``, or the ``random``
+    trait); a declaration whose op has a case now is stale."""
+    random = {op.id for op in TABLES.ops.values() if "random" in op.traits}
+    declared = {op.id for op in TABLES.ops.values() if op.no_case is not None}
+    assert not declared & random, f"random ops need no no_case: {sorted(declared & random)}"
+    caseless = set(TABLES.ops) - SAMPLED - random
+    assert sorted(caseless - declared) == [], "ops with no case and no declared reason ('no_case' in optable.yaml)"
+    assert sorted(declared - caseless) == [], "ops declared no_case that have a case now: remove the declaration"
 
 
 @pytest.mark.parametrize("op_id, backend, dtype, smp", REFUSED)
@@ -164,5 +193,5 @@ def test_declared_gap_is_refused_with_a_reason(op_id, backend, dtype, smp):
     stops with Unsupported naming the op and a reason code (never a crash or a wrong model)."""
     model, _ = single_op_model(op_id, smp.inputs, smp.attrs, const=smp.const)
     with pytest.raises(Unsupported) as ei:
-        backend_module(backend).emit(model)
+        compile(model, backend)
     assert ei.value.op == op_id and ei.value.code in ("unsupported_op", "unsupported_dtype")

@@ -145,8 +145,10 @@ SPECIAL: dict[str, dict[str, Any]] = {
 }
 
 
-NO_GENERIC_CATEGORIES = ("Sequence", "Optional", "String", "Signal processing", "Generation", "Imaging",
-                         "Control Flow", "Quantization", "Recurrent", "Attention", "Input", "Sparse", "NGram", "Loss")
+#: an op whose category starts with one of these has inputs with structure (no generic sample)
+NO_GENERIC_CATEGORIES = frozenset({"Sequence", "Optional", "String", "Signal Processing", "Generation", "Imaging",
+                                   "Control Flow", "Quantization", "Recurrent", "Attention", "Input", "Sparse",
+                                   "NGram", "Loss"})
 
 
 def generic_ok(op: Op) -> bool:
@@ -156,7 +158,7 @@ def generic_ok(op: Op) -> bool:
     is not of a category whose inputs have structure (sequences, windows, indices...).
     """
     sig = op.signature
-    if sig is None or not sig.inputs or any(op.category.startswith(c) for c in NO_GENERIC_CATEGORIES):
+    if sig is None or not sig.inputs or op.categories[0] in NO_GENERIC_CATEGORIES:
         return False
     t = sig.inputs[0].type
     return all(p.type == t for p in sig.inputs if not p.optional)
