@@ -22,9 +22,6 @@ from .runtime import (Port, TFArtifact, feed_arrays, load, load_saved, normalize
                       restore_outputs, run, save, weights_bytes, write_sources)
 from .target import TARGET
 
-_RESERVED = RESERVED  # the name the segments and older callers use
-_quiet_tf = quiet_tf
-
 
 def emit(model: Model, **options: Any) -> TFArtifact:
     """IR → TensorFlow artifact through the one pipeline (``translator.pipeline.compile``);

@@ -59,7 +59,7 @@ class Namer:
 
 
 class NodeCtx:
-    """What a snippet or a Python lowering sees of one node."""
+    """What a rule (or a snippet, through ``_Binder``) sees of one node."""
 
     def __init__(self, cg: "Codegen", node: Node) -> None:
         self.cg, self.node = cg, node
