@@ -16,7 +16,6 @@ torch = pytest.importorskip("torch")
 
 from emitters import numpy as numpy_backend  # noqa: E402
 from emitters import pytorch as pt  # noqa: E402
-from emitters import pytorch_ops  # noqa: E402
 from translator.errors import Unsupported  # noqa: E402
 from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
 from translator.harness import compare, single_op_model  # noqa: E402
@@ -306,16 +305,43 @@ def test_an_op_without_snippet_is_decomposed():
 
 
 # ----------------------------------------------------------------------------- the tables
-def test_snippets_name_real_ops_inputs_and_attributes():
+def test_snippets_come_from_the_cells_through_the_binder():
+    """A cell's snippet fills inputs by signature name, attributes as literals ({@alpha}) and
+    dtypes ({$output}); an op whose rule only adds a check (bit_cast) writes the same line."""
     tables = load_tables()
-    for op_id, text in pytorch_ops.snippets().items():
-        op = tables.ops.get(op_id)
-        assert op is not None and op.signature is not None, op_id
-        cell = op.backends.get(pt.NAME)
-        assert cell is not None and cell.status in ("native", "composite"), op_id
-        names = {p.name for p in op.signature.inputs} | {a.name for a in op.signature.attributes} | {"dtype"}
-        assert set(pytorch_ops.placeholders(text)) <= names, op_id
-        assert op_id not in pytorch_ops.LOWERINGS, f"{op_id} has both a snippet and a lowering"
+    assert tables.ops["leaky_relu"].backends[pt.NAME].snippet == "F.leaky_relu({X}, {@alpha})"
+    model, feeds = single_op_model("leaky_relu", [_x(2, 3)], {"alpha": 0.25})
+    art = pt.emit(model)
+    assert "F.leaky_relu(" in art.source and ", 0.25)" in art.source
+    (got,) = pt.run(art, feeds)
+    (x,) = feeds.values()
+    assert np.allclose(got, np.where(x < 0, 0.25 * x, x))
+    m = _onnx_model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT32)],
+                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                    [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])], opset=26)
+    art = pt.emit(from_proto(m))
+    assert ".view(torch.int32)" in art.source
+    x = _x(2, 3)
+    (got,) = pt.run(art, {"x": x})
+    assert np.array_equal(got, x.view(np.int32))
+
+
+def test_a_node_a_rule_cannot_write_is_decomposed_by_the_pipeline():
+    """A rule that finds it cannot write a node while generating code (here: layer_normalization
+    of an input whose rank is unknown) reports it; the pipeline decomposes it and runs again."""
+    g = Graph("g")
+    x = g.add_input("x", TensorType("float32", None))
+    scale = g.add_constant("scale", np.full(4, 2.0, np.float32), "float32")
+    bias = g.add_constant("bias", np.full(4, 0.5, np.float32), "float32")
+    y = g.add_node("layer_normalization", [x, scale, bias], {"axis": -1}, outputs=["y"], name="ln").outputs[0]
+    g.outputs = [y]
+    art = pt.emit(Model(g, source="ln", source_format="ir"))
+    assert ("ln", "layer_normalization") in art.decomposed and "F.layer_norm" not in art.source
+    feeds = {"x": _x(2, 3, 4)}
+    (got,) = pt.run(art, feeds)
+    xm = feeds["x"] - feeds["x"].mean(-1, keepdims=True)
+    want = xm / np.sqrt((xm ** 2).mean(-1, keepdims=True) + 1e-5) * 2.0 + 0.5
+    assert np.allclose(got, want, atol=1e-4)
 
 
 def test_supported_ops_need_a_cell_and_code():
@@ -329,8 +355,8 @@ def test_supported_ops_need_a_cell_and_code():
 
 def test_helpers_stand_alone():
     """Each helper compiles with only torch, F, math and the helpers it declares."""
-    for name in pytorch_ops._helpers():
-        src = "\n\n".join(pytorch_ops.helper_source(h) for h in pytorch_ops.helper_deps(name))
+    for name in pt.helpers():
+        src = "\n\n".join(pt.helper_source(h) for h in pt.helper_deps(name))
         ns = {"torch": torch, "F": torch.nn.functional, "math": __import__("math")}
         exec(compile(src, name, "exec"), ns)  # noqa: S102 - our own helper file
         assert callable(ns[name])
@@ -338,7 +364,7 @@ def test_helpers_stand_alone():
 
 def test_reflect_pad_helper_matches_numpy():
     ns = {"torch": torch, "F": torch.nn.functional, "math": __import__("math")}
-    exec(compile("\n\n".join(pytorch_ops.helper_source(h) for h in pytorch_ops.helper_deps("_pad")), "h", "exec"), ns)
+    exec(compile("\n\n".join(pt.helper_source(h) for h in pt.helper_deps("_pad")), "h", "exec"), ns)
     x = _x(3, 5)
     for mode, np_mode in (("reflect", "reflect"), ("edge", "edge"), ("wrap", "wrap")):
         got = ns["_pad"](torch.from_numpy(x), torch.tensor([2, 7, 1, 0]), None, None, mode)

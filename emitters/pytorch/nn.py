@@ -1,9 +1,14 @@
-"""PyTorch lowerings: convolutions, pooling, normalization, resampling."""
+"""PyTorch rules: convolutions, pooling, normalization, resampling, matrix products, activations
+with parameters, losses and dropout."""
 from __future__ import annotations
 
 import math
 
-from .pytorch_ops import ONNX_FLOAT, NodeEmit, axis, literal, lowering
+from translator.dtypes import norm_axis
+from translator.render import literal
+
+from .node import WIDE, NodeEmit, f32, onnx_float
+from .registry import rule
 
 _SAME = ("SAME_UPPER", "SAME_LOWER")
 
@@ -16,12 +21,12 @@ def torch_pads(begins: list[int], ends: list[int]) -> list[int]:
     return out
 
 
-def _ints_attr(e: NodeEmit, name: str, n: int, default: int) -> list[int]:
+def ints_attr(e: NodeEmit, name: str, n: int, default: int) -> list[int]:
     v = e.attr(name)
     return [int(a) for a in v] if v else [default] * n
 
 
-def _explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> tuple[list[int], list[int]]:
+def explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> tuple[list[int], list[int]]:
     """(begins, ends) from ``pads`` / ``auto_pad`` (SAME_*: output = ceil(input / stride))."""
     auto_pad = str(e.attr("auto_pad") or "NOTSET")
     if auto_pad in _SAME:
@@ -35,11 +40,11 @@ def _explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> 
         return begins, ends
     if auto_pad == "VALID":
         return [0] * nd, [0] * nd
-    pads = _ints_attr(e, "pads", 2 * nd, 0)
+    pads = ints_attr(e, "pads", 2 * nd, 0)
     return pads[:nd], pads[nd:]
 
 
-def _spatial(e: NodeEmit, nd: int) -> None:
+def spatial(e: NodeEmit, nd: int) -> None:
     if nd not in (1, 2, 3):
         raise e.refuse("rank_limit", f"torch has {nd}-D convolution/pooling only for 1, 2 or 3 spatial dims")
 
@@ -47,7 +52,7 @@ def _spatial(e: NodeEmit, nd: int) -> None:
 _DEFAULTS = {"stride": 1, "padding": 0, "output_padding": 0, "dilation": 1, "groups": 1, "ceil_mode": False}
 
 
-def _kwargs(**kw: object) -> str:
+def torch_kwargs(**kw: object) -> str:
     """``, key=value`` for every argument that differs from torch's default."""
     out = ""
     for k, v in kw.items():
@@ -59,15 +64,15 @@ def _kwargs(**kw: object) -> str:
 
 
 # ----------------------------------------------------------------------------- convolutions
-@lowering("conv")
+@rule("conv")
 def conv(e: NodeEmit) -> str:
     x, w = e.x(0), e.x(1)
     nd = e.need_rank(1) - 2
-    _spatial(e, nd)
-    k = list(e.need_shape(1)[2:]) if e.shape(1) else _ints_attr(e, "kernel_shape", nd, 1)
-    strides = _ints_attr(e, "strides", nd, 1)
-    dil = _ints_attr(e, "dilations", nd, 1)
-    begins, ends = _explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
+    spatial(e, nd)
+    k = list(e.need_shape(1)[2:]) if e.shape(1) else ints_attr(e, "kernel_shape", nd, 1)
+    strides = ints_attr(e, "strides", nd, 1)
+    dil = ints_attr(e, "dilations", nd, 1)
+    begins, ends = explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
     kw: dict[str, object] = {}
     if strides != [1] * nd:
         kw["stride"] = strides
@@ -81,33 +86,33 @@ def conv(e: NodeEmit) -> str:
     if int(e.attr("group")) != 1:
         kw["groups"] = int(e.attr("group"))
     b = e.x(2) if e.has(2) else "None"
-    return f"F.conv{nd}d({x}, {w}, {b}{_kwargs(**kw)})"
+    return f"F.conv{nd}d({x}, {w}, {b}{torch_kwargs(**kw)})"
 
 
-@lowering("conv_transpose")
+@rule("conv_transpose")
 def conv_transpose(e: NodeEmit) -> list[str]:
     """ONNX output window: the full transposed convolution (plus output_padding at the end)
     cropped at ``pads`` / sized by ``output_shape``; torch's own padding when symmetric."""
     x, w = e.x(0), e.x(1)
     nd = e.need_rank(1) - 2
-    _spatial(e, nd)
+    spatial(e, nd)
     k = list(e.need_shape(1)[2:])
-    strides = _ints_attr(e, "strides", nd, 1)
-    dil = _ints_attr(e, "dilations", nd, 1)
-    out_pad = _ints_attr(e, "output_padding", nd, 0)
+    strides = ints_attr(e, "strides", nd, 1)
+    dil = ints_attr(e, "dilations", nd, 1)
+    out_pad = ints_attr(e, "output_padding", nd, 0)
     group = int(e.attr("group"))
     auto_pad = str(e.attr("auto_pad") or "NOTSET")
     output_shape = e.attr("output_shape")
     in_sp = e.shape(0)[2:] if e.shape(0) else None
     y = e.out()
     if output_shape is None and auto_pad not in _SAME:
-        pads = _ints_attr(e, "pads", 2 * nd, 0) if auto_pad != "VALID" else [0] * (2 * nd)
+        pads = ints_attr(e, "pads", 2 * nd, 0) if auto_pad != "VALID" else [0] * (2 * nd)
         begins, ends = pads[:nd], pads[nd:]
         if begins == ends and all(p >= 0 for p in begins) and all(o < max(s, d) for o, s, d in zip(out_pad, strides, dil)):
             kw: dict[str, object] = {"stride": strides, "padding": begins, "output_padding": out_pad,
                                      "groups": group, "dilation": dil}
             b = e.x(2) if e.has(2) else "None"
-            return [f"{y} = F.conv_transpose{nd}d({x}, {w}, {b}{_kwargs(**kw)})"]
+            return [f"{y} = F.conv_transpose{nd}d({x}, {w}, {b}{torch_kwargs(**kw)})"]
     if in_sp is None:
         raise e.refuse("dynamic_shape", "conv_transpose with output_shape / auto_pad needs static input shapes")
     full = [strides[i] * (in_sp[i] - 1) + out_pad[i] + (k[i] - 1) * dil[i] + 1 for i in range(nd)]
@@ -120,58 +125,9 @@ def conv_transpose(e: NodeEmit) -> list[str]:
     torch_full = [f - o for f, o in zip(full, out_pad)]
     crop = torch_pads([-b for b in begins], [b + o - f for b, o, f in zip(begins, out, torch_full)])
     kw = {"stride": strides, "groups": group, "dilation": dil}
-    lines = [f"{y} = F.pad(F.conv_transpose{nd}d({x}, {w}{_kwargs(**kw)}), {literal(crop)})"]
+    lines = [f"{y} = F.pad(F.conv_transpose{nd}d({x}, {w}{torch_kwargs(**kw)}), {literal(crop)})"]
     if e.has(2):
         lines.append(f"{y} = {y} + {e.x(2)}.reshape({literal([1, -1] + [1] * nd)})")
-    return lines
-
-
-def _zp(e: NodeEmit, i: int, nd_w: int | None = None) -> str:
-    """A zero point as int64, per output channel shaped for the weight when it is a vector."""
-    if not e.has(i):
-        return "0"
-    zp = f"{e.x(i)}.long()"
-    shape = e.shape(i)
-    if nd_w is not None and shape is not None and len(shape) == 1 and shape[0] > 1:
-        return f"{zp}.reshape({literal([-1] + [1] * (nd_w - 1))})"
-    return f"{zp}.reshape(())" if shape is not None and len(shape) <= 1 else zp
-
-
-def _int_conv(e: NodeEmit, xi: int, wi: int, xzp: int, wzp: int) -> tuple[str, int]:
-    """The integer convolution (x - x_zp) * (w - w_zp) computed exactly in float64."""
-    nd = e.need_rank(wi) - 2
-    _spatial(e, nd)
-    k = list(e.need_shape(wi)[2:])
-    strides = _ints_attr(e, "strides", nd, 1)
-    dil = _ints_attr(e, "dilations", nd, 1)
-    begins, ends = _explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
-    xs = f"({e.x(xi)}.long() - {_zp(e, xzp)}).double()"
-    ws = f"({e.x(wi)}.long() - {_zp(e, wzp, nd + 2)}).double()"
-    if begins != ends or any(begins):
-        xs = f"F.pad({xs}, {literal(torch_pads(begins, ends))})"
-    kw = {"stride": strides, "dilation": dil, "groups": int(e.attr("group"))}
-    return f"F.conv{nd}d({xs}, {ws}{_kwargs(**kw)})", nd
-
-
-@lowering("conv_integer")
-def conv_integer(e: NodeEmit) -> str:
-    code, _ = _int_conv(e, 0, 1, 2, 3)
-    return f"{code}.to(torch.int32)"
-
-
-@lowering("qlinear_conv")
-def qlinear_conv(e: NodeEmit) -> list[str]:
-    """saturate(round(acc * x_scale * w_scale / y_scale) + y_zp), acc the integer convolution."""
-    acc, nd = _int_conv(e, 0, 3, 2, 5)
-    y = e.out()
-    lines = [f"{y} = {acc}"]
-    if e.has(8):
-        lines.append(f"{y} = {y} + {e.x(8)}.double().reshape({literal([1, -1] + [1] * nd)})")
-    ws = f"{e.x(4)}.double().reshape(-1)"
-    ws = f"({ws}.reshape({literal([1, -1] + [1] * nd)}) if {e.x(4)}.numel() > 1 else {ws}[0])"
-    out = e.dtype(7)
-    lines.append(f"{y} = torch.round({y} * ({e.x(1)}.double() * {ws}) / {e.x(6)}.double()) + {e.x(7)}.double()")
-    lines.append(f"{y} = torch.clamp({y}, torch.iinfo({out}).min, torch.iinfo({out}).max).to({out})")
     return lines
 
 
@@ -179,11 +135,11 @@ def qlinear_conv(e: NodeEmit) -> list[str]:
 def _pool_geometry(e: NodeEmit) -> tuple[int, list[int], list[int], list[int], list[int], list[int], bool]:
     kernel = [int(k) for k in e.attr("kernel_shape")]
     nd = len(kernel)
-    _spatial(e, nd)
-    strides = _ints_attr(e, "strides", nd, 1)
-    dil = _ints_attr(e, "dilations", nd, 1)
+    spatial(e, nd)
+    strides = ints_attr(e, "strides", nd, 1)
+    dil = ints_attr(e, "dilations", nd, 1)
     ext = [(kernel[i] - 1) * dil[i] + 1 for i in range(nd)]
-    begins, ends = _explicit_pads(e, nd, ext, strides)
+    begins, ends = explicit_pads(e, nd, ext, strides)
     return nd, kernel, strides, dil, begins, ends, bool(e.attr("ceil_mode"))
 
 
@@ -220,7 +176,7 @@ def _sum_pool(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
     tail = [max(need[i] - in_sp[i] - begins[i] - ends[i], 0) for i in range(nd)]
     crop = [min(need[i] - in_sp[i] - begins[i] - ends[i], 0) for i in range(nd)]
     full_ends = [ends[i] + tail[i] + crop[i] for i in range(nd)]
-    kw = _kwargs(stride=strides, dilation=dil)
+    kw = torch_kwargs(stride=strides, dilation=dil)
     dt = e.dtype(0)
     ones_k = f"torch.ones({literal([c, 1] + kernel)}, dtype={dt})"
     sums = f"F.conv{nd}d(F.pad({x}, {literal(torch_pads(begins, full_ends))}), {ones_k}{kw}, groups={c})"
@@ -233,19 +189,19 @@ def _sum_pool(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
     return sums, counts
 
 
-@lowering("average_pool")
+@rule("average_pool")
 def average_pool(e: NodeEmit) -> str:
     x = e.x(0)
     nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
     cip = bool(e.attr("count_include_pad"))
     if dil == [1] * nd and _torch_can_pad(kernel, dil, begins, ends):
         kw = {"padding": begins, "ceil_mode": ceil_mode, "count_include_pad": cip}
-        return f"F.avg_pool{nd}d({x}, {literal(kernel)}, {literal(strides)}{_kwargs(**kw)})"
+        return f"F.avg_pool{nd}d({x}, {literal(kernel)}, {literal(strides)}{torch_kwargs(**kw)})"
     sums, counts = _sum_pool(e, x, "padded" if cip else "input")
     return f"{sums} / {counts}"
 
 
-@lowering("lp_pool")
+@rule("lp_pool")
 def lp_pool(e: NodeEmit) -> str:
     """(sum over the window of |x| ** p) ** (1 / p); padding counts as zeros."""
     p = float(e.attr("p"))
@@ -253,7 +209,7 @@ def lp_pool(e: NodeEmit) -> str:
     return f"{sums} ** {literal(1.0 / p)}"
 
 
-@lowering("max_pool")
+@rule("max_pool")
 def max_pool(e: NodeEmit) -> list[str]:
     """torch pools when torch can pad; otherwise the input is padded with the dtype's lowest
     value first. Indices: flat over (N, C, *spatial), row-major (storage_order 0) or
@@ -279,7 +235,7 @@ def max_pool(e: NodeEmit) -> list[str]:
         if ceil_mode and shape is not None:
             out = _pool_out(tuple(shape[2:]), kernel, strides, dil, begins, ends, True, str(e.attr("auto_pad") or ""))
             sliced = "[" + ", ".join([":", ":"] + [f":{o}" for o in out]) + "]"
-    call = f"F.max_pool{nd}d({src}, {literal(kernel)}, {literal(strides)}{_kwargs(**kw)}"
+    call = f"F.max_pool{nd}d({src}, {literal(kernel)}, {literal(strides)}{torch_kwargs(**kw)}"
     if not want_idx:
         return [f"{y} = {call}){sliced}"]
     i = e.out(1)
@@ -293,7 +249,7 @@ def max_pool(e: NodeEmit) -> list[str]:
     return lines
 
 
-@lowering("max_unpool")
+@rule("max_unpool")
 def max_unpool(e: NodeEmit) -> list[str]:
     """Scatter the values to their (n, c, spatial) flat index in the default output, then
     zero-extend to ``output_shape``."""
@@ -301,8 +257,8 @@ def max_unpool(e: NodeEmit) -> list[str]:
     shape = e.need_shape(0)
     nd = len(shape) - 2
     kernel = [int(k) for k in e.attr("kernel_shape")]
-    strides = _ints_attr(e, "strides", nd, 1)
-    pads = _ints_attr(e, "pads", 2 * nd, 0)
+    strides = ints_attr(e, "strides", nd, 1)
+    pads = ints_attr(e, "pads", 2 * nd, 0)
     default = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + nd] for i in range(nd)]
     y = e.out()
     lines = [f"{y} = torch.zeros({math.prod(default)}, dtype={e.dtype(0)}).scatter(0, {idx}.reshape(-1), "
@@ -317,21 +273,21 @@ def max_unpool(e: NodeEmit) -> list[str]:
     return lines
 
 
-@lowering("col2im")
+@rule("col2im")
 def col2im(e: NodeEmit) -> str:
     img, blk = e.ints_code(1), e.ints_code(2)
     nd = e.need_shape(1)[0]
     if nd != 2:
         raise e.refuse("rank_limit", "torch folds 2-D images only (F.fold)")
-    pads = _ints_attr(e, "pads", 4, 0)
+    pads = ints_attr(e, "pads", 4, 0)
     if pads[:2] != pads[2:]:
         raise e.refuse("unsupported_attribute_value", "F.fold pads symmetrically")
-    kw = {"dilation": _ints_attr(e, "dilations", 2, 1), "padding": pads[:2], "stride": _ints_attr(e, "strides", 2, 1)}
-    return f"F.fold({e.x(0)}, {img}, {blk}{_kwargs(**kw)})"
+    kw = {"dilation": ints_attr(e, "dilations", 2, 1), "padding": pads[:2], "stride": ints_attr(e, "strides", 2, 1)}
+    return f"F.fold({e.x(0)}, {img}, {blk}{torch_kwargs(**kw)})"
 
 
 # ----------------------------------------------------------------------------- normalization
-@lowering("batch_normalization")
+@rule("batch_normalization")
 def batch_normalization(e: NodeEmit) -> list[str]:
     x, scale, b, mean, var = (e.x(i) for i in range(5))
     eps = float(e.attr("epsilon"))
@@ -356,12 +312,12 @@ def batch_normalization(e: NodeEmit) -> list[str]:
 
 def _normalized(e: NodeEmit, a: int) -> tuple[list[int], list[int] | None]:
     rank = e.need_rank(0)
-    start = axis(a, rank)
+    start = norm_axis(a, rank)
     shape = e.shape(0)
     return list(range(start, rank)), (list(shape[start:]) if shape is not None else None)
 
 
-@lowering("layer_normalization")
+@rule("layer_normalization")
 def layer_normalization(e: NodeEmit) -> list[str]:
     """F.layer_norm when only Y is wanted and Scale/B match the normalized shape; otherwise the
     statistics explicitly (Mean, InvStdDev in the stash dtype)."""
@@ -378,7 +334,7 @@ def layer_normalization(e: NodeEmit) -> list[str]:
     lines = [f"{m} = {xf}.mean({literal(dims)}, keepdim=True)",
              f"{inv} = torch.rsqrt(({xf} - {m}).square().mean({literal(dims)}, keepdim=True) + {literal(eps)})",
              f"{y} = (({xf} - {m}) * {inv}).to({e.dtype(0)}) * {scale}" + (f" + {b}" if e.has(2) else "")]
-    stash = ONNX_FLOAT.get(int(e.attr("stash_type") or 1), "torch.float32")
+    stash = onnx_float(int(e.attr("stash_type") or 1))
     if e.n_out() > 1:
         lines.append(f"{e.out(1)} = {m}.to({e.out_dtype(1, stash)})")
     if e.n_out() > 2:
@@ -386,7 +342,7 @@ def layer_normalization(e: NodeEmit) -> list[str]:
     return lines
 
 
-@lowering("rms_normalization")
+@rule("rms_normalization")
 def rms_normalization(e: NodeEmit) -> str:
     x, scale = e.x(0), e.x(1)
     eps = float(e.attr("epsilon"))
@@ -399,13 +355,13 @@ def rms_normalization(e: NodeEmit) -> str:
             f".to({e.dtype(0)}).to({out}) * {scale}).to({out})")
 
 
-@lowering("group_normalization")
+@rule("group_normalization")
 def group_normalization(e: NodeEmit) -> str:
     return (f"F.group_norm({e.x(0)}, {int(e.attr('num_groups'))}, {e.x(1)}, {e.x(2)}, "
             f"eps={literal(float(e.attr('epsilon')))})")
 
 
-@lowering("lrn")
+@rule("lrn")
 def lrn(e: NodeEmit) -> str:
     """x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)//2, c + ceil((size-1)/2)]) ** beta."""
     x, size = e.x(0), int(e.attr("size"))
@@ -422,3 +378,290 @@ def lrn(e: NodeEmit) -> str:
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     window = f"F.pad({x} * {x}, {literal([0, 0] * (rank - 2) + [lo, hi])}).unfold(1, {size}, 1).sum(-1)"
     return f"{x} / ({literal(bias)} + {literal(alpha / size)} * {window}) ** {literal(beta)}"
+
+
+def _loss_kw(e: NodeEmit, weight_index: int) -> str:
+    kw = f", reduction={literal(str(e.attr('reduction')))}"
+    if e.has(weight_index):
+        kw = f", weight={e.x(weight_index)}" + ("" if e.dtype_id(0) in ("float32", "float64") else ".float()") + kw
+    ignore = e.attr("ignore_index")
+    if ignore is not None:
+        kw += f", ignore_index={int(ignore)}"
+    return kw
+
+
+@rule("negative_log_likelihood_loss")
+def negative_log_likelihood_loss(e: NodeEmit) -> str:
+    x = e.x(0) if e.dtype_id(0) in ("float32", "float64") else f"{e.x(0)}.float()"
+    return f"F.nll_loss({x}, {e.x(1)}.long(){_loss_kw(e, 2)}).to({e.dtype(0)})"
+
+
+@rule("softmax_cross_entropy_loss")
+def softmax_cross_entropy_loss(e: NodeEmit) -> list[str]:
+    """(loss, log_prob): NLL of log_softmax(scores, axis=1)."""
+    x = e.x(0) if e.dtype_id(0) in ("float32", "float64") else f"{e.x(0)}.float()"
+    lp = e.tmp("log_prob")
+    lines = [f"{lp} = torch.log_softmax({x}, dim=1)",
+             f"{e.out(0)} = F.nll_loss({lp}, {e.x(1)}.long(){_loss_kw(e, 2)}).to({e.dtype(0)})"]
+    if e.n_out() > 1:
+        lines.append(f"{e.out(1)} = {lp}.to({e.dtype(0)})")
+    return lines
+
+
+@rule("dropout")
+def dropout(e: NodeEmit) -> list[str]:
+    """Inference (no or false training_mode): a copy and an all-true mask. Training mode with a
+    run-time flag: F.dropout and the mask of kept elements."""
+    x = e.x(0)
+    y = e.out(0)
+    training = e.scalar(2) if e.has(2) else False
+    if e.has(2) and training is None:
+        ratio = e.scalar_code(1, "float") if e.has(1) else "0.5"
+        keep = e.tmp("keep")
+        lines = [f"{keep} = torch.rand({x}.shape) >= {ratio} if bool({e.x(2)}) else torch.ones({x}.shape, dtype=torch.bool)",
+                 f"{y} = torch.where({keep}, {x} / (1 - {ratio}) if bool({e.x(2)}) else {x}, torch.zeros_like({x}))"]
+        if e.n_out() > 1:
+            lines.append(f"{e.out(1)} = {keep}")
+        return lines
+    if training and (e.scalar(1) if e.has(1) else 0.5):
+        raise e.refuse("unsupported_attribute_value", "dropout in training mode draws random numbers")
+    lines = [f"{y} = torch.clone({x})"]
+    if e.n_out() > 1:
+        lines.append(f"{e.out(1)} = torch.ones_like({x}, dtype=torch.bool)")
+    return lines
+
+
+_INTERP = {3: "linear", 4: "bilinear", 5: "trilinear"}
+
+
+def _resize_plan(e: NodeEmit, rank: int, axes: list[int], shape: tuple[int, ...]) -> tuple[list[float], list[int], bool] | None:
+    """(scales, output sizes, from_sizes) of the resized axes, or None if not constant."""
+    in_sz = [shape[a] for a in axes]
+    sizes = e.const(3) if e.has(3) else None
+    if sizes is not None and sizes.size:
+        want = [int(v) for v in sizes.reshape(-1)]
+        policy = str(e.attr("keep_aspect_ratio_policy"))
+        if policy == "stretch":
+            return [w / i for w, i in zip(want, in_sz)], want, True
+        s = (min if policy == "not_larger" else max)(w / i for w, i in zip(want, in_sz))
+        return [s] * len(axes), [int(math.floor(s * i + 0.5)) for i in in_sz], False
+    if e.has(3) and sizes is None:
+        return None
+    scales = e.const(2) if e.has(2) else None
+    if scales is None:
+        return None
+    sc = [float(v) for v in scales.reshape(-1)]
+    return sc, [int(math.floor(i * s)) for i, s in zip(in_sz, sc)], False
+
+
+def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], out: list[int],
+                 from_sizes: bool, shape: tuple[int, ...]) -> str | None:
+    """F.interpolate when it computes exactly what ONNX asks for, else None."""
+    mode, ctm = str(e.attr("mode")), str(e.attr("coordinate_transformation_mode"))
+    if rank not in (3, 4, 5) or e.attr("exclude_outside") or ctm == "tf_crop_and_resize":
+        return None
+    spatial = {a: (s, o) for a, s, o in zip(axes, scales, out)}
+    if any(spatial.get(a, (1.0, shape[a]))[1] != shape[a] for a in (0, 1)):
+        return None
+    sc = [spatial.get(a, (1.0, shape[a]))[0] for a in range(2, rank)]
+    sz = [spatial.get(a, (1.0, shape[a]))[1] for a in range(2, rank)]
+    antialias = bool(e.attr("antialias")) and any(s < 1 for s in sc)
+    if mode == "nearest":
+        nm = str(e.attr("nearest_mode"))
+        if ctm == "asymmetric" and nm == "floor":
+            kind = "'nearest'"
+        elif ctm == "half_pixel" and nm == "round_prefer_ceil":
+            kind = "'nearest-exact'"
+        else:
+            return None
+        extra = ""
+    else:
+        if ctm == "align_corners":
+            corners = True
+        elif ctm == "half_pixel" or (ctm == "pytorch_half_pixel" and all(o > 1 for o in sz)):
+            corners = False
+        else:
+            return None
+        if mode == "cubic":
+            if rank != 4 or float(e.attr("cubic_coeff_a")) != -0.75 or antialias:
+                return None
+            kind = "'bicubic'"
+        else:
+            if antialias and rank != 4:
+                return None
+            kind = f"'{_INTERP[rank]}'"
+        extra = f", align_corners={corners}" + (", antialias=True" if antialias else "")
+    target = f"size={literal(sz)}" if from_sizes else f"scale_factor={literal(sc)}"
+    x = e.x(0)
+    if not e.is_float(0):
+        return None
+    return f"F.interpolate({x}, {target}, mode={kind}{extra})"
+
+
+@rule("resize")
+def resize(e: NodeEmit) -> str:
+    x = e.x(0)
+    shape = e.need_shape(0)
+    rank = len(shape)
+    axes = [norm_axis(int(a), rank) for a in (e.attr("axes") or range(rank))]
+    plan = _resize_plan(e, rank, axes, shape)
+    if plan is None or (e.has(1) and e.const(1) is None):
+        args = [e.x(i) if e.has(i) else "None" for i in (1, 2, 3)]
+        args += [literal(axes), literal(str(e.attr("keep_aspect_ratio_policy")))] + _resize_args(e)
+        return f"{e.helper('_resize_onnx')}({x}, {', '.join(args)})"
+    scales, out, from_sizes = plan
+    fast = _interpolate(e, rank, axes, scales, out, from_sizes, shape)
+    if fast is not None:
+        return fast
+    roi = e.const(1) if e.has(1) else None
+    n = len(axes)
+    roi_v = [float(v) for v in roi.reshape(-1)] if roi is not None and roi.size else [0.0] * n + [1.0] * n
+    if len(roi_v) == 2 * rank and n != rank:
+        roi_v = [roi_v[a] for a in axes] + [roi_v[rank + a] for a in axes]
+    args = [literal(axes), literal(scales), literal(out), literal(roi_v)] + _resize_args(e)
+    return f"{e.helper('_resize')}({x}, {', '.join(args)})"
+
+
+def _resize_args(e: NodeEmit) -> list[str]:
+    """mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside,
+    extrapolation_value, antialias as literals (the tail of ``_resize``'s arguments)."""
+    return [literal(str(e.attr("mode"))), literal(str(e.attr("coordinate_transformation_mode"))),
+            literal(str(e.attr("nearest_mode"))), literal(float(e.attr("cubic_coeff_a"))),
+            literal(bool(e.attr("exclude_outside"))), literal(float(e.attr("extrapolation_value"))),
+            literal(bool(e.attr("antialias")))]
+
+
+@rule("upsample")
+def upsample(e: NodeEmit) -> str:
+    """Upsample (opset 7-9): nearest = floor(i / scale), linear with asymmetric coordinates."""
+    x = e.x(0)
+    shape = e.need_shape(0)
+    sc = e.const(1)
+    if sc is None:
+        raise e.refuse("requires_constant_input", "upsample needs constant scales")
+    scales = [float(v) for v in sc.reshape(-1)]
+    rank = len(shape)
+    out = [int(math.floor(d * s)) for d, s in zip(shape, scales)]
+    if str(e.attr("mode")) == "nearest" and rank in (3, 4, 5) and scales[:2] == [1.0, 1.0] and e.is_float(0):
+        return f"F.interpolate({x}, scale_factor={literal(scales[2:])}, mode='nearest')"
+    mode = "nearest" if str(e.attr("mode")) == "nearest" else "linear"
+    args = [literal(list(range(rank))), literal(scales), literal(out), literal([0.0] * rank + [1.0] * rank),
+            literal(mode), literal("asymmetric"), literal("floor"), "-0.75", "False", "0.0", "False"]
+    return f"{e.helper('_resize')}({x}, {', '.join(args)})"
+
+
+@rule("grid_sample")
+def grid_sample(e: NodeEmit) -> str:
+    mode = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic",
+            "bilinear": "bilinear", "bicubic": "bicubic"}[str(e.attr("mode"))]
+    rank = e.need_rank(0)
+    if rank not in (4, 5) or (rank == 5 and mode == "bicubic"):
+        raise e.refuse("rank_limit", "F.grid_sample samples 2-D (and 3-D without cubic) images")
+    x = f32(e, 0)  # grid_sample wants X and grid in one float dtype, at least float32 here
+    computes_in = e.dtype_id(0) if e.dtype_id(0) in WIDE else "float32"
+    grid = e.x(1) if e.dtype_id(1) == computes_in else f"{e.x(1)}.to({x}.dtype)"
+    y = (f"F.grid_sample({x}, {grid}, mode={literal(mode)}, padding_mode={literal(str(e.attr('padding_mode')))}, "
+         f"align_corners={bool(e.attr('align_corners'))})")
+    return y if e.dtype_id(0) in WIDE else f"{y}.to({e.dtype(0)})"
+
+
+@rule("affine_grid")
+def affine_grid(e: NodeEmit) -> str:
+    return f"F.affine_grid({e.x(0)}, {e.ints_code(1)}, align_corners={bool(e.attr('align_corners'))})"
+
+
+@rule("causal_conv_with_state")
+def causal_conv_with_state(e: NodeEmit) -> list[str]:
+    """Depthwise causal conv1d over [past_state, input]; present_state = the last k - 1 steps."""
+    x, w = e.x(0), e.x(1)
+    k = e.need_shape(1)[-1]
+    full = e.tmp("full")
+    past = e.x(3) if e.has(3) else f"torch.zeros({x}.shape[0], {x}.shape[1], {k - 1}, dtype={x}.dtype)"
+    y = e.out(0)
+    lines = [f"{full} = torch.cat([{past}, {x}], dim=2)",
+             f"{y} = F.conv1d({full}, {w}.reshape({x}.shape[1], 1, {k}), {e.x(2) if e.has(2) else 'None'}, "
+             f"groups={x}.shape[1])"]
+    if str(e.attr("activation")) in ("silu", "swish"):
+        lines.append(f"{y} = F.silu({y})")
+    if e.n_out() > 1:
+        lines.append(f"{e.out(1)} = {full}[:, :, {full}.shape[2] - {k - 1}:]")
+    return lines
+
+
+@rule("swiglu")
+def swiglu(e: NodeEmit) -> str:
+    alpha = float(e.attr("alpha"))
+    a = e.x(0)
+    gate = f"F.silu({a})" if alpha == 1.0 else f"{a} * torch.sigmoid({literal(alpha)} * {a})"
+    return f"{gate} * {e.x(1)}"
+
+
+@rule("threshold")
+def threshold(e: NodeEmit) -> str:
+    """max(x, min_value) in x's dtype (an integer x takes the truncated bound)."""
+    v = float(e.attr("min_value"))
+    return f"torch.clamp_min({e.x(0)}, {literal(v if e.is_float(0) else int(v))})"
+
+
+@rule("selu")
+def selu(e: NodeEmit) -> str:
+    alpha, gamma = float(e.attr("alpha")), float(e.attr("gamma"))
+    x = e.x(0)
+    if abs(alpha - 1.6732632423543772) < 1e-6 and abs(gamma - 1.0507009873554805) < 1e-6:
+        return f"F.selu({x})"
+    return f"{literal(gamma)} * torch.where({x} > 0, {x}, {literal(alpha)} * torch.expm1({x}))"
+
+
+@rule("swish")
+def swish(e: NodeEmit) -> str:
+    alpha = float(e.attr("alpha"))
+    if alpha == 1.0:
+        return f"F.silu({e.x(0)})"
+    return f"{e.x(0)} * torch.sigmoid({literal(alpha)} * {e.x(0)})"
+
+
+@rule("shrink")
+def shrink(e: NodeEmit) -> str:
+    """x - bias where x > lambd, x + bias where x < -lambd, else 0 (in x's dtype)."""
+    x, bias, lambd = e.x(0), float(e.attr("bias")), float(e.attr("lambd"))
+    zero = f"torch.zeros_like({x})"
+    if e.is_float(0):
+        return f"torch.where({x} > {literal(lambd)}, {x} - {literal(bias)}, torch.where({x} < {literal(-lambd)}, {x} + {literal(bias)}, {zero}))"
+    wide = f"{x}.double()"
+    return (f"torch.where({x} > {literal(lambd)}, {wide} - {literal(bias)}, torch.where({x} < {literal(-lambd)}, "
+            f"{wide} + {literal(bias)}, {zero}.double())).to({e.dtype(0)})")
+
+
+@rule("hardmax")
+def hardmax(e: NodeEmit) -> str:
+    """1 at the first maximum along ``axis``."""
+    x, a = e.x(0), int(e.attr("axis"))
+    return f"F.one_hot(torch.argmax({x}, dim={a}), {x}.shape[{a}]).movedim(-1, {a}).to({e.dtype(0)})"
+
+
+@rule("gemm")
+def gemm(e: NodeEmit) -> str:
+    """alpha * A' @ B' + beta * C."""
+    a = e.x(0) + (".T" if e.attr("transA") else "")
+    b = e.x(1) + (".T" if e.attr("transB") else "")
+    alpha, beta = float(e.attr("alpha")), float(e.attr("beta"))
+    y = f"torch.matmul({a}, {b})"
+    if alpha != 1.0:
+        y = f"{literal(alpha)} * {y}"
+    if e.has(2):
+        c = e.x(2) if beta == 1.0 else f"{literal(beta)} * {e.x(2)}"
+        y = f"{y} + {c}"
+    return y
+
+
+@rule("einsum")
+def einsum(e: NodeEmit) -> str:
+    return f"torch.einsum({literal(str(e.attr('equation')))}, {', '.join(e.xs())})"
+
+
+@rule("det")
+def det(e: NodeEmit) -> str:
+    """torch.linalg.det has no half-precision kernel on CPU: float16 / bfloat16 go through float32."""
+    if e.dtype_id(0) in ("float32", "float64"):
+        return f"torch.linalg.det({e.x(0)})"
+    return f"torch.linalg.det({e.x(0)}.float()).to({e.dtype(0)})"

@@ -1,7 +1,14 @@
-"""PyTorch lowerings: data movement — reshape, slice, pad, gather/scatter, split, sort."""
+"""PyTorch rules: data movement (reshape, slice, pad, gather/scatter, split, sort), constants of a
+shape, reductions, arg-extremes and cumulative sums."""
 from __future__ import annotations
 
-from .pytorch_ops import NodeEmit, axis, literal, lowering
+import numpy as np
+
+from translator.dtypes import norm_axis
+from translator.render import literal
+
+from .node import NodeEmit
+from .registry import rule
 
 
 def _out_shape(e: NodeEmit, j: int = 0) -> list[int] | None:
@@ -15,7 +22,7 @@ def _index(at: int, item: str) -> str:
 
 
 # ----------------------------------------------------------------------------- reshapes
-@lowering("reshape")
+@rule("reshape")
 def reshape(e: NodeEmit) -> str:
     x, dims = e.x(0), e.ints(1)
     if dims is None:
@@ -28,7 +35,7 @@ def reshape(e: NodeEmit) -> str:
     return f"{x}.reshape({literal(dims)})"
 
 
-@lowering("flatten")
+@rule("flatten")
 def flatten(e: NodeEmit) -> str:
     x = e.x(0)
     out = _out_shape(e)
@@ -38,7 +45,7 @@ def flatten(e: NodeEmit) -> str:
     return f"{x}.reshape(math.prod({x}.shape[:{a}]), math.prod({x}.shape[{a}:]))"
 
 
-@lowering("squeeze")
+@rule("squeeze")
 def squeeze(e: NodeEmit) -> str:
     x = e.x(0)
     if not e.has(1):
@@ -49,7 +56,7 @@ def squeeze(e: NodeEmit) -> str:
     return f"torch.squeeze({x}, {literal(tuple(axes))})" if axes else f"torch.squeeze({x})"
 
 
-@lowering("unsqueeze")
+@rule("unsqueeze")
 def unsqueeze(e: NodeEmit) -> str:
     x, axes = e.x(0), e.ints(1)
     if axes is None:
@@ -61,12 +68,12 @@ def unsqueeze(e: NodeEmit) -> str:
     else:
         out_rank = e.need_rank(0) + len(axes)
     y = x
-    for a in sorted(axis(a, out_rank) for a in axes):
+    for a in sorted(norm_axis(a, out_rank) for a in axes):
         y = f"{y}.unsqueeze({a})"
     return y
 
 
-@lowering("transpose")
+@rule("transpose")
 def transpose(e: NodeEmit) -> str:
     perm = e.attr("perm")
     if perm is None:
@@ -74,7 +81,7 @@ def transpose(e: NodeEmit) -> str:
     return f"{e.x(0)}.permute({literal([int(p) for p in perm])})"
 
 
-@lowering("expand")
+@rule("expand")
 def expand(e: NodeEmit) -> str:
     x = e.x(0)
     out = _out_shape(e)
@@ -83,12 +90,12 @@ def expand(e: NodeEmit) -> str:
     return f"torch.broadcast_to({x}, torch.broadcast_shapes({x}.shape, {e.ints_code(1)}))"
 
 
-@lowering("tile")
+@rule("tile")
 def tile(e: NodeEmit) -> str:
     return f"torch.tile({e.x(0)}, {e.ints_code(1)})"
 
 
-@lowering("depth_to_space")
+@rule("depth_to_space")
 def depth_to_space(e: NodeEmit) -> str:
     x, bs = e.x(0), int(e.attr("blocksize"))
     if e.attr("mode") == "CRD":
@@ -98,7 +105,7 @@ def depth_to_space(e: NodeEmit) -> str:
     return f"{x}.reshape({literal([b, bs, bs, cc, h, w])}).permute(0, 3, 4, 1, 5, 2).reshape({literal([b, cc, h * bs, w * bs])})"
 
 
-@lowering("space_to_depth")
+@rule("space_to_depth")
 def space_to_depth(e: NodeEmit) -> str:
     x, bs = e.x(0), int(e.attr("blocksize"))
     if e.attr("mode") == "CRD":
@@ -108,7 +115,7 @@ def space_to_depth(e: NodeEmit) -> str:
             f".reshape({literal([b, c * bs * bs, h // bs, w // bs])})")
 
 
-@lowering("shape")
+@rule("shape")
 def shape(e: NodeEmit) -> str:
     start, end = int(e.attr("start") or 0), e.attr("end")
     sl = "" if (start == 0 and end is None) else f"[{start}:{'' if end is None else int(end)}]"
@@ -131,7 +138,7 @@ def _slice_item(start: int, end: int, step: int, dim: int | None) -> tuple[str, 
     return f"{fs}:{ft}" + (f":{-step}" if step != -1 else ""), True
 
 
-@lowering("slice")
+@rule("slice")
 def slice_(e: NodeEmit) -> str:
     x = e.x(0)
     starts, ends = e.ints(1), e.ints(2)
@@ -143,7 +150,7 @@ def slice_(e: NodeEmit) -> str:
         args = [e.x(1), e.x(2), e.x(3) if e.has(3) else "None", e.x(4) if e.has(4) else "None"]
         return f"{e.helper('_slice')}({x}, {', '.join(args)})"
     assert starts is not None and ends is not None
-    axes = [axis(a, rank) for a in axes] if axes is not None else list(range(len(starts)))
+    axes = [norm_axis(a, rank) for a in axes] if axes is not None else list(range(len(starts)))
     steps = steps or [1] * len(starts)
     items = [":"] * rank
     flips = []
@@ -160,7 +167,7 @@ def slice_(e: NodeEmit) -> str:
     return f"{src}[{', '.join(items)}]" if items else f"torch.clone({x})"
 
 
-@lowering("split")
+@rule("split")
 def split(e: NodeEmit) -> str:
     x = e.x(0)
     a = int(e.attr("axis"))
@@ -181,12 +188,12 @@ def split(e: NodeEmit) -> str:
     return f"{code}[0]" if n == 1 else code
 
 
-@lowering("concat")
+@rule("concat")
 def concat(e: NodeEmit) -> str:
     return f"torch.cat([{', '.join(e.xs())}], dim={int(e.attr('axis'))})"
 
 
-@lowering("pad")
+@rule("pad")
 def pad(e: NodeEmit) -> str:
     """Constant mode: F.pad (negative pads crop). reflect / edge / wrap: one index_select per
     padded axis with the source index of every output position."""
@@ -200,7 +207,7 @@ def pad(e: NodeEmit) -> str:
     n = len(axes)
     begin, end = [0] * rank, [0] * rank
     for i, a in enumerate(axes):
-        begin[axis(a, rank)], end[axis(a, rank)] = pads[i], pads[i + n]
+        begin[norm_axis(a, rank)], end[norm_axis(a, rank)] = pads[i], pads[i + n]
     if mode == "constant":
         torch_pads: list[int] = []
         for d in reversed(range(rank)):
@@ -234,7 +241,7 @@ def pad(e: NodeEmit) -> str:
     return y if y != x else f"torch.clone({x})"
 
 
-@lowering("center_crop_pad")
+@rule("center_crop_pad")
 def center_crop_pad(e: NodeEmit) -> str:
     x, shape = e.x(0), e.shape(0)
     target = e.ints(1)
@@ -242,7 +249,7 @@ def center_crop_pad(e: NodeEmit) -> str:
         axes = e.attr("axes")
         return f"{e.helper('_center_crop_pad')}({x}, {e.x(1)}, {literal(None if axes is None else [int(a) for a in axes])})"
     rank = len(shape)
-    axes = [axis(int(a), rank) for a in (e.attr("axes") or range(rank))]
+    axes = [norm_axis(int(a), rank) for a in (e.attr("axes") or range(rank))]
     items, pads = [":"] * rank, [0] * (2 * rank)
     for a, t in zip(axes, target):
         dim = shape[a]
@@ -267,7 +274,7 @@ def _wrap(e: NodeEmit, i: int, dim: str) -> str:
     return f"torch.where({idx} < 0, {idx} + {dim}, {idx}).long()" if long != idx else f"torch.where({idx} < 0, {idx} + {dim}, {idx})"
 
 
-@lowering("gather")
+@rule("gather")
 def gather(e: NodeEmit) -> str:
     a = int(e.attr("axis"))
     if a < 0:
@@ -275,14 +282,14 @@ def gather(e: NodeEmit) -> str:
     return f"{e.x(0)}{_index(a, e.x(1))}"
 
 
-@lowering("gather_elements")
+@rule("gather_elements")
 def gather_elements(e: NodeEmit) -> str:
     x = e.x(0)
     a = int(e.attr("axis"))
     return f"torch.gather({x}, {a}, {_wrap(e, 1, f'{x}.shape[{a}]')})"
 
 
-@lowering("gather_nd")
+@rule("gather_nd")
 def gather_nd(e: NodeEmit) -> str:
     x, idx = e.x(0), e.x(1)
     ishape = e.need_shape(1)
@@ -297,7 +304,7 @@ def gather_nd(e: NodeEmit) -> str:
 _SCATTER_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 
 
-@lowering("scatter_elements")
+@rule("scatter_elements")
 def scatter_elements(e: NodeEmit) -> str:
     x = e.x(0)
     a = int(e.attr("axis"))
@@ -308,7 +315,7 @@ def scatter_elements(e: NodeEmit) -> str:
     return f"torch.scatter_reduce({x}, {a}, {idx}, {e.x(2)}, {literal(_SCATTER_REDUCE[red])}, include_self=True)"
 
 
-@lowering("scatter_nd")
+@rule("scatter_nd")
 def scatter_nd(e: NodeEmit) -> str:
     """none/add: index_put; mul/max/min: index_reduce over the first k dims flattened."""
     x, idx, upd = e.x(0), e.x(1), e.x(2)
@@ -327,13 +334,13 @@ def scatter_nd(e: NodeEmit) -> str:
             f"{literal({'mul': 'prod', 'max': 'amax', 'min': 'amin'}[red])}, include_self=True).reshape({literal(list(shape))})")
 
 
-@lowering("tensor_scatter")
+@rule("tensor_scatter")
 def tensor_scatter(e: NodeEmit) -> list[str]:
     """present = past with ``update`` written at positions start + s (mod max_len if circular)
     along ``axis``, start = write_indices[batch] (0 when absent)."""
     past, upd = e.x(0), e.x(1)
     rank = e.need_rank(0)
-    a = axis(int(e.attr("axis")), rank)
+    a = norm_axis(int(e.attr("axis")), rank)
     shape = [1] * rank
     shape[a] = -1
     pos = f"torch.arange({upd}.shape[{a}]).reshape({literal(shape)})"
@@ -345,7 +352,7 @@ def tensor_scatter(e: NodeEmit) -> list[str]:
     return [f"{y} = torch.scatter({past}, {a}, ({pos}).expand({upd}.shape), {upd})"]
 
 
-@lowering("reverse_sequence")
+@rule("reverse_sequence")
 def reverse_sequence(e: NodeEmit) -> list[str]:
     """y[t, b] = x[len_b - 1 - t, b] for t < len_b, else x[t, b] (time/batch axes as given)."""
     x, lens = e.x(0), e.x(1)
@@ -360,7 +367,7 @@ def reverse_sequence(e: NodeEmit) -> list[str]:
             f"{y} = torch.gather({x}, {ta}, torch.where({t} < {n}, {n} - 1 - {t}, {t}).expand({x}.shape))"]
 
 
-@lowering("compress")
+@rule("compress")
 def compress(e: NodeEmit) -> str:
     x, c = e.x(0), e.x(1)
     a = e.attr("axis")
@@ -370,7 +377,7 @@ def compress(e: NodeEmit) -> str:
     return f"torch.index_select({x}, {int(a)}, {keep})"
 
 
-@lowering("one_hot")
+@rule("one_hot")
 def one_hot(e: NodeEmit) -> str:
     """on where the (wrapped) index equals the position, off elsewhere; out-of-range: all off."""
     idx, vals = e.x(0), e.x(2)
@@ -382,7 +389,7 @@ def one_hot(e: NodeEmit) -> str:
     return y if a == -1 else f"{y}.movedim(-1, {a})"
 
 
-@lowering("top_k")
+@rule("top_k")
 def top_k(e: NodeEmit) -> list[str]:
     """A stable sort: among equal values the lower index comes first."""
     x = e.x(0)
@@ -393,7 +400,7 @@ def top_k(e: NodeEmit) -> list[str]:
             f"{v}, {i} = {v}.narrow({a}, 0, {k}), {i}.narrow({a}, 0, {k})"]
 
 
-@lowering("unique")
+@rule("unique")
 def unique(e: NodeEmit) -> list[str]:
     """torch.unique plus the first occurrence of each value (a scatter of positions with amin);
     sorted=0 reorders everything by first occurrence."""
@@ -417,26 +424,26 @@ def unique(e: NodeEmit) -> list[str]:
     return lines
 
 
-@lowering("trilu")
+@rule("trilu")
 def trilu(e: NodeEmit) -> str:
     k = e.scalar_code(1, "int") if e.has(1) else "0"
     return f"torch.{'triu' if e.attr('upper') else 'tril'}({e.x(0)}, {k})"
 
 
-@lowering("eye_like")
+@rule("eye_like")
 def eye_like(e: NodeEmit) -> str:
     k = int(e.attr("k"))
     return f"torch.ones({e.x(0)}.shape, dtype={e.out_dtype()}).tril({k}).triu({k})"
 
 
-@lowering("reverse")
+@rule("reverse")
 def reverse(e: NodeEmit) -> str:
     axes = e.attr("axes")
     dims = list(range(e.need_rank(0))) if axes is None else [int(a) for a in axes]
     return f"torch.flip({e.x(0)}, {literal(dims)})"
 
 
-@lowering("range")
+@rule("range")
 def range_(e: NodeEmit) -> str:
     kind = "float" if e.is_float(0) else "int"
     args = ", ".join(e.scalar_code(i, kind) for i in range(3))
@@ -447,20 +454,160 @@ def range_(e: NodeEmit) -> str:
 
 
 # ----------------------------------------------------------------------------- sequences
-@lowering("split_to_sequence")
-def split_to_sequence(e: NodeEmit) -> str:
+
+
+@rule("constant_of_shape")
+def constant_of_shape(e: NodeEmit) -> str:
+    value = e.attr("value")
+    fill = 0.0 if value is None else np.asarray(value).reshape(-1)[0].item()
+    return f"torch.full({e.ints_code(0)}, {literal(fill)}, dtype={e.out_dtype()})"
+
+
+def _noop(e: NodeEmit) -> bool:
+    return e.has(1) and e.ints(1) == [] and bool(e.attr("noop_with_empty_axes"))
+
+
+def _dims(e: NodeEmit) -> list[int] | None:
+    """The reduced axes, sorted and non-negative; None when only known at run time."""
+    rank = e.rank(0)
+    axes = e.ints(1) if e.has(1) else []
+    if axes is None or rank is None:
+        return None
+    if not axes:
+        return list(range(rank))
+    return sorted({norm_axis(a, rank) for a in axes})
+
+
+def _reduction(e: NodeEmit, expr: str) -> str | list[str]:
+    """``expr`` with {x}, {dims}, {keep}, {dt} filled; empty axes with noop is a copy. Axes
+    known only at run time go through ``_reduce_axes`` (an empty list then means a copy)."""
+    x, keep, dt = e.x(0), bool(e.attr("keepdims")), e.dtype(0)
+    if _noop(e):
+        return f"torch.clone({x})"
+    dims = _dims(e)
+    if dims is not None:
+        return expr.format(x=x, dims=literal(dims), keep=keep, dt=dt)
+    if not (e.has(1) and e.ints(1) is None):
+        axes = e.ints(1) if e.has(1) else []
+        return expr.format(x=x, dims=literal(axes) if axes else f"list(range({x}.dim()))", keep=keep, dt=dt)
+    d = e.tmp("dims")
+    call = expr.format(x=x, dims=d, keep=keep, dt=dt)
+    return [f"{d} = {e.helper('_reduce_axes')}({x}, {e.x(1)}, {bool(e.attr('noop_with_empty_axes'))})",
+            f"{e.out()} = {call} if {d} else torch.clone({x})"]
+
+
+@rule("reduce_sum")
+def reduce_sum(e: NodeEmit) -> str | list[str]:
+    return _reduction(e, "torch.sum({x}, dim={dims}, keepdim={keep}, dtype={dt})")
+
+
+@rule("reduce_mean")
+def reduce_mean(e: NodeEmit) -> str | list[str]:
+    if e.is_float(0):
+        return _reduction(e, "torch.mean({x}, dim={dims}, keepdim={keep})")
+    return _reduction(e, "torch.div(torch.sum({x}, dim={dims}, keepdim={keep}), "
+                      "max(1, math.prod({x}.shape[d] for d in {dims})), rounding_mode='trunc').to({dt})")
+
+
+@rule("reduce_sum_square")
+def reduce_sum_square(e: NodeEmit) -> str | list[str]:
+    return _reduction(e, "torch.sum({x} * {x}, dim={dims}, keepdim={keep}, dtype={dt})")
+
+
+@rule("reduce_l1")
+def reduce_l1(e: NodeEmit) -> str | list[str]:
+    return _reduction(e, "torch.sum(torch.abs({x}), dim={dims}, keepdim={keep}, dtype={dt})")
+
+
+@rule("reduce_l2")
+def reduce_l2(e: NodeEmit) -> str | list[str]:
+    if e.is_float(0):
+        return _reduction(e, "torch.sqrt(torch.sum({x} * {x}, dim={dims}, keepdim={keep}))")
+    return _reduction(e, "torch.sqrt(torch.sum({x} * {x}, dim={dims}, keepdim={keep}).double()).to({dt})")
+
+
+@rule("reduce_log_sum")
+def reduce_log_sum(e: NodeEmit) -> str | list[str]:
+    return _reduction(e, "torch.log(torch.sum({x}, dim={dims}, keepdim={keep}))")
+
+
+@rule("reduce_log_sum_exp")
+def reduce_log_sum_exp(e: NodeEmit) -> str | list[str]:
+    return _reduction(e, "torch.logsumexp({x}, dim={dims}, keepdim={keep})")
+
+
+@rule("reduce_prod")
+def reduce_prod(e: NodeEmit) -> str | list[str]:
+    """torch.prod reduces one dim at a time: the product over a flattened copy of the axes."""
+    return _reduction(e, f"{e.helper('_reduce_prod')}({{x}}, {{dims}}, {{keep}})")
+
+
+def _extreme(e: NodeEmit, fn: str, empty: str) -> str | list[str]:
+    """amax/amin; an empty reduction gives -inf/+inf (or the integer limit)."""
+    shape, dims = e.shape(0), _dims(e)
+    if shape is not None and dims is not None and not _noop(e) and any(shape[d] == 0 for d in dims):
+        keep = bool(e.attr("keepdims"))
+        out = [1 if d in dims else n for d, n in enumerate(shape) if keep or d not in dims]
+        d = e.dtype_id(0) or ""
+        if d.startswith(("float", "bfloat")):
+            value = empty
+        elif d == "bool":
+            value = "False" if fn == "amax" else "True"
+        else:
+            value = f"torch.iinfo({e.dtype(0)}).{'min' if fn == 'amax' else 'max'}"
+        return f"torch.full({literal(out)}, {value}, dtype={e.dtype(0)})"
+    if shape is None or dims is None:
+        return _reduction(e, f"{e.helper('_reduce_extreme')}({{x}}, {{dims}}, {{keep}}, {fn == 'amax'})")
+    return _reduction(e, f"torch.{fn}({{x}}, dim={{dims}}, keepdim={{keep}})")
+
+
+@rule("reduce_max")
+def reduce_max(e: NodeEmit) -> str | list[str]:
+    return _extreme(e, "amax", "-float('inf')")
+
+
+@rule("reduce_min")
+def reduce_min(e: NodeEmit) -> str | list[str]:
+    return _extreme(e, "amin", "float('inf')")
+
+
+def _arg(e: NodeEmit, fn: str) -> str:
+    x, a = e.x(0), int(e.attr("axis"))
+    keep = bool(e.attr("keepdims"))
+    if e.attr("select_last_index"):
+        return f"{x}.shape[{a}] - 1 - torch.{fn}(torch.flip({x}, [{a}]), dim={a}, keepdim={keep})"
+    return f"torch.{fn}({x}, dim={a}, keepdim={keep})"
+
+
+@rule("arg_max")
+def arg_max(e: NodeEmit) -> str:
+    return _arg(e, "argmax")
+
+
+@rule("arg_min")
+def arg_min(e: NodeEmit) -> str:
+    return _arg(e, "argmin")
+
+
+def _cumulative(e: NodeEmit, fn: str, identity: str) -> list[str]:
     x = e.x(0)
-    a = int(e.attr("axis"))
-    if not e.has(1):
-        if e.attr("keepdims"):
-            return f"list(torch.split({x}, 1, dim={a}))"
-        return f"list(torch.unbind({x}, dim={a}))"
-    c = e.const(1)
-    size = e.ints_code(1) if c is None or c.ndim else literal(int(c))
-    return f"list(torch.split({x}, {size}, dim={a}))"
+    a = str(int(e.scalar(1))) if e.const(1) is not None else f"int({e.x(1)})"
+    y = e.out()
+    src = f"torch.flip({x}, [{a}])" if e.attr("reverse") else x
+    lines = [f"{y} = torch.{fn}({src}, dim={a}, dtype={e.dtype(0)})"]
+    if e.attr("exclusive"):
+        lines.append(f"{y} = torch.cat([torch.full_like({y}.narrow({a}, 0, 1), {identity}), "
+                     f"{y}.narrow({a}, 0, {y}.shape[{a}] - 1)], dim={a})")
+    if e.attr("reverse"):
+        lines.append(f"{y} = torch.flip({y}, [{a}])")
+    return lines
 
 
-@lowering("concat_from_sequence")
-def concat_from_sequence(e: NodeEmit) -> str:
-    fn = "stack" if e.attr("new_axis") else "cat"
-    return f"torch.{fn}({e.x(0)}, dim={int(e.attr('axis'))})"
+@rule("cum_sum")
+def cum_sum(e: NodeEmit) -> list[str]:
+    return _cumulative(e, "cumsum", "0")
+
+
+@rule("cum_prod")
+def cum_prod(e: NodeEmit) -> list[str]:
+    return _cumulative(e, "cumprod", "1")

@@ -1,0 +1,384 @@
+"""Lowered IR → a standalone PyTorch module (Python source + a safetensors state dict).
+
+Only code generation: ``translator.pipeline.compile`` has already verified, folded,
+legalized dtypes (uint16 / uint32 are computed in int32 / int64) and lowered the graph, so
+every node here has a rule (``@rule`` in the family modules) or a snippet (the ``snippet`` of
+its ``pytorch`` cell in ``optable.yaml``). The generated file holds one ``torch.nn.Module``
+whose ``forward`` is straight-line torch code, one line per IR node where possible
+(``templates/pytorch/module.py.j2``); runtime helpers that ONNX semantics need beyond one line
+(loops, dynamic slices, ...) are copied from ``templates/pytorch/helpers.py`` into the
+module, only those used. Constants become buffers loaded from ``weights.safetensors``;
+constants that steer the code (axes, pads, shapes) are read at conversion time and written as
+Python literals, so the module passes ``torch.export`` when the model's shapes are static.
+
+A rule that finds it cannot write a node (``e.refuse``: a rank or shape only known at run
+time, an attribute value torch lacks) does not end the conversion here: every such node is
+reported to the pipeline at once (``Rejected``), which decomposes it where the table can.
+
+Names from the model become sanitized, de-duplicated identifiers (``render.ident``);
+literals pass through ``render.literal``; model text never reaches the source raw.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from translator import paths
+from translator.errors import Unsupported
+from translator.ir import Graph, Model, Node, Value
+from translator.names import NameSet, io_names
+from translator.registry import Refusal, rules, snippet_of
+from translator.render import ident, literal
+from translator.tables import Tables
+
+from .node import Binder, NodeEmit
+from .registry import NAME
+from .runtime import WEIGHTS_FILE, PyTorchArtifact
+
+if TYPE_CHECKING:
+    from translator.pipeline import Compilation
+
+#: constants written inline (``torch.tensor(...)``): scalars, and integer vectors up to this size
+INLINE_MAX = 8
+_RESERVED = frozenset(dir(builtins)) | {"os", "math", "torch", "F", "self", "load", "load_file", "SOURCE", "OPS",
+                                        "WEIGHTS_FILE"}
+
+
+def torch_dtypes(tables: Tables) -> dict[str, str]:
+    """dtype id → torch dtype attribute name, for dtypes whose pytorch cell is native."""
+    out = {}
+    for d in tables.dtypes.values():
+        c = d.backends.get(NAME)
+        if c is not None and c.status == "native" and c.names:
+            out[d.id] = c.names[0].split(".", 1)[1]
+    return out
+
+
+# ----------------------------------------------------------------------------- runtime helpers
+def _template_dir() -> str:
+    return os.path.join(paths.templates_dir(), NAME)
+
+
+@lru_cache(maxsize=None)
+def helpers() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """helper name → (source, helpers it calls), parsed from ``templates/pytorch/helpers.py``."""
+    path = os.path.join(_template_dir(), "helpers.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    tree = ast.parse(text)
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    out = {}
+    for name, fn in funcs.items():
+        calls = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in funcs and n.id != name})
+        out[name] = (ast.get_source_segment(text, fn) or "", tuple(calls))
+    return out
+
+
+def helper_deps(name: str) -> list[str]:
+    """``name`` and every helper it needs, dependencies first."""
+    table = helpers()
+    if name not in table:
+        raise KeyError(f"no helper {name!r} in templates/pytorch/helpers.py")
+    order: list[str] = []
+
+    def visit(n: str) -> None:
+        for d in table[n][1]:
+            visit(d)
+        if n not in order:
+            order.append(n)
+
+    visit(name)
+    return order
+
+
+def helper_source(name: str) -> str:
+    return helpers()[name][0]
+
+
+# ----------------------------------------------------------------------------- code generation
+class _Scope:
+    """One Python function: its local names and lines."""
+
+    def __init__(self, parent: "_Scope | None", indent: str) -> None:
+        self.parent = parent
+        self.names: dict[int, str] = {}
+        self.used = NameSet(parent.used.taken if parent else ())
+        self.lines: list[str] = []
+        self.indent = indent
+
+    def lookup(self, v: Value) -> str | None:
+        s: _Scope | None = self
+        while s is not None:
+            if id(v) in s.names:
+                return s.names[id(v)]
+            s = s.parent
+        return None
+
+
+class Codegen:
+    """Turns a lowered IR graph into the body of ``forward`` (and nested bodies)."""
+
+    def __init__(self, tables: Tables, columns: tuple[str, ...] = (NAME,)) -> None:
+        self.tables = tables
+        self.columns = columns
+        self.rules = rules(columns)
+        self.torch_dtype = torch_dtypes(tables)
+        self.buffers: dict[int, tuple[str, np.ndarray, str, Value]] = {}
+        self.buffer_names = NameSet()
+        self.helpers: list[str] = []
+        self.scope = _Scope(None, "")
+        #: node name → why a rule could not write it (reported to the pipeline together)
+        self.refused: dict[str, Refusal] = {}
+        import torch
+
+        self._module_attrs = frozenset(dir(torch.nn.Module))
+
+    # ------------------------------------------------------------------ names
+    def fresh(self, base: str) -> str:
+        """A new local identifier derived from ``base`` (sanitized, unique in this scope)."""
+        root = ident(base)
+        if root in _RESERVED:
+            root = f"{root}_"
+        return self.scope.used.take(root)
+
+    def bind(self, v: Value, name: str | None = None) -> str:
+        """``v`` gets a fresh local derived from its name, or ``name`` (a graph input's
+        parameter name from ``names.io_names``, bound before any other)."""
+        if name is None:
+            name = self.fresh(v.name)
+        else:
+            self.scope.used.add(name)
+        self.scope.names[id(v)] = name
+        return name
+
+    def buffer(self, v: Value) -> str:
+        if id(v) not in self.buffers:
+            root = ident(v.name, prefix="c")
+            if root in self._module_attrs or root in _RESERVED:
+                root = f"{root}_"
+            name = self.buffer_names.take(root)
+            dtype = self.dtype_name(v.type.dtype)
+            self.buffers[id(v)] = (name, v.const, dtype, v)
+        return f"self.{self.buffers[id(v)][0]}"
+
+    def dtype_name(self, dtype: str | None) -> str:
+        if dtype is None or dtype not in self.torch_dtype:
+            raise Unsupported("cast", NAME, "unsupported_dtype", f"torch has no {dtype} tensors")
+        return self.torch_dtype[dtype]
+
+    def ref(self, v: Value) -> str:
+        """The expression that reads value ``v`` in the current scope."""
+        name = self.scope.lookup(v)
+        if name is not None:
+            return name
+        if v.is_const:
+            arr = np.asarray(v.const)
+            if arr.size == 0:
+                return f"torch.zeros({literal(list(arr.shape))}, dtype=torch.{self.dtype_name(v.type.dtype)})"
+            if arr.size <= 1 and arr.dtype.kind in "biuf" and arr.dtype.name != "bfloat16" or \
+                    arr.size <= INLINE_MAX and arr.dtype.kind in "biu":
+                return f"torch.tensor({literal(arr.tolist())}, dtype=torch.{self.dtype_name(v.type.dtype)})"
+            return self.buffer(v)
+        raise Unsupported("identity", NAME, "verifier", f"value {v.name!r} is read before it is computed")
+
+    def helper(self, name: str) -> str:
+        for dep in helper_deps(name):
+            if dep not in self.helpers:
+                self.helpers.append(dep)
+        return name
+
+    def emit(self, line: str) -> None:
+        self.scope.lines.append(self.scope.indent + line)
+
+    # ------------------------------------------------------------------ graphs
+    def graph_body(self, g: Graph) -> None:
+        for node in g.nodes:
+            self.node(node)
+
+    def subgraph(self, g: Graph, base: str) -> str:
+        """Emit ``g`` as a nested function (inputs → tuple of outputs); returns its name."""
+        fn = self.fresh(f"{base}_fn")
+        outer = self.scope
+        inner = _Scope(outer, outer.indent + "    ")
+        self.scope = inner
+        try:
+            params = [self.bind(v) for v in g.inputs]
+            self.graph_body(g)
+            rets = [self.ref(v) for v in g.outputs]
+        finally:
+            self.scope = outer
+        outer.lines.append(f"{outer.indent}def {fn}({', '.join(params)}):")
+        outer.lines.extend(inner.lines)
+        tail = ", ".join(rets) + ("," if len(rets) == 1 else "")
+        outer.lines.append(f"{inner.indent}return ({tail})")
+        return fn
+
+    def code(self, e: NodeEmit) -> "str | list[str]":
+        """The node's code: its op's rule, else the snippet of its cell."""
+        r = self.rules.get(e.node.op)
+        return r.fn(e) if r is not None else self.snippet(e)
+
+    def snippet(self, e: NodeEmit) -> str:
+        from translator import snippets
+
+        text = snippet_of(e.op, self.columns)
+        if text is None:
+            raise e.refuse("unsupported_op", "no snippet or rule for it")
+        try:
+            return snippets.expand(text, e.node, e.op, Binder(e))
+        except snippets.SnippetError as exc:  # a dtype the node leaves unknown
+            raise e.refuse("unsupported_dtype", str(exc)) from None
+
+    def node(self, node: Node) -> None:
+        e = NodeEmit(self, node)
+        start = len(self.scope.lines)
+        try:
+            code = self.code(e)
+        except Unsupported as exc:
+            # reported to the pipeline with the others (``Rejected``); the outputs get names so
+            # the rest of the graph is still written and its refusals found in the same pass
+            detail = exc.detail[len(NAME) + 2:] if exc.detail.startswith(f"{NAME}: ") else exc.detail
+            self.refused.setdefault(node.name, Refusal(exc.code, detail))
+            del self.scope.lines[start:]
+            _ = e.outs
+            return
+        if isinstance(code, str):
+            e.assign(code)
+        else:
+            for line in code:
+                self.emit(line)
+
+
+# ----------------------------------------------------------------------------- dead locals
+_ASSIGNED = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\s*,\s*)*[A-Za-z_][A-Za-z0-9_]*)\s*,?\s*=(?!=)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTINUES = ("else", "elif", "except", "finally")
+
+
+def free_dead_locals(lines: list[str], keep: set[str]) -> list[str]:
+    """``del`` each local of ``forward`` after the statement that reads it last.
+
+    A local holds its tensor until the function returns: every intermediate activation
+    would stay allocated through the whole call (peak memory = the sum of all of them,
+    and large fresh blocks are page-faulted in on every call). Names are matched on the
+    generated text: a name read anywhere in a top-level statement (nested bodies
+    included) is live until that statement ends, so a spurious match only delays a
+    ``del``. Locals in ``keep`` (parameters, returned values) stay. If a statement a
+    ``del`` would follow does not look complete (``_complete``), the lines are returned
+    unchanged.
+    """
+    stmts: list[list[str]] = []  # top-level statements with their indented continuation lines
+    for line in lines:
+        if stmts and (line[:1].isspace() or line.split(":", 1)[0].split(" ", 1)[0] in _CONTINUES):
+            stmts[-1].append(line)
+        else:
+            stmts.append([line])
+    assigned_at: dict[str, int] = {}
+    last_read: dict[str, int] = {}
+    closure: dict[str, set[str]] = {}  # nested function → the names its body reads (live until it is called)
+    for i, stmt in enumerate(stmts):
+        head = stmt[0]
+        m = _ASSIGNED.match(head)
+        rest = head[m.end():] if m and not head.startswith(("if ", "for ", "while ", "with ", "def ")) else head
+        read = {name for text in [rest] + stmt[1:] for name in _IDENT.findall(text)}
+        for name in list(read):
+            read |= closure.get(name, set())
+        if head.startswith("def "):
+            closure[head[4:].split("(", 1)[0].strip()] = read
+        for name in read:
+            last_read[name] = i
+        if m and rest is not head:
+            for name in _IDENT.findall(m.group(1)):
+                assigned_at.setdefault(name, i)
+    dels: dict[int, list[str]] = {}
+    for name, i in assigned_at.items():
+        if name not in keep:
+            dels.setdefault(max(i, last_read.get(name, i)), []).append(name)
+    if not dels:
+        return lines
+    out: list[str] = []
+    for i, stmt in enumerate(stmts):
+        out.extend(stmt)
+        if i in dels:
+            if not _complete(stmt):
+                return lines
+            out.append("del " + ", ".join(dels[i]))
+    return out
+
+
+def _complete(stmt: list[str]) -> bool:
+    """Whether a statement's lines end it (so a ``del`` may follow): brackets balanced, no
+    open block, continuation or triple-quoted string. Linear, unlike compiling the body
+    (seconds and half a gigabyte at 100k lines); a bracket inside a string literal makes
+    it answer no (then nothing is deleted) unless another one cancels it exactly."""
+    text = "\n".join(stmt)
+    if '"""' in text or "'''" in text or text.rstrip().endswith((":", "\\", ",")):
+        return False
+    return sum(text.count(c) for c in "([{") == sum(text.count(c) for c in ")]}")
+
+
+# ----------------------------------------------------------------------------- emit
+def _class_name(model: Model) -> str:
+    base = "".join(part.capitalize() for part in ident(model.graph.name or "model").split("_") if part)
+    base = base if base and not base[0].isdigit() else f"M{base}"
+    return base if base.endswith("Model") else f"{base}Model"
+
+
+def _wrap_mask(dtype: str | None) -> int | None:
+    """The bit mask that wraps a widened unsigned output back into its declared range."""
+    if dtype is None or not dtype.startswith("uint"):
+        return None
+    from translator.dtypes import numpy_dtype
+
+    return (1 << (8 * np.dtype(numpy_dtype(dtype)).itemsize)) - 1
+
+
+def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
+    """The lowered IR → ``PyTorchArtifact`` (the pipeline ran every pass before this)."""
+    from translator import __version__
+    from translator.pipeline import Rejected
+    from translator.render import code_lines, render
+
+    g = model.graph
+    source_in = dict(zip((v.name for v in g.inputs), ctx.source_inputs))
+    cg = Codegen(ctx.tables, ctx.target.columns)
+    # parameter names: one rule set for every backend (translator/names.py)
+    io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs], extra_reserved=_RESERVED)
+    params = [cg.bind(v, name) for v, name in zip(g.inputs, io.inputs)]
+    cg.graph_body(g)
+    if cg.refused:
+        raise Rejected(cg.refused)
+    returns = [cg.ref(v) for v in g.outputs]
+    out_dtypes: dict[int, str] = {}
+    out_legal: dict[int, str] = {}
+    for i, (v, before) in enumerate(zip(g.outputs, ctx.source_outputs)):
+        if before is None or v.type.dtype is None or before == v.type.dtype:
+            continue
+        out_dtypes[i], out_legal[i] = before, v.type.dtype
+        mask = _wrap_mask(before)  # uint16/uint32 computed widened: the module wraps them itself
+        if mask is not None:
+            wrapped = cg.fresh(v.name)
+            cg.scope.lines.append(f"{wrapped} = torch.bitwise_and({returns[i]}, {mask})")
+            returns[i] = wrapped
+    in_dtypes = {v.name: str(v.type.dtype) for v in g.inputs
+                 if source_in.get(v.name) is not None and v.type.dtype is not None and source_in[v.name] != v.type.dtype}
+    buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
+               for name, arr, dtype, _ in cg.buffers.values()]
+    class_name = _class_name(model)
+    legalized = list(ctx.warnings)
+    source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
+                    ops=model.op_histogram(), weights_file=WEIGHTS_FILE,
+                    helpers=code_lines(helper_source(h) for h in cg.helpers),
+                    buffers=buffers, input_names=code_lines(params), output_names=list(io.outputs),
+                    body=code_lines(free_dead_locals(cg.scope.lines, set(params) | set(returns))),
+                    returns=code_lines(returns), legalized=legalized)
+    weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
+    return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
+                           list(ctx.decomposed), legalized, in_dtypes, out_dtypes, out_legal, io.renamed(),
+                           list(io.warnings))

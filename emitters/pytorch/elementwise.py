@@ -1,0 +1,169 @@
+"""PyTorch rules: elementwise ops whose torch call depends on a dtype or an attribute,
+variadic ops, casts and constants."""
+from __future__ import annotations
+
+import numpy as np
+
+from translator.ir import Node
+from translator.registry import Refusal
+from translator.render import literal
+
+from .node import NodeEmit
+from .registry import rule
+
+# ----------------------------------------------------------------------------- values
+@rule("identity")
+def identity(e: NodeEmit) -> str:
+    v = e.v(0)
+    if v is not None and v.type.kind == "sequence":
+        return f"list({e.x(0)})"
+    if v is not None and v.type.kind == "optional":
+        return e.x(0)
+    return f"torch.clone({e.x(0)})"
+
+
+def _const_array(e: NodeEmit) -> np.ndarray:
+    a = e.node.attrs
+    if "value" in a:
+        return np.asarray(a["value"])
+    if "value_float" in a:
+        return np.asarray(a["value_float"], dtype=np.float32)
+    if "value_floats" in a:
+        return np.asarray(a["value_floats"], dtype=np.float32)
+    if "value_int" in a:
+        return np.asarray(a["value_int"], dtype=np.int64)
+    if "value_ints" in a:
+        return np.asarray(a["value_ints"], dtype=np.int64)
+    raise e.refuse("unsupported_attribute_value", f"constant with attributes {sorted(a)} (strings, sparse)")
+
+
+@rule("constant")
+def constant(e: NodeEmit) -> str:
+    """A constant node: its value becomes a buffer (or an inline literal when tiny)."""
+    from translator.dtypes import dtype_id
+    from translator.ir import Value, TensorType
+
+    arr = _const_array(e)
+    if arr.dtype.kind in "OSU":
+        raise e.refuse("unsupported_dtype", "string constants")
+    holder = Value(e.node.outputs[0].name, TensorType(dtype_id(arr.dtype), arr.shape), const=arr)
+    return e.cg.ref(holder)
+
+
+# ----------------------------------------------------------------------------- arithmetic
+@rule("div")
+def div(e: NodeEmit) -> str:
+    """Integer division truncates toward zero (C semantics), floats divide."""
+    if e.is_float(0):
+        return f"torch.div({e.x(0)}, {e.x(1)})"
+    return f"torch.div({e.x(0)}, {e.x(1)}, rounding_mode='trunc')"
+
+
+@rule("pow")
+def pow_(e: NodeEmit) -> str:
+    """x ** y in the dtype of x; an integer base with a float exponent truncates."""
+    base, expo = e.x(0), e.x(1)
+    if e.dtype_id(0) == e.dtype_id(1):
+        return f"torch.pow({base}, {expo})"
+    if e.is_float(0):
+        return f"torch.pow({base}, {expo}).to({e.dtype(0)})"
+    if e.is_float(1):
+        return f"torch.trunc(torch.pow({base}.double(), {expo}.double())).to({e.dtype(0)})"
+    return f"torch.pow({base}.long(), {expo}.long()).to({e.dtype(0)})"
+
+
+@rule("clip")
+def clip(e: NodeEmit) -> str:
+    lo = e.x(1) if e.has(1) else None
+    hi = e.x(2) if e.has(2) else None
+    if lo is None and hi is None:
+        return f"torch.clone({e.x(0)})"
+    if lo is not None and hi is not None:
+        return f"torch.clamp({e.x(0)}, {lo}, {hi})"
+    return f"torch.clamp_min({e.x(0)}, {lo})" if lo is not None else f"torch.clamp_max({e.x(0)}, {hi})"
+
+
+@rule("is_inf")
+def is_inf(e: NodeEmit) -> str:
+    neg, pos = bool(e.attr("detect_negative")), bool(e.attr("detect_positive"))
+    x = e.x(0)
+    if neg and pos:
+        return f"torch.isinf({x})"
+    if pos:
+        return f"torch.isposinf({x})"
+    if neg:
+        return f"torch.isneginf({x})"
+    return f"torch.zeros_like({x}, dtype=torch.bool)"
+
+
+@rule("bit_count")
+def bit_count(e: NodeEmit) -> str:
+    """Set bits of the two's complement representation: sum of (x >> i) & 1 (arithmetic
+    shifts keep the low bits of negative numbers)."""
+    x = e.x(0)
+    if e.dtype_id(0) == "bool":
+        return f"torch.clone({x})"
+    bits = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64}[e.dtype_id(0) or ""]
+    return f"torch.stack([({x} >> i) & 1 for i in range({bits})]).sum(0).to({e.dtype(0)})"
+
+
+def _fold(fn: str, xs: list[str]) -> str:
+    out = xs[0]
+    for x in xs[1:]:
+        out = f"{fn}({out}, {x})"
+    return out
+
+
+@rule("max")
+def max_(e: NodeEmit) -> str:
+    xs = e.xs()
+    return _fold("torch.maximum", xs) if len(xs) > 1 else f"torch.clone({xs[0]})"
+
+
+@rule("min")
+def min_(e: NodeEmit) -> str:
+    xs = e.xs()
+    return _fold("torch.minimum", xs) if len(xs) > 1 else f"torch.clone({xs[0]})"
+
+
+@rule("sum")
+def sum_(e: NodeEmit) -> str:
+    xs = e.xs()
+    return " + ".join(xs) if len(xs) > 1 else f"torch.clone({xs[0]})"
+
+
+@rule("mean")
+def mean(e: NodeEmit) -> str:
+    xs = e.xs()
+    return f"({' + '.join(xs)}) / {len(xs)}" if len(xs) > 1 else f"torch.clone({xs[0]})"
+
+
+# ----------------------------------------------------------------------------- casts
+@rule("cast")
+def cast(e: NodeEmit) -> str:
+    """Float → integer truncates toward zero; anything → bool is ``!= 0``."""
+    x = e.x(0)
+    out = e.node.outputs[0].type.dtype
+    if out == "bool":
+        return f"{x} != 0"
+    return f"{x}.to({e.out_dtype()})"
+
+
+def _bit_cast_check(node: Node) -> Refusal | None:
+    from translator.dtypes import numpy_dtype
+
+    a, b = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+    if a and b and numpy_dtype(a).itemsize != numpy_dtype(b).itemsize:
+        return Refusal("unsupported_dtype", f"bit_cast between {a} and {b} (a legalized dtype changed the width)")
+    return None
+
+
+@rule("bit_cast", check=_bit_cast_check)
+def bit_cast(e: NodeEmit) -> str:
+    """The cell's snippet (``x.view(dtype)``), for nodes whose element width legalization kept."""
+    return e.snippet()
+
+
+# ----------------------------------------------------------------------------- reductions
+
+

@@ -1,0 +1,163 @@
+"""PyTorch rules: quantization, integer matrix products and convolutions."""
+from __future__ import annotations
+
+from translator.dtypes import norm_axis
+from translator.render import literal
+
+from .node import NodeEmit, onnx_float
+from .nn import explicit_pads, ints_attr, spatial, torch_kwargs, torch_pads
+from .registry import rule
+
+
+def _per_axis(e: NodeEmit, i: int, like: int) -> str:
+    """A scale / zero point shaped to broadcast against input ``like``: scalar (per tensor),
+    vector along ``axis`` (per axis), or blocks of ``block_size`` along ``axis``."""
+    p = e.x(i)
+    shape = e.shape(i)
+    rank = e.need_rank(like)
+    a = norm_axis(int(e.attr("axis")), rank)
+    block = int(e.attr("block_size") or 0)
+    if shape is None:
+        raise e.refuse("dynamic_shape", "scale / zero point need a static shape")
+    if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1 and not block):
+        return f"{p}.reshape(())" if len(shape) else p
+    if block:
+        return f"{p}.repeat_interleave({block}, dim={a}).narrow({a}, 0, {e.x(like)}.shape[{a}])"
+    if len(shape) == 1:
+        return f"{p}.reshape({literal([-1 if d == a else 1 for d in range(rank)])})"
+    return p
+
+
+@rule("quantize_linear")
+def quantize_linear(e: NodeEmit) -> str:
+    """saturate(round_half_even(x / y_scale) + y_zero_point), the division in y_scale's dtype."""
+    out = e.out_dtype()
+    scale = _per_axis(e, 1, 0)
+    calc = e.dtype(1)
+    prec = int(e.attr("precision") or 0)
+    if prec:
+        calc = onnx_float(prec, calc)
+    q = f"torch.round({e.x(0)}.to({calc}) / {scale}.to({calc}))"
+    if e.has(2):
+        q = f"{q} + {_per_axis(e, 2, 0)}.to({calc})"
+    lo, hi = e.out_range()
+    return f"torch.clamp({q}, {lo}, {hi}).to({out})"
+
+
+@rule("dequantize_linear")
+def dequantize_linear(e: NodeEmit) -> str:
+    """(x - x_zero_point) * x_scale in the output dtype (computed in float32, or float64 for
+    32-bit integers)."""
+    out = e.out_dtype()
+    calc = "torch.float64" if e.dtype_id(0) in ("int32", "uint32", "int64") else "torch.float32"
+    v = f"{e.x(0)}.to({calc})"
+    if e.has(2):
+        v = f"({v} - {_per_axis(e, 2, 0)}.to({calc}))"
+    return f"({v} * {_per_axis(e, 1, 0)}.to({calc})).to({out})"
+
+
+@rule("dynamic_quantize_linear")
+def dynamic_quantize_linear(e: NodeEmit) -> list[str]:
+    """uint8 quantization over [min(0, x), max(0, x)]: scale = range / 255, zp = round(-lo / scale)."""
+    x = e.x(0)
+    y, s, zp = e.out(0), e.out(1), e.out(2)
+    lo, hi, safe = e.tmp("lo"), e.tmp("hi"), e.tmp("scale_safe")
+    return [f"{lo} = torch.clamp_max({x}.min(), 0.0)",
+            f"{hi} = torch.clamp_min({x}.max(), 0.0)",
+            f"{s} = (({hi} - {lo}) / 255.0).to(torch.float32)",
+            f"{safe} = torch.where({s} == 0, torch.ones_like({s}), {s})",
+            f"{zp} = torch.clamp(torch.round(-{lo} / {safe}), 0, 255)",
+            f"{y} = torch.clamp(torch.round({x} / {safe}) + {zp}, 0, 255).to(torch.uint8)",
+            f"{zp} = {zp}.to(torch.uint8)"]
+
+
+def _row_zp(e: NodeEmit, i: int, of: int) -> str:
+    """A per-row zero point (M,) of a matrix as (M, 1); scalars stay scalars."""
+    if not e.has(i):
+        return "0"
+    zp = f"{e.x(i)}.long()"
+    shape = e.shape(i)
+    if shape is not None and len(shape) == 1 and shape[0] > 1 and (e.rank(of) or 0) >= 2:
+        return f"{zp}.reshape(-1, 1)"
+    return zp
+
+
+@rule("matmul_integer")
+def matmul_integer(e: NodeEmit) -> str:
+    a = f"({e.x(0)}.long() - {_row_zp(e, 2, 0)})"
+    b = f"({e.x(1)}.long() - {e.x(3)}.long())" if e.has(3) else f"{e.x(1)}.long()"
+    return f"torch.matmul({a}, {b}).to(torch.int32)"
+
+
+@rule("qlinear_matmul")
+def qlinear_matmul(e: NodeEmit) -> list[str]:
+    """saturate(round(((a - a_zp) * a_scale) @ ((b - b_zp) * b_scale) / y_scale) + y_zp) in float64."""
+    def row(i: int) -> str:
+        shape = e.shape(i)
+        v = f"{e.x(i)}.double()"
+        return f"{v}.reshape(-1, 1)" if shape is not None and len(shape) == 1 and shape[0] > 1 else v
+
+    y = e.out()
+    out = e.dtype(7)
+    a = f"(({e.x(0)}.double() - {row(2)}) * {row(1)})"
+    b = f"(({e.x(3)}.double() - {e.x(5)}.double()) * {e.x(4)}.double())"
+    return [f"{y} = torch.round(torch.matmul({a}, {b}) / {e.x(6)}.double()) + {e.x(7)}.double()",
+            f"{y} = torch.clamp({y}, torch.iinfo({out}).min, torch.iinfo({out}).max).to({out})"]
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+# ----------------------------------------------------------------------------- signal
+
+
+# ----------------------------------------------------------------------------- dropout
+
+
+def _zp(e: NodeEmit, i: int, nd_w: int | None = None) -> str:
+    """A zero point as int64, per output channel shaped for the weight when it is a vector."""
+    if not e.has(i):
+        return "0"
+    zp = f"{e.x(i)}.long()"
+    shape = e.shape(i)
+    if nd_w is not None and shape is not None and len(shape) == 1 and shape[0] > 1:
+        return f"{zp}.reshape({literal([-1] + [1] * (nd_w - 1))})"
+    return f"{zp}.reshape(())" if shape is not None and len(shape) <= 1 else zp
+
+
+def _int_conv(e: NodeEmit, xi: int, wi: int, xzp: int, wzp: int) -> tuple[str, int]:
+    """The integer convolution (x - x_zp) * (w - w_zp) computed exactly in float64."""
+    nd = e.need_rank(wi) - 2
+    spatial(e, nd)
+    k = list(e.need_shape(wi)[2:])
+    strides = ints_attr(e, "strides", nd, 1)
+    dil = ints_attr(e, "dilations", nd, 1)
+    begins, ends = explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
+    xs = f"({e.x(xi)}.long() - {_zp(e, xzp)}).double()"
+    ws = f"({e.x(wi)}.long() - {_zp(e, wzp, nd + 2)}).double()"
+    if begins != ends or any(begins):
+        xs = f"F.pad({xs}, {literal(torch_pads(begins, ends))})"
+    kw = {"stride": strides, "dilation": dil, "groups": int(e.attr("group"))}
+    return f"F.conv{nd}d({xs}, {ws}{torch_kwargs(**kw)})", nd
+
+
+@rule("conv_integer")
+def conv_integer(e: NodeEmit) -> str:
+    code, _ = _int_conv(e, 0, 1, 2, 3)
+    return f"{code}.to(torch.int32)"
+
+
+@rule("qlinear_conv")
+def qlinear_conv(e: NodeEmit) -> list[str]:
+    """saturate(round(acc * x_scale * w_scale / y_scale) + y_zp), acc the integer convolution."""
+    acc, nd = _int_conv(e, 0, 3, 2, 5)
+    y = e.out()
+    lines = [f"{y} = {acc}"]
+    if e.has(8):
+        lines.append(f"{y} = {y} + {e.x(8)}.double().reshape({literal([1, -1] + [1] * nd)})")
+    ws = f"{e.x(4)}.double().reshape(-1)"
+    ws = f"({ws}.reshape({literal([1, -1] + [1] * nd)}) if {e.x(4)}.numel() > 1 else {ws}[0])"
+    out = e.dtype(7)
+    lines.append(f"{y} = torch.round({y} * ({e.x(1)}.double() * {ws}) / {e.x(6)}.double()) + {e.x(7)}.double()")
+    lines.append(f"{y} = torch.clamp({y}, torch.iinfo({out}).min, torch.iinfo({out}).max).to({out})")
+    return lines

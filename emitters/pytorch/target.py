@@ -1,0 +1,65 @@
+"""The PyTorch target: what the one pipeline needs to know about this backend.
+
+* dtypes: uint16 / uint32 are legalized to int32 / int64 by the pipeline (reported; the
+  module wraps such outputs back into their declared range and the runner returns them in
+  the declared dtype when every value fits).
+* ``accepts``: torch holds every value a node reads or writes (the native cells of the
+  ``pytorch`` column of ``dtypes.yaml``), element types of sequences and optionals included;
+  uint64 (no lossless substitute), float8 and strings are refused node by node.
+* the artifact: a folder ``<stem>_pytorch`` with ``model.py`` and ``weights.safetensors``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from translator.registry import Refusal
+from translator.target import Target
+
+from .codegen import emit, torch_dtypes
+from .runtime import load, output_ports, run, save, version
+from .registry import NAME
+
+if TYPE_CHECKING:
+    from translator.ir import Node
+    from translator.pipeline import Compilation
+    from translator.tables import Tables
+
+#: dtypes torch stores but hardly computes in: the pipeline widens them (lossless, reported)
+WIDENED = {"uint16": "int32", "uint32": "int64"}
+
+
+def legal_dtypes(tables: "Tables") -> frozenset[str]:
+    """Every dtype but the widened ones: those without a lossless torch substitute (uint64,
+    float8, string, ...) stay as they are, so ``accepts`` refuses each node that touches one
+    and names its op (the table's decomposition is tried first)."""
+    return frozenset(tables.dtypes) - frozenset(WIDENED)
+
+
+def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
+    """Every tensor the node reads or writes (element types included) has a torch dtype."""
+    legal = torch_dtypes(ctx.tables)
+    for v in list(node.inputs) + list(node.outputs):
+        if v is None:
+            continue
+        t = v.type.elem if v.type.kind != "tensor" and v.type.elem is not None else v.type
+        if t.dtype is not None and t.dtype not in legal:
+            return Refusal("unsupported_dtype", f"torch has no {t.dtype} tensors (value {v.name!r})")
+    return None
+
+
+def spell(name: str) -> str:
+    """How generated code writes the torch function a cell names (``F`` is torch.nn.functional,
+    ``torch.Tensor.view`` is the method ``.view``)."""
+    if name.startswith("torch.nn.functional."):
+        return "F." + name[len("torch.nn.functional."):] + "("
+    if name.startswith("torch.Tensor."):
+        return "." + name[len("torch.Tensor."):] + "("
+    return name + "("
+
+
+TARGET = Target(
+    name=NAME, title="PyTorch", emit=emit, run=run, save=save, load=load, output_ports=output_ports,
+    suffix="_pytorch", written="model", legal_dtypes=legal_dtypes, fold=True, accepts=accepts, version=version,
+    extra={"spell": spell},
+    doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",
+)
