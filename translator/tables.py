@@ -25,7 +25,7 @@ from .yamlnodes import LDict, LList, load_with_lines
 
 __all__ = [
     "API_KEYS", "API_TITLES", "TARGETS", "DTYPE_GROUPS", "Cell", "Port", "Attribute", "Signature",
-    "Step", "Op", "DType", "Tables", "TableError", "load_tables", "CATEGORIES", "TRAITS",
+    "Step", "Op", "DType", "Tables", "TableError", "load_tables", "CATEGORIES", "TRAITS", "SAMPLE_DOMAINS",
 ]
 
 from .constants import API_KEYS, API_TITLES, TARGETS  # noqa: E402  (re-exported)
@@ -58,6 +58,8 @@ TRAITS = MappingProxyType({
     "layout_spatial": "layout pass: channels-last exactly when the backend says so (conv, pooling, resize...)",
     "layout_per_channel": "layout pass: channels-last when the backend asks, else wherever the cut puts it",
 })
+#: value domains of sampled inputs (``translator/samples.py``)
+SAMPLE_DOMAINS = ("any", "pos", "unit", "ge1", "nonzero", "small", "bool", "lo", "hi", "scale", "sparse")
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _SOURCE_RE = re.compile(r"^(seed:00[0-4]|introspect:[\w.+-]+( [\w.+-]+)?|doc:https?://\S+|execution:\w+)$")
 
@@ -172,6 +174,8 @@ class Op:
     traits: frozenset[str] = frozenset()
     #: why the generated op test (tests/test_ops.py) has no case for this op; None: it has one
     no_case: str | None = None
+    #: how ``translator/samples.py`` makes the op's test inputs: {inputs: [...], attrs, outputs, domain}
+    sample: Mapping[str, Any] | None = None
 
     def cell(self, api: str) -> Cell | None:
         return self.backends.get(api)
@@ -469,7 +473,7 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
 
 _OP_KEYS_REQ = ("id", "title", "category", "broadcast")
 _OP_KEYS_OPT = ("formula", "precision", "aliases", "notes", "errata", "seed", "signature", "decomposition",
-                "tolerance", "xfail", "backends", "traits", "no_case")
+                "tolerance", "xfail", "backends", "traits", "no_case", "sample")
 
 
 def _categories(ctx: _Ctx, node: LDict, where: str) -> str:
@@ -482,6 +486,49 @@ def _categories(ctx: _Ctx, node: LDict, where: str) -> str:
     if len(set(parts)) != len(parts):
         raise ctx.fail(node, where, f"category {text!r} repeats a part", key="category")
     return text
+
+
+def _sample(ctx: _Ctx, node: Any, where: str, sig: Signature | None, dtype_names: set[str]) -> Mapping[str, Any]:
+    """``sample``: {inputs: [entry | null, ...], attrs: {...}, outputs: n, domain: d}; an entry is
+    {shape, dtype?, domain?, constant?} (random values) or {value, dtype?} (a constant)."""
+    ctx.mapping(node, where, (), ("inputs", "attrs", "outputs", "domain"))
+    if node.get("domain", "any") not in SAMPLE_DOMAINS:
+        raise ctx.fail(node, where, f"domain {node['domain']!r} not one of {', '.join(SAMPLE_DOMAINS)}", key="domain")
+    inputs = node.get("inputs")
+    if inputs is not None:
+        if not isinstance(inputs, list):
+            raise ctx.fail(node, where, "'inputs' must be a list", key="inputs")
+        if sig is not None and len(inputs) > len(sig.inputs) and not (sig.inputs and sig.inputs[-1].variadic):
+            raise ctx.fail(node, where, f"{len(inputs)} inputs; the signature has {len(sig.inputs)}", key="inputs")
+        for e in inputs:
+            if e is None:
+                continue
+            if isinstance(e, LDict) and "value" in e:
+                ctx.mapping(e, where + " input", ("value",), ("dtype",))
+            else:
+                ctx.mapping(e, where + " input", ("shape",), ("dtype", "domain", "constant"))
+                shape = e["shape"]
+                if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                          for d in shape):
+                    raise ctx.fail(e, where + " input", "'shape' must be a list of non-negative integers", key="shape")
+                if e.get("domain", "any") not in SAMPLE_DOMAINS:
+                    raise ctx.fail(e, where + " input", f"domain {e['domain']!r} not one of {', '.join(SAMPLE_DOMAINS)}",
+                                   key="domain")
+                if not isinstance(e.get("constant", False), bool):
+                    raise ctx.fail(e, where + " input", "'constant' must be true or false", key="constant")
+            if "dtype" in e and e["dtype"] not in dtype_names:
+                raise ctx.fail(e, where + " input", f"unknown dtype {e['dtype']!r}", key="dtype")
+    attrs = node.get("attrs")
+    if attrs is not None:
+        if not isinstance(attrs, dict):
+            raise ctx.fail(node, where, "'attrs' must be a mapping", key="attrs")
+        for k in attrs:
+            if sig is not None and sig.attribute(k) is None:
+                raise ctx.fail(attrs, where, f"attribute {k!r} is not in the signature", key=k)
+    outputs = node.get("outputs")
+    if outputs is not None and (not isinstance(outputs, int) or isinstance(outputs, bool) or outputs < 1):
+        raise ctx.fail(node, where, "'outputs' must be a positive integer", key="outputs")
+    return _freeze(_plain(node))
 
 
 def _traits(ctx: _Ctx, node: LDict, where: str) -> frozenset[str]:
@@ -557,6 +604,7 @@ def _parse_ops(data: Any, path: str, dtype_names: set[str]) -> dict[str, Op]:
             xfail=tuple(MappingProxyType(_plain(x)) for x in xfails),
             backends=_parse_backends(ctx, node, where, dtype_names), line=node.line,
             traits=traits, no_case=no_case,
+            sample=_sample(ctx, node["sample"], where + " sample", sig, dtype_names) if "sample" in node else None,
         )
         for api, cell in out[oid].backends.items():  # a snippet names only what the signature has
             if cell.snippet is not None:
