@@ -66,7 +66,7 @@ def _flatten(g: "Gen", node: Node) -> None:
     x = g.x(0)
     t = g.t(0)
     axis = int(g.a("axis"))
-    if t.rank is not None:
+    if t.rank is not None and axis < 0:  # axis may equal the rank (everything in the first dim)
         axis = norm_axis(axis, t.rank)
     if t.is_static and t.shape is not None:
         lead = int(np.prod(t.shape[:axis], dtype=np.int64))
