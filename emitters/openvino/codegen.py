@@ -23,7 +23,7 @@ from translator.errors import OpbridgeError, Unsupported
 from translator.ir import Graph, Model, Node, TensorType, Value
 from translator.names import NameSet
 from translator.registry import rules, snippet_of
-from translator.render import ident, pyrepr
+from translator.render import ident, literal
 from translator.tables import Tables, load_tables
 
 from .registry import NAME
@@ -56,7 +56,7 @@ def ov_types() -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- code generation
 def plain(v: Any) -> Any:
-    """Attribute values → plain Python data (what ``pyrepr`` renders)."""
+    """Attribute values → plain Python data (what ``literal`` renders)."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, np.generic):
@@ -123,10 +123,10 @@ class Emission:
             axis = (squeeze_in or {}).get(i)
             if axis is not None and t.shape is not None:
                 dims = [d if isinstance(d, int) else -1 for d in t.shape]
-                shape = pyrepr(dims[:axis] + [1] + dims[axis:])
+                shape = literal(dims[:axis] + [1] + dims[axis:])
             var = self.names.fresh(v.name)
             pvars.append(var)
-            fn.body.append(f"{var} = param({shape}, {self.ty(outer)}, {pyrepr(v.name)})")
+            fn.body.append(f"{var} = param({shape}, {self.ty(outer)}, {literal(v.name)})")
             if outer != dt:
                 var = self.names.fresh(v.name)
                 fn.body.append(f"{var} = ops.convert({pvars[-1]}, {self.ty(dt)})")
@@ -145,8 +145,8 @@ class Emission:
             axis = (unsqueeze_out or {}).get(i)
             if axis is not None:
                 var = f"ops.unsqueeze({var}, {self.constant(np.asarray([axis], np.int64), 'int64', fn, 'axis')})"
-            outs.append(f"result({var}, {pyrepr(v.name)})")
-        fn.ret = f"ov.Model([{', '.join(outs)}], [{', '.join(pvars)}], {pyrepr(g.name or fname)})"
+            outs.append(f"result({var}, {literal(v.name)})")
+        fn.ret = f"ov.Model([{', '.join(outs)}], [{', '.join(pvars)}], {literal(g.name or fname)})"
         # keep callees (bodies rendered while filling) before their caller
         self.functions.remove(fn)
         self.functions.append(fn)
@@ -209,7 +209,7 @@ class Emission:
     def shape_literal(t: TensorType) -> str:
         if t.shape is None:
             return "None"
-        return pyrepr([d if isinstance(d, int) else -1 for d in t.shape])
+        return literal([d if isinstance(d, int) else -1 for d in t.shape])
 
     def constant(self, arr: np.ndarray, dtype: str | None, fn: _Function, hint: str) -> str:
         """Emit a constant; returns its variable. Small ones are literals (shared within a
@@ -222,15 +222,15 @@ class Emission:
         code = None
         if plain and (kind in "biu" and arr.size <= INLINE_MAX or kind == "f" and arr.size <= INLINE_FLOATS):
             if kind != "f" or np.all(np.isfinite(arr)):
-                code = f"ops.constant(np.array({pyrepr(_literal(arr))}, dtype=np.{arr.dtype.name}), {ty})"
+                code = f"ops.constant(np.array({literal(_literal(arr))}, dtype=np.{arr.dtype.name}), {ty})"
                 if arr.size == 0:  # an empty list loses the shape
-                    code = f"ops.constant(np.zeros({pyrepr(list(arr.shape))}, dtype=np.{arr.dtype.name}), {ty})"
+                    code = f"ops.constant(np.zeros({literal(list(arr.shape))}, dtype=np.{arr.dtype.name}), {ty})"
             elif arr.size == 1:  # nan / ±inf, spelled by NumPy name
-                word, shape = _float_words(arr)[0], pyrepr(list(arr.shape))
+                word, shape = _float_words(arr)[0], literal(list(arr.shape))
                 code = f"ops.constant(np.full({shape}, {word}, dtype=np.{arr.dtype.name}), {ty})"
         elif arr.dtype.name == "bfloat16" and arr.size <= INLINE_FLOATS and np.all(np.isfinite(arr.astype(np.float32))):
             # a type NumPy lacks: its values (exact in float32) straight into an OpenVINO constant
-            code = f"ov.op.Constant({ty}, ov.Shape({pyrepr(list(arr.shape))}), [{', '.join(_float_words(arr))}])"
+            code = f"ov.op.Constant({ty}, ov.Shape({literal(list(arr.shape))}), [{', '.join(_float_words(arr))}])"
         if code is not None:
             known = fn.consts.get(code)
             if known is None:
@@ -241,14 +241,14 @@ class Emission:
         key = self.names.fresh(f"w_{hint}")
         if plain:
             self.weights[key] = np.array(arr, order="C")
-            fn.body.append(f"{var} = ops.constant(w[{pyrepr(key)}], {ty})")
+            fn.body.append(f"{var} = ops.constant(w[{literal(key)}], {ty})")
         elif arr.dtype.name == "bfloat16":  # stored as its raw bits
             self.weights[key] = np.array(arr, order="C").view(np.uint16)
-            fn.body.append(f"{var} = constant_bits(w[{pyrepr(key)}], {ty})")
+            fn.body.append(f"{var} = constant_bits(w[{literal(key)}], {ty})")
         elif arr.dtype.name.startswith(("int", "uint")):  # int4 / uint4: held as int64, converted exactly
             wide = np.int64 if arr.dtype.name.startswith("int") else np.uint64
             self.weights[key] = np.asarray(arr, dtype=wide)
-            fn.body.append(f"{var} = ops.convert(ops.constant(w[{pyrepr(key)}]), {ty})")
+            fn.body.append(f"{var} = ops.convert(ops.constant(w[{literal(key)}]), {ty})")
         else:
             raise Unsupported("constant", NAME, "unsupported_dtype", f"constant {hint!r} of dtype {arr.dtype}")
         return var
@@ -263,7 +263,7 @@ def _float_words(arr: np.ndarray) -> list[str]:
         elif x in (float("inf"), float("-inf")):
             out.append("np.inf" if x > 0 else "-np.inf")
         else:
-            out.append(pyrepr(float(str(np.float32(x)))))
+            out.append(literal(float(str(np.float32(x)))))
     return out
 
 
@@ -352,7 +352,7 @@ class Gen:
     # -------------------------------------------------------------- emitting
     @staticmethod
     def lit(v: Any) -> str:
-        return pyrepr(plain(v))
+        return literal(plain(v))
 
     def ty(self, dtype: str) -> str:
         return self.em.ty(dtype)
