@@ -124,6 +124,10 @@ def test_run_written_runs_the_file_not_the_object(monkeypatch):
         Path(out).write_bytes(b"not a model")
         return out
 
-    monkeypatch.setattr(onnx_backend, "save", bad_save)
+    import dataclasses
+
+    import translator.artifact_io as aio
+
+    monkeypatch.setattr(aio, "get", lambda name: dataclasses.replace(onnx_backend.TARGET, save=bad_save))
     with pytest.raises(Exception):
         run_written("onnx", art, feeds)

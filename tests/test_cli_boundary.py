@@ -44,7 +44,7 @@ def test_an_internal_error_is_one_line_with_its_code_and_writes_nothing(tmp_path
     def boom(*a, **k):
         raise KeyError("tuple index out of range")
 
-    monkeypatch.setattr(eo, "emit", boom)
+    monkeypatch.setattr(eo.codegen.Emitter, "graph", boom)
     model = _relu(tmp_path)
     code, out, err = _run(capsys, "convert", str(model), "--to", "onnx", "-o", str(tmp_path / "o.onnx"), "-q")
     assert code == 2

@@ -26,7 +26,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contains_data_and_entry_point(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("translator/_data/optable.yaml", "translator/_data/dtypes.yaml", "translator/_data/templates/onnx/doc_string.j2",
-              "translator/cli.py", "emitters/onnx.py"):
+              "translator/cli.py", "emitters/onnx/__init__.py"):
         assert f in names, f
     ep = next(n for n in names if n.endswith("entry_points.txt"))
     assert "opbridge = translator.cli:main" in zipfile.ZipFile(wheel).read(ep).decode()
