@@ -279,15 +279,18 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 say(f"{t}: lowering and emitting")
                 kwargs = {o.dest: getattr(args, o.dest) for o in target.options
                           if getattr(args, o.dest, None) not in (None, False)}
-                artifact = compile(build(), target, **kwargs).artifact
+                done = compile(build(), target, **kwargs)
+                artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
                 saved = _save(target, artifact, str(staged[t]))
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
-                for k in ("transposes", "warnings"):
-                    v = getattr(artifact, k, None)
-                    if v is not None:
-                        rec[k] = v
+                if done.ctx.layout is not None:
+                    rec["transposes"] = done.ctx.layout.transposes
+                warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
+                warnings += [w for w in getattr(artifact, "warnings", None) or () if w not in warnings]
+                if warnings:
+                    rec["warnings"] = warnings
             except Exception as exc:  # noqa: BLE001 - reported with a reason code
                 if isinstance(exc, OpbridgeError):
                     code, detail = classify(exc)[1], str(exc).splitlines()[0]
