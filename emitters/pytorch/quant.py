@@ -15,12 +15,12 @@ def _per_axis(e: NodeEmit, i: int, like: int) -> str:
     p = e.x(i)
     shape = e.shape(i)
     rank = e.need_rank(like)
-    a = norm_axis(int(e.attr("axis")), rank)
     block = int(e.attr("block_size") or 0)
     if shape is None:
         raise e.refuse("dynamic_shape", "scale / zero point need a static shape")
     if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1 and not block):
         return f"{p}.reshape(())" if len(shape) else p
+    a = norm_axis(int(e.attr("axis")), rank)  # per axis or per block: the axis is in range
     if block:
         return f"{p}.repeat_interleave({block}, dim={a}).narrow({a}, 0, {e.x(like)}.shape[{a}])"
     if len(shape) == 1:
