@@ -227,3 +227,35 @@ def test_same_graph_same_rewrite():
         return [(n.op, n.name, dict(n.attrs), [v.name if v else None for v in n.inputs]) for n in g.nodes]
 
     assert build() == build()
+
+
+def test_the_op_classes_come_from_the_table():
+    """relu is free because optable.yaml gives it the layout_unary trait: without it, the
+    conv chain holds relu in the source layout (two more transposes)."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from translator.tables import load_tables
+
+    tables = load_tables()
+    assert "layout_unary" in tables.ops["relu"].traits
+    assert layout.classes(tables).rules["relu"] is layout.CLASS_RULES["layout_unary"]
+    plain = dataclasses.replace(tables, ops=MappingProxyType(
+        {**tables.ops, "relu": dataclasses.replace(tables.ops["relu"], traits=frozenset())}))
+    assert "relu" not in layout.classes(plain).rules
+
+    def chain() -> tuple[Graph, dict]:
+        g = Graph()
+        x, feeds = _input(g)
+        y = g.add_node("relu", [_conv(g, x, 4, 8, "c1")], outputs=["r1"]).outputs[0]
+        g.outputs = [_conv(g, y, 8, 8, "c2")]
+        verify.run(g)
+        return g, feeds
+
+    g, _ = chain()
+    assert layout.run(g, CL_OPS, tables=tables).transposes == 2
+    g, feeds = chain()
+    expected = run_reference(Model(g), feeds)
+    assert layout.run(g, CL_OPS, tables=plain).transposes == 4
+    assert not layout.is_channels_last(next(n for n in g.nodes if n.op == "relu"))
+    assert compare(expected[0], _eval(g, feeds)[0], rtol=1e-4, atol=1e-4).ok
