@@ -394,3 +394,17 @@ def test_uint16_is_widened_reported_and_returned_as_uint16():
     with pytest.raises(Unsupported) as ei:
         pt.emit(model)
     assert ei.value.code == "unsupported_dtype"
+
+
+@pytest.mark.parametrize("src,dst", [(np.float16, np.uint16), (np.uint16, np.int16), (np.uint32, np.float32)])
+def test_bit_cast_keeps_the_declared_width_when_a_side_is_widened(src, dst):
+    """uint16 / uint32 are computed in int32 / int64: bit_cast reinterprets the declared bits."""
+    enum = {np.float16: TensorProto.FLOAT16, np.uint16: TensorProto.UINT16, np.int16: TensorProto.INT16,
+            np.uint32: TensorProto.UINT32, np.float32: TensorProto.FLOAT}
+    m = _onnx_model([helper.make_node("BitCast", ["x"], ["y"], to=enum[dst])],
+                    [helper.make_tensor_value_info("x", enum[src], [4])],
+                    [helper.make_tensor_value_info("y", enum[dst], [4])], opset=26)
+    x = np.array([-1.5, 0.0, 65504.0, 3.0]).astype(src) if src is np.float16 else \
+        np.array([0, 1, np.iinfo(src).max, 40000], src)
+    (got,) = pt.run(pt.emit(from_proto(m)), {"x": x})
+    assert got.dtype == dst and got.tobytes() == x.tobytes()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.ir import Node
-from translator.registry import Refusal
 from translator.render import literal
 
 from .node import NodeEmit
@@ -149,19 +147,25 @@ def cast(e: NodeEmit) -> str:
     return f"{x}.to({e.out_dtype()})"
 
 
-def _bit_cast_check(node: Node) -> Refusal | None:
+_SIGNED = {1: "torch.int8", 2: "torch.int16", 4: "torch.int32", 8: "torch.int64"}
+
+
+@rule("bit_cast")
+def bit_cast(e: NodeEmit) -> str:
+    """The cell's snippet (``x.view(dtype)``). When legalization widened one side (uint16 /
+    uint32 computed in int32 / int64), the bits of the declared width are reinterpreted: a
+    widened input is truncated to them first, a widened output is zero-extended from them."""
     from translator.dtypes import numpy_dtype
 
-    a, b = node.inputs[0].type.dtype, node.outputs[0].type.dtype
-    if a and b and numpy_dtype(a).itemsize != numpy_dtype(b).itemsize:
-        return Refusal("unsupported_dtype", f"bit_cast between {a} and {b} (a legalized dtype changed the width)")
-    return None
-
-
-@rule("bit_cast", check=_bit_cast_check)
-def bit_cast(e: NodeEmit) -> str:
-    """The cell's snippet (``x.view(dtype)``), for nodes whose element width legalization kept."""
-    return e.snippet()
+    a, b = e.dtype_id(0), e.node.outputs[0].type.dtype
+    if a is None or b is None or numpy_dtype(a).itemsize == numpy_dtype(b).itemsize:
+        return e.snippet()
+    sa, sb = numpy_dtype(a).itemsize, numpy_dtype(b).itemsize
+    w = min(sa, sb)
+    bits = f"{e.x(0)}.to({_SIGNED[w]})" if sa > w else f"{e.x(0)}.view({_SIGNED[w]})"
+    if sb == w:
+        return f"{bits}.view({e.out_dtype()})"
+    return f"torch.bitwise_and({bits}.to({e.out_dtype()}), {(1 << (8 * w)) - 1})"
 
 
 # ----------------------------------------------------------------------------- reductions
