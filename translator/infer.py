@@ -431,7 +431,7 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
             raise VerifyError("broadcast_mismatch", f"shape {b} does not broadcast to {a} (unidirectional)",
                               node=node.name, op=node.op)
         shapes = [a] * len(node.outputs)
-    elif op is not None and ins and len(node.outputs) == 1 and ("Elementwise" in op.category or "Activation" in op.category) \
+    elif op is not None and ins and len(node.outputs) == 1 and ("elementwise" in op.traits or "Activation" in op.categories) \
             and (sig is None or len([p for p in sig.inputs if not p.optional]) == 1):
         shapes = [ins[0].type.shape]
     return [TensorType(d, tuple(s) if s is not None else None) for d, s in zip(dtypes, shapes)]
