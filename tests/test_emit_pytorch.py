@@ -327,16 +327,21 @@ def test_snippets_come_from_the_cells_through_the_binder():
 
 
 def test_a_node_a_rule_cannot_write_is_decomposed_by_the_pipeline():
-    """A rule that finds it cannot write a node while generating code (here: layer_normalization
-    of an input whose rank is unknown) reports it; the pipeline decomposes it and runs again."""
+    """A node its rule cannot write (here: layer_normalization of an input whose rank is
+    unknown) is refused while lowering (the rule is tried on it): the table's decomposition
+    is written instead, and the plan (``opbridge report``) says so too."""
+    from translator.pipeline import plan
+
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", None))
     scale = g.add_constant("scale", np.full(4, 2.0, np.float32), "float32")
     bias = g.add_constant("bias", np.full(4, 0.5, np.float32), "float32")
     y = g.add_node("layer_normalization", [x, scale, bias], {"axis": -1}, outputs=["y"], name="ln").outputs[0]
     g.outputs = [y]
-    art = pt.emit(Model(g, source="ln", source_format="ir"))
+    model = Model(g, source="ln", source_format="ir")
+    art = pt.emit(model)
     assert ("ln", "layer_normalization") in art.decomposed and "F.layer_norm" not in art.source
+    assert plan(model, pt.TARGET).how["ln"] == "decomposed"
     feeds = {"x": _x(2, 3, 4)}
     (got,) = pt.run(art, feeds)
     xm = feeds["x"] - feeds["x"].mean(-1, keepdims=True)

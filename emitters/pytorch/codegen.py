@@ -101,6 +101,14 @@ def helper_source(name: str) -> str:
     return helpers()[name][0]
 
 
+@lru_cache(maxsize=None)
+def _module_attrs() -> frozenset[str]:
+    """Attribute names of ``torch.nn.Module`` (a buffer must not shadow one)."""
+    import torch
+
+    return frozenset(dir(torch.nn.Module))
+
+
 # ----------------------------------------------------------------------------- code generation
 class _Scope:
     """One Python function: its local names and lines."""
@@ -135,9 +143,7 @@ class Codegen:
         self.scope = _Scope(None, "")
         #: node name → why a rule could not write it (reported to the pipeline together)
         self.refused: dict[str, Refusal] = {}
-        import torch
-
-        self._module_attrs = frozenset(dir(torch.nn.Module))
+        self._module_attrs = _module_attrs()
 
     # ------------------------------------------------------------------ names
     def fresh(self, base: str) -> str:
@@ -243,8 +249,7 @@ class Codegen:
         except Unsupported as exc:
             # reported to the pipeline with the others (``Rejected``); the outputs get names so
             # the rest of the graph is still written and its refusals found in the same pass
-            detail = exc.detail[len(NAME) + 2:] if exc.detail.startswith(f"{NAME}: ") else exc.detail
-            self.refused.setdefault(node.name, Refusal(exc.code, detail))
+            self.refused.setdefault(node.name, _refusal(exc))
             del self.scope.lines[start:]
             _ = e.outs
             return
@@ -253,6 +258,28 @@ class Codegen:
         else:
             for line in code:
                 self.emit(line)
+
+
+def _refusal(exc: Unsupported) -> Refusal:
+    detail = exc.detail[len(NAME) + 2:] if exc.detail.startswith(f"{NAME}: ") else exc.detail
+    return Refusal(exc.code, detail)
+
+
+def trial(node: Node, ctx: "Compilation") -> Refusal | None:
+    """Whether the node's rule (or snippet) can write it: the code is generated once on a
+    scratch generator and dropped, so what a rule would refuse while writing (a rank or shape
+    only known at run time, an attribute value torch lacks) is known while lowering; the
+    pipeline then decomposes the node, and ``opbridge report`` says what ``convert`` does.
+    Nodes of its subgraphs are judged on their own."""
+    cg = Codegen(ctx.tables, ctx.target.columns)
+    for v in node.inputs:
+        if v is not None and not v.is_const:
+            cg.bind(v)
+    try:
+        cg.code(NodeEmit(cg, node))
+    except Unsupported as exc:
+        return _refusal(exc)
+    return None
 
 
 # ----------------------------------------------------------------------------- dead locals

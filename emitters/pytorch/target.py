@@ -5,7 +5,9 @@
   the declared dtype when every value fits).
 * ``accepts``: torch holds every value a node reads or writes (the native cells of the
   ``pytorch`` column of ``dtypes.yaml``), element types of sequences and optionals included;
-  uint64 (no lossless substitute), float8 and strings are refused node by node.
+  uint64 (no lossless substitute), float8 and strings are refused node by node. Then the
+  node's rule is tried on it (``codegen.trial``): what it would refuse while writing code is
+  a refusal while lowering, so the table's decomposition applies and ``report`` agrees.
 * the artifact: a folder ``<stem>_pytorch`` with ``model.py`` and ``weights.safetensors``.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 from translator.registry import Refusal
 from translator.target import Target
 
-from .codegen import emit, torch_dtypes
+from .codegen import emit, torch_dtypes, trial
 from .runtime import load, output_ports, run, save, version
 from .registry import NAME
 
@@ -36,7 +38,8 @@ def legal_dtypes(tables: "Tables") -> frozenset[str]:
 
 
 def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
-    """Every tensor the node reads or writes (element types included) has a torch dtype."""
+    """Every tensor the node reads or writes (element types included) has a torch dtype, and
+    its rule can write it (``codegen.trial``)."""
     legal = torch_dtypes(ctx.tables)
     for v in list(node.inputs) + list(node.outputs):
         if v is None:
@@ -44,7 +47,7 @@ def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
         t = v.type.elem if v.type.kind != "tensor" and v.type.elem is not None else v.type
         if t.dtype is not None and t.dtype not in legal:
             return Refusal("unsupported_dtype", f"torch has no {t.dtype} tensors (value {v.name!r})")
-    return None
+    return trial(node, ctx)
 
 
 def spell(name: str) -> str:
