@@ -379,7 +379,7 @@ def test_reflect_pad_helper_matches_numpy():
 @pytest.mark.slow
 def test_node_tests_pass_1520_with_a_reason_for_every_gap(tmp_path):
     """The ONNX backend node tests through the PyTorch emitter (bench/nodetests.py): measured
-    1,539 in the declared dtypes + 20 uint16/uint32 outputs computed widened (legalized)."""
+    1,541 in the declared dtypes + 20 uint16/uint32 outputs computed widened (legalized)."""
     from conftest import run_nodetests
 
     r = run_nodetests("pytorch", "none", tmp_path, timeout=1800)
