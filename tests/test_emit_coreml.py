@@ -110,6 +110,8 @@ def test_hostile_names_never_reach_code_raw():
 
 
 def test_save_is_atomic(tmp_path, monkeypatch):
+    from emitters.coreml import runtime
+
     art = coreml.emit(_chain_model()[0])
     out = coreml.save(art, tmp_path / "m")
     before = _files(out)
@@ -117,7 +119,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(coreml.shutil, "copytree", boom)
+    monkeypatch.setattr(runtime.shutil, "copytree", boom)
     with pytest.raises(OSError):
         coreml.save(art, tmp_path / "m")
     with pytest.raises(OSError):
@@ -178,22 +180,38 @@ def test_deployment_target_is_an_option():
 
 
 def test_importing_the_emitter_imports_no_framework():
-    code = ("import sys; import emitters.coreml, emitters.coreml_ops; "
+    code = ("import sys; import emitters.coreml; "
             "print(any(m.split('.')[0] in ('coremltools', 'torch', 'tensorflow') for m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.stdout.strip() == "False", p.stderr[-2000:]
 
 
-def test_every_snippet_is_one_line_for_a_known_op():
+def test_every_snippet_is_one_mil_call_of_a_known_op_and_rules_and_snippets_do_not_overlap():
+    from translator.registry import rules
     from translator.tables import load_tables
 
     tables = load_tables()
-    from emitters.coreml_ops import LOWER
+    have = rules(coreml.NAME)
+    cells = {op.id: op.backends[coreml.NAME] for op in tables.ops.values()
+             if op.backends.get(coreml.NAME) is not None and op.backends[coreml.NAME].snippet}
+    assert len(cells) >= 40
+    for op_id, cell in cells.items():
+        assert cell.snippet.startswith("mb.") and cell.snippet.endswith(")") and "\n" not in cell.snippet, op_id
+        assert op_id not in have, f"{op_id} has both a snippet and a rule"
+    assert coreml.supported_ops(tables) >= {"add", "conv", "gemm", "is_nan", "dynamic_quantize_linear"}
+    assert not (ROOT / "templates" / "coreml" / "snippets.yaml").exists()
 
-    for op_id, text in coreml.snippets().items():
-        assert op_id in tables.ops and "\n" not in text and text.count("{out}") == 1
-        assert op_id not in LOWER, f"{op_id} has both a snippet and a lowering"
-    assert coreml.supported_ops(tables) >= {"add", "conv", "gemm", "is_nan"}
+
+def test_target_describes_the_backend():
+    from translator.target import get
+
+    t = get("coreml")
+    assert t is coreml.TARGET and t.suffix == "_coreml" and t.written == "model"
+    assert t.legal_dtypes is not None
+    from translator.tables import load_tables
+
+    assert t.legal_dtypes(load_tables()) == frozenset({"float16", "float32", "int32", "bool"})
+    assert [o.flag for o in t.options] == ["--target"]
 
 
 def test_scalar_constants_keep_rank_zero():
@@ -339,7 +357,7 @@ def test_quantization_with_runtime_parameters_or_16_bit_data_is_composed():
 
 
 def _resize_choice(inputs: list, attrs: dict, const: tuple[int, ...]):
-    from emitters.coreml_ops_nn import _resize_choice as choice
+    from emitters.coreml.nn import _resize_choice as choice
 
     model, _ = single_op_model("resize", inputs, attrs, 1, const)
     return choice(model.graph.nodes[0])
@@ -558,20 +576,22 @@ def test_program_text_is_not_rendered_for_dropped_debug_logs():
     from coremltools.converters.mil import Builder as mb
     from coremltools.converters.mil.mil import Function, Program, types
 
+    from emitters.coreml import runtime
+
     with Function({"x": mb.placeholder(shape=(2,), dtype=types.fp32)}) as fn:
         fn.set_outputs([mb.relu(x=fn.inputs["x"], name="r")])
     prog = Program()
     prog.add_function("main", fn)
     full = str(prog)
     assert "relu" in full
-    with coreml._unrendered_program_logs():
+    with runtime._unrendered_program_logs():
         assert str(prog) == "<MIL program, 1 function(s)>"
     assert str(prog) == full
     log = logging.getLogger("coremltools")
     level = log.level
     log.setLevel(logging.DEBUG)
     try:
-        with coreml._unrendered_program_logs():
+        with runtime._unrendered_program_logs():
             assert str(prog) == full
     finally:
         log.setLevel(level)

@@ -68,7 +68,7 @@ def _preload() -> None:
         import openvino  # noqa: F401
         import torch  # noqa: F401
 
-        from emitters.coreml import _ct
+        from emitters.coreml.mil import ct as _ct
 
         _ct()
         import tensorflow  # noqa: F401

@@ -1,20 +1,29 @@
-"""Core ML lowerings: linear quantization (registered into coreml_ops.LOWER on import).
+"""Core ML rules: linear quantization (quantize_linear, dequantize_linear, dynamic_quantize_linear).
 
 MIL ``quantize`` / ``dequantize`` (iOS17) take int8/uint8 data, constant scales and zero
 points, per tensor (scalars) or per axis (vectors). Runtime scales / zero points and 16-bit or
 int32 data are composed from elementwise MIL ops instead (real_div, round, add, clip, cast;
 exact while the integers fit fp32, i.e. up to 2^24). Dtype legalization turns the int8/uint8
 values of the IR into int32 before lowering, so ``note_quant_dtypes`` records the quantized
-dtype of each node first (``node.meta["coreml_qdtype"]``); the lowering casts at the border.
+dtype of each node first (``node.meta["coreml_qdtype"]``, from the target's ``prepare``); the
+rule casts at the border.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from translator.dtypes import norm_axis
 from translator.ir import Graph, Node
-from translator.render import pyrepr
+from translator.render import literal
 
-from .coreml_ops import Gen, _axis, const_of, lit, lowering, mil_dtype, static_shape
+from .mil import const_of, lit, mil_dtype, static_shape
+from .registry import Refusal, rule
+
+if TYPE_CHECKING:
+    from .codegen import Gen
+
 
 #: the quantized dtypes MIL quantize/dequantize take
 QDTYPES = ("uint8", "int8")
@@ -38,37 +47,45 @@ def note_quant_dtypes(graph: Graph) -> None:
         node.meta["coreml_scale_dtype"] = node.inputs[1].type.dtype
 
 
-def _quant_plan(node: Node) -> str | tuple[str, str]:
+def _axis_in(a: int, rank: int) -> int | None:
+    """``a`` in ``[0, rank)``, or None when it names no axis of a rank-``rank`` input."""
+    try:
+        return norm_axis(a, rank)
+    except ValueError:
+        return None
+
+
+def _quant_plan(node: Node) -> str | Refusal:
     """"native" (MIL quantize/dequantize: int8/uint8 data, constant scale and zero point, rank
     >= 1), "composed" (elementwise MIL ops: runtime scale / zero point, 16-bit or int32 data),
-    or (reason code, detail)."""
+    or a Refusal."""
     q = node.meta.get("coreml_qdtype", node.outputs[0].type.dtype if node.op == "quantize_linear"
                       else node.inputs[0].type.dtype)
     if q not in INT_RANGE:
-        return ("unsupported_dtype", f"{q} data: Core ML computes in int32/fp16/fp32 only")
+        return Refusal("unsupported_dtype", f"{q} data: Core ML computes in int32/fp16/fp32 only")
     if node.meta.get("coreml_scale_dtype", node.inputs[1].type.dtype) not in FDTYPES:
-        return ("unsupported_dtype", "the scale must be float32 or float16 (the division / product is done in its dtype)")
+        return Refusal("unsupported_dtype", "the scale must be float32 or float16 (the division / product is done in its dtype)")
     if int(node.attrs.get("block_size", 0) or 0):
-        return ("unsupported_attribute_value", "block_size: quantized per tensor or per axis here, not per block")
+        return Refusal("unsupported_attribute_value", "block_size: quantized per tensor or per axis here, not per block")
     if node.op == "quantize_linear" and int(node.attrs.get("precision", 0) or 0):
-        return ("unsupported_attribute_value", "precision: the division is done in the scale's dtype here")
+        return Refusal("unsupported_attribute_value", "precision: the division is done in the scale's dtype here")
     shape = static_shape(node.inputs[0])
     if shape is None:
-        return ("dynamic_shape", f"{node.op} needs a static input shape")
+        return Refusal("dynamic_shape", f"{node.op} needs a static input shape")
     params = [v for v in node.inputs[1:3] if v is not None]
     for v in params:
         ps = static_shape(v)
-        axis = _axis(int(node.attrs.get("axis", 1)), len(shape))
-        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (0 <= axis < len(shape) and ps[0] == shape[axis])):
-            return ("unsupported_attribute_value", "scale / zero point: a scalar or one value per element of axis")
+        axis = _axis_in(int(node.attrs.get("axis", 1)), len(shape))
+        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (axis is not None and ps[0] == shape[axis])):
+            return Refusal("unsupported_attribute_value", "scale / zero point: a scalar or one value per element of axis")
     if q in QDTYPES and shape and all(v.is_const for v in params):
         return "native"
     return "composed"
 
 
-def _quant_check(node: Node) -> tuple[str, str] | None:
+def _quant_check(node: Node) -> Refusal | None:
     plan = _quant_plan(node)
-    return plan if isinstance(plan, tuple) else None
+    return plan if isinstance(plan, Refusal) else None
 
 
 def _param(gen: Gen, node: Node, i: int, to: str) -> str | None:
@@ -79,11 +96,11 @@ def _param(gen: Gen, node: Node, i: int, to: str) -> str | None:
     var = gen.var(v)
     if v.type.dtype != to:
         t, tn = gen.tmp(node, f"p{i}_{to}")
-        gen.emit(f"{t} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(to))}, name={tn})")
+        gen.emit(f"{t} = mb.cast(x={var}, dtype={literal(mil_dtype(to))}, name={tn})")
         var = t
     r = node.inputs[0].type.rank
     if v.type.rank == 1 and r > 1:
-        axis = _axis(int(gen.attr(node, "axis")), r)
+        axis = norm_axis(int(gen.attr(node, "axis")), r)
         t, tn = gen.tmp(node, f"p{i}_axis")
         gen.emit(f"{t} = mb.reshape(x={var}, shape={lit([-1 if d == axis else 1 for d in range(r)])}, name={tn})")
         var = t
@@ -102,7 +119,7 @@ def _composed(gen: Gen, node: Node, q: str) -> None:
         return t
 
     if node.op == "quantize_linear":
-        xv = gen.var(x) if x.type.dtype == scale_dt else step("x", f"mb.cast(x={gen.var(x)}, dtype={pyrepr(mil_dtype(scale_dt))}")
+        xv = gen.var(x) if x.type.dtype == scale_dt else step("x", f"mb.cast(x={gen.var(x)}, dtype={literal(mil_dtype(scale_dt))}")
         acc = step("rounded", f"mb.round(x=" + step("divided", f"mb.real_div(x={xv}, y={_param(gen, node, 1, scale_dt)}"))
         if scale_dt != "float32":
             acc = step("rounded32", f"mb.cast(x={acc}, dtype='fp32'")
@@ -117,7 +134,7 @@ def _composed(gen: Gen, node: Node, q: str) -> None:
         if zp is not None:
             acc = step("centered", f"mb.sub(x={acc}, y={zp}")
         acc = step("scaled", f"mb.mul(x={acc}, y={_param(gen, node, 1, 'float32')}")
-    gen.emit(f"{gen.out(node)} = mb.cast(x={acc}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+    gen.emit(f"{gen.out(node)} = mb.cast(x={acc}, dtype={literal(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
 
 
 def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
@@ -129,7 +146,7 @@ def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
     if zp_v is not None:
         args += f", zero_point={gen.const(node, 'zp', np.asarray(const_of(zp_v)).astype(np.dtype(q)))}"
     if scale.ndim == 1:
-        args += f", axis={lit(_axis(int(gen.attr(node, 'axis')), x.type.rank))}"
+        args += f", axis={lit(norm_axis(int(gen.attr(node, 'axis')), x.type.rank))}"
     return args
 
 
@@ -141,10 +158,10 @@ def _into_output(gen: Gen, node: Node, produced: str, call: str, key: str) -> No
     var, nm = (gen.out(node), gen.name(node)) if same else gen.tmp(node, key)
     gen.emit(f"{var} = {call}, name={nm})")
     if not same:
-        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={pyrepr(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
+        gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={literal(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
 
 
-@lowering("quantize_linear", check=_quant_check, any_dtype=True)
+@rule("quantize_linear", check=_quant_check, any_dtype=True)
 def _quantize(gen: Gen, node: Node) -> None:
     """y = saturate(round_half_even(x / scale) + zero_point), divided in the scale's dtype;
     MIL's uint8/int8 result is cast to the legalized output dtype."""
@@ -158,12 +175,12 @@ def _quantize(gen: Gen, node: Node) -> None:
     xv = gen.var(x)
     if x.type.dtype != scale_dt:
         t, tn = gen.tmp(node, "x")
-        gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(mil_dtype(scale_dt))}, name={tn})")
+        gen.emit(f"{t} = mb.cast(x={xv}, dtype={literal(mil_dtype(scale_dt))}, name={tn})")
         xv = t
-    _into_output(gen, node, q, f"mb.quantize(input={xv}, {args}, output_dtype={pyrepr(q)}", "q")
+    _into_output(gen, node, q, f"mb.quantize(input={xv}, {args}, output_dtype={literal(q)}", "q")
 
 
-@lowering("dequantize_linear", check=_quant_check, any_dtype=True)
+@rule("dequantize_linear", check=_quant_check, any_dtype=True)
 def _dequantize(gen: Gen, node: Node) -> None:
     """y = (x - zero_point) * scale in the scale's dtype; legalized int32 data is cast back to
     its int8/uint8 first (its values are in range: inputs are range-checked at the boundary)."""
@@ -177,16 +194,13 @@ def _dequantize(gen: Gen, node: Node) -> None:
     xv = gen.var(x)
     if x.type.dtype != q:
         t, tn = gen.tmp(node, "q")
-        gen.emit(f"{t} = mb.cast(x={xv}, dtype={pyrepr(q)}, name={tn})")
+        gen.emit(f"{t} = mb.cast(x={xv}, dtype={literal(q)}, name={tn})")
         xv = t
     _into_output(gen, node, scale_dt, f"mb.dequantize(input={xv}, {args}", "dq")
 
 
-__all__ = ["note_quant_dtypes", "QDTYPES"]
-
-
-@lowering("dynamic_quantize_linear", check=lambda n: None if n.inputs[0].type.dtype == "float32" and n.inputs[0].type.rank
-          else ("unsupported_dtype", "dynamic_quantize_linear takes a float32 tensor of rank >= 1"))
+@rule("dynamic_quantize_linear", check=lambda n: None if n.inputs[0].type.dtype == "float32" and n.inputs[0].type.rank
+          else Refusal("unsupported_dtype", "dynamic_quantize_linear takes a float32 tensor of rank >= 1"))
 def _dynamic_quantize(gen: Gen, node: Node) -> None:
     """lo = min(0, min(x)), hi = max(0, max(x)), scale = (hi - lo) / 255 (fp32),
     zp = clip(round_half_even(-lo / scale), 0, 255), y = clip(round_half_even(x / scale) + zp, 0, 255);
@@ -217,5 +231,8 @@ def _dynamic_quantize(gen: Gen, node: Node) -> None:
     y = step("y_f", "mb.clip(x=" + step("y_shift", f"mb.add(x={y}, y={zp}") + f", alpha={f32(0)}, beta={f32(255)}")
     for i, v in ((0, y), (2, zp)):
         if i < len(outs):
-            gen.emit(f"{gen.out(node, i)} = mb.cast(x={v}, dtype={pyrepr(mil_dtype(outs[i].type.dtype))}, "
+            gen.emit(f"{gen.out(node, i)} = mb.cast(x={v}, dtype={literal(mil_dtype(outs[i].type.dtype))}, "
                      f"name={gen.name(node, i)})")
+
+
+__all__ = ["note_quant_dtypes", "QDTYPES"]

@@ -1,4 +1,4 @@
-"""Core ML lowerings: GRU and LSTM (registered into coreml_ops.LOWER on import).
+"""Core ML rules: GRU and LSTM.
 
 One MIL ``gru`` / ``lstm`` per direction, always run forward: the reverse direction reverses
 the sequence before and after (``mb.reverse`` on the time axis), so Y keeps ONNX's time order
@@ -16,11 +16,18 @@ num_directions, hidden]). MIL has no value inference for gru/lstm: results are s
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from translator.ir import Node
 
-from .coreml_ops import Gen, _np, const_of, lit, lowering, static_shape
+from .mil import const_of, lit, np_dtype, static_shape
+from .registry import Refusal, rule
+
+if TYPE_CHECKING:
+    from .codegen import Gen
+
 
 #: ONNX activation -> MIL activation string (only those without alpha/beta)
 _ACT = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
@@ -28,35 +35,35 @@ _ACT = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _SPEC = {"gru": (["Sigmoid", "Tanh"], 3, [1, 2, 0]), "lstm": (["Sigmoid", "Tanh", "Tanh"], 4, [0, 2, 1, 3])}
 
 
-def _rnn_check(node: Node) -> tuple[str, str] | None:
+def _rnn_check(node: Node) -> Refusal | None:
     acts_default = _SPEC[node.op][0]
     ins = list(node.inputs) + [None] * (8 - len(node.inputs))
     x = static_shape(ins[0])
     if x is None or len(x) != 3:
-        return ("dynamic_shape", f"{node.op} needs a static rank-3 X")
+        return Refusal("dynamic_shape", f"{node.op} needs a static rank-3 X")
     for i in (1, 2, 3, 7):
         if ins[i] is not None and ins[i].is_const is False:
-            return ("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
+            return Refusal("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
     if ins[4] is not None:
         lens = const_of(ins[4])
         seq = x[1] if int(node.attrs.get("layout", 0)) else x[0]
         if lens is None or not np.all(lens == seq):
-            return ("unsupported_attribute_value", "sequence_lens: MIL runs every sequence to the full length")
+            return Refusal("unsupported_attribute_value", "sequence_lens: MIL runs every sequence to the full length")
     if any(static_shape(v) is None for v in ins[5:7] if v is not None):
-        return ("dynamic_shape", "initial states need static shapes")
+        return Refusal("dynamic_shape", "initial states need static shapes")
     acts = list(node.attrs.get("activations") or [])
     per_dir = len(acts_default)
     if acts and (len(acts) % per_dir or any(a not in _ACT for a in acts)
                  or (len(acts) == 2 * per_dir and acts[:per_dir] != acts[per_dir:])):
-        return ("unsupported_attribute_value",
+        return Refusal("unsupported_attribute_value",
                 f"activations {acts}: MIL takes Sigmoid/Tanh/Relu without alpha/beta, the same for both directions")
     if node.attrs.get("clip") is not None:
-        return ("unsupported_attribute_value", "clip: ONNX clips every gate input; MIL gru has no clip and MIL lstm "
+        return Refusal("unsupported_attribute_value", "clip: ONNX clips every gate input; MIL gru has no clip and MIL lstm "
                                                "clips the cell gate only")
     if node.op == "gru" and int(node.attrs.get("linear_before_reset", 0)):
-        return ("unsupported_attribute_value", "linear_before_reset=1: MIL gru needs reset_after (iOS18)")
+        return Refusal("unsupported_attribute_value", "linear_before_reset=1: MIL gru needs reset_after (iOS18)")
     if node.op == "lstm" and int(node.attrs.get("input_forget", 0)):
-        return ("unsupported_attribute_value", "input_forget=1: MIL lstm has no coupled input/forget gate")
+        return Refusal("unsupported_attribute_value", "input_forget=1: MIL lstm has no coupled input/forget gate")
     return None
 
 
@@ -66,12 +73,12 @@ def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:
     return np.concatenate([blocks[k] for k in order], axis=0)
 
 
-@lowering("gru", "lstm", check=_rnn_check)
+@rule("gru", "lstm", check=_rnn_check)
 def _rnn(gen: Gen, node: Node) -> None:
     acts_default, gates, order = _SPEC[node.op]
     ins = list(node.inputs) + [None] * (8 - len(node.inputs))
     X, W, R, B = ins[:4]
-    npdt = np.dtype(_np(X.type.dtype))
+    npdt = np.dtype(np_dtype(X.type.dtype))
     layout = int(gen.attr(node, "layout") or 0)
     direction = str(gen.attr(node, "direction") or "forward")
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]

@@ -1,17 +1,55 @@
-"""Core ML lowerings: convolution, pooling, normalization, losses, attention (registered on import)."""
+"""Core ML rules: convolution, pooling, resizing, normalization, losses, activations with parameters."""
 from __future__ import annotations
 
-import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from translator.dtypes import norm_axis
 from translator.errors import Unsupported
 from translator.ir import Node, Value
-from translator.render import pyrepr
+from translator.render import literal
 
-from .coreml_ops import (NAME, Gen, _axis, _np, const_of, lit, lowering, mil_dtype, need_const, need_rank, np_lit,
-                         static_shape)
+from .mil import const_of, lit, mil_dtype, need_const, need_rank, np_dtype, np_lit, static_shape
+from .registry import NAME, Refusal, rule
+
+if TYPE_CHECKING:
+    from .codegen import Gen
+
+
+# ----------------------------------------------------------------------------- activations with parameters
+def _prelu_check(node: Node) -> Refusal | None:
+    x, c = node.inputs[0], const_of(node.inputs[1])
+    shape = static_shape(x)
+    if c is None or shape is None or len(shape) not in (3, 4, 5):
+        return Refusal("requires_constant_input", "Core ML prelu takes a constant slope and a rank 3-5 input")
+    padded = (1,) * (len(shape) - c.ndim) + tuple(c.shape)
+    if len(padded) != len(shape) or any(d != 1 for i, d in enumerate(padded) if i != 1) or padded[1] not in (1, shape[1]):
+        return Refusal("unsupported_attribute_value", "Core ML prelu slopes are per channel (axis 1)")
+    return None
+
+
+@rule("prelu", check=_prelu_check)
+def _prelu(gen: Gen, node: Node) -> None:
+    x = node.inputs[0]
+    ch = x.type.shape[1]
+    c = const_of(node.inputs[1]).reshape(-1)
+    slope = np.broadcast_to(c, (ch,)).astype(np_dtype(x.type.dtype))
+    gen.emit(f"{gen.out(node)} = mb.prelu(x={gen.var(x)}, alpha={np_lit(slope, x.type.dtype)}, name={gen.name(node)})")
+
+
+@rule("gelu", check=lambda n: None if n.attrs.get("approximate", "none") in ("none", "tanh")
+          else Refusal("unsupported_attribute_value", "approximate must be none or tanh"))
+def _gelu(gen: Gen, node: Node) -> None:
+    mode = "TANH_APPROXIMATION" if gen.attr(node, "approximate") == "tanh" else "EXACT"
+    gen.emit(f"{gen.out(node)} = mb.gelu(x={gen.var(node.inputs[0])}, mode={literal(mode)}, name={gen.name(node)})")
+
+
+@rule("softmax", check=need_rank(0))
+def _softmax(gen: Gen, node: Node) -> None:
+    gen.emit(f"{gen.out(node)} = mb.softmax(x={gen.var(node.inputs[0])}, axis={lit(int(gen.attr(node, 'axis')))}, "
+             f"name={gen.name(node)})")
+
 
 
 # ----------------------------------------------------------------------------- convolution and pooling
@@ -27,16 +65,16 @@ def _spatial(gen: Gen, node: Node, k: int) -> dict[str, Any]:
             "dilations": [int(d) for d in (gen.attr(node, "dilations") or [1] * k)]}
 
 
-def _conv_check(node: Node) -> tuple[str, str] | None:
+def _conv_check(node: Node) -> Refusal | None:
     x = node.inputs[0]
     if x.type.rank not in (3, 4, 5):
-        return ("rank_limit", "Core ML conv takes 1-D, 2-D or 3-D convolutions")
+        return Refusal("rank_limit", "Core ML conv takes 1-D, 2-D or 3-D convolutions")
     if node.inputs[1].type.rank is None:
-        return ("dynamic_shape", "the weight rank is unknown")
+        return Refusal("dynamic_shape", "the weight rank is unknown")
     return None
 
 
-@lowering("conv", check=_conv_check)
+@rule("conv", check=_conv_check)
 def _conv(gen: Gen, node: Node) -> None:
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
@@ -47,7 +85,7 @@ def _conv(gen: Gen, node: Node) -> None:
     bias = f", bias={gen.var(b)}" if bias_const else ""
     var, nm = (gen.out(node), gen.name(node)) if b is None or bias_const else gen.tmp(node, "nobias")
     gen.emit(f"{var} = mb.conv(x={gen.var(x)}, weight={gen.var(w)}{bias}, strides={lit(sp['strides'])}, "
-             f"pad_type={pyrepr(sp['pad_type'])}{pad}, dilations={lit(sp['dilations'])}, "
+             f"pad_type={literal(sp['pad_type'])}{pad}, dilations={lit(sp['dilations'])}, "
              f"groups={lit(int(gen.attr(node, 'group')))}, name={nm})")
     if b is not None and not bias_const:
         rb, rbn = gen.tmp(node, "bias")
@@ -55,16 +93,16 @@ def _conv(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.add(x={var}, y={rb}, name={gen.name(node)})")
 
 
-def _conv_t_check(node: Node) -> tuple[str, str] | None:
+def _conv_t_check(node: Node) -> Refusal | None:
     why = _conv_check(node) or need_const(1, 2)(node)
     if why:
         return why
     if static_shape(node.outputs[0]) is None:
-        return ("dynamic_shape", "conv_transpose needs its static output shape")
+        return Refusal("dynamic_shape", "conv_transpose needs its static output shape")
     return None
 
 
-@lowering("conv_transpose", check=_conv_t_check)
+@rule("conv_transpose", check=_conv_t_check)
 def _conv_transpose(gen: Gen, node: Node) -> None:
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
@@ -76,21 +114,21 @@ def _conv_transpose(gen: Gen, node: Node) -> None:
     if gen.attr(node, "output_shape") is not None or gen.attr(node, "output_padding"):
         pad_type, pad = "custom", [0] * (2 * k)  # output_shape below fixes the extent
     bias = f", bias={gen.var(b)}" if b is not None else ""
-    gen.emit(f"{gen.out(node)} = mb.conv_transpose(x={gen.var(x)}, weight={gen.var(w)}{bias}, pad_type={pyrepr(pad_type)}, "
+    gen.emit(f"{gen.out(node)} = mb.conv_transpose(x={gen.var(x)}, weight={gen.var(w)}{bias}, pad_type={literal(pad_type)}, "
              f"pad={lit(pad)}, output_shape={lit(list(out))}, strides={lit(sp['strides'])}, "
              f"dilations={lit(sp['dilations'])}, groups={lit(int(gen.attr(node, 'group')))}, name={gen.name(node)})")
 
 
-def _pool_check(node: Node) -> tuple[str, str] | None:
+def _pool_check(node: Node) -> Refusal | None:
     x = node.inputs[0]
     if x.type.rank not in (3, 4, 5):
-        return ("rank_limit", "Core ML pools take 1-D, 2-D or 3-D windows")
+        return Refusal("rank_limit", "Core ML pools take 1-D, 2-D or 3-D windows")
     if any(d != 1 for d in (node.attrs.get("dilations") or [])):
-        return ("unsupported_attribute_value", "Core ML pools have no dilations")
+        return Refusal("unsupported_attribute_value", "Core ML pools have no dilations")
     if node.op == "max_pool" and len(node.outputs) > 1:
-        return ("unsupported_attribute_value", "Core ML max_pool has no indices output")
+        return Refusal("unsupported_attribute_value", "Core ML max_pool has no indices output")
     if node.op == "lp_pool" and int(node.attrs.get("p", 2)) != 2:
-        return ("unsupported_attribute_value", "Core ML l2_pool is p=2 only")
+        return Refusal("unsupported_attribute_value", "Core ML l2_pool is p=2 only")
     return None
 
 
@@ -104,7 +142,7 @@ def _same_pads(in_dims: Sequence[int], kernel: Sequence[int], strides: Sequence[
     return out
 
 
-@lowering("average_pool", "max_pool", "lp_pool", check=_pool_check)
+@rule("average_pool", "max_pool", "lp_pool", check=_pool_check)
 def _pool(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     k = x.type.rank - 2
@@ -124,10 +162,10 @@ def _pool(gen: Gen, node: Node) -> None:
     ceil = f", ceil_mode={bool(int(gen.attr(node, 'ceil_mode') or 0))}" if node.op != "lp_pool" else ""
     pt = sp["pad_type"]
     gen.emit(f"{gen.out(node)} = mb.{fn}(x={gen.var(x)}, kernel_sizes={lit(kernel)}, strides={lit(sp['strides'])}, "
-             f"pad_type={pyrepr(pt)}{pad}{ceil}{extra}, name={gen.name(node)})")
+             f"pad_type={literal(pt)}{pad}{ceil}{extra}, name={gen.name(node)})")
 
 
-@lowering("global_average_pool", "global_max_pool", "global_lp_pool", check=need_rank(0))
+@rule("global_average_pool", "global_max_pool", "global_lp_pool", check=need_rank(0))
 def _global_pool(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     if node.op == "global_lp_pool":
@@ -176,7 +214,7 @@ def _onnx_axis_matrices(node: Node) -> list[tuple[int, np.ndarray, np.ndarray]] 
     if (sizes is None or not sizes.size) and (scales is None or not scales.size):
         return ("requires_constant_input", "scales or sizes must be given as constants")
     r = len(shape)
-    axes = list(range(r)) if at["axes"] is None else [_axis(int(x), r) for x in at["axes"]]
+    axes = list(range(r)) if at["axes"] is None else [norm_axis(int(x), r) for x in at["axes"]]
     n = len(axes)
     in_sz = [shape[x] for x in axes]
     roi = const_of(at["roi"]) if at["roi"] is not None else None
@@ -280,12 +318,12 @@ def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
     return ("native", (both[0], dims[0][1], dims[1][1]))
 
 
-def _resize_check(node: Node) -> tuple[str, str] | None:
+def _resize_check(node: Node) -> Refusal | None:
     kind, detail = _resize_choice(node)
-    return None if kind in ("native", "matmul") else (kind, detail)
+    return None if kind in ("native", "matmul") else Refusal(kind, detail)
 
 
-@lowering("resize", "upsample", check=_resize_check)
+@rule("resize", "upsample", check=_resize_check)
 def _resize(gen: Gen, node: Node) -> None:
     """nearest: upsample_nearest_neighbor (integer factors, in = floor(out / k)) or
     resize_nearest_neighbor (in = floor((out + 0.5) * in / out)); linear: resize_bilinear with
@@ -311,7 +349,7 @@ def _resize(gen: Gen, node: Node) -> None:
             perm = [d for d in range(r) if d != ax] + [ax]
             if ax != r - 1:
                 cur = step(f"to_last{k}", f"mb.transpose(x={cur}, perm={lit(perm)}")
-            cur = step(f"interp{k}", f"mb.matmul(x={cur}, y={gen.const(node, f'w{k}', m.T.astype(_np(dt)))}")
+            cur = step(f"interp{k}", f"mb.matmul(x={cur}, y={gen.const(node, f'w{k}', m.T.astype(np_dtype(dt)))}")
             if ax != r - 1:
                 cur = step(f"back{k}", f"mb.transpose(x={cur}, perm={lit(list(np.argsort(perm)))}")
             sh = [1] * r
@@ -336,15 +374,15 @@ def _resize(gen: Gen, node: Node) -> None:
                  f"target_size_width={lit(ow)}, name={nm})")
     else:
         gen.emit(f"{var} = mb.resize_bilinear(x={xv}, target_size_height={lit(oh)}, target_size_width={lit(ow)}, "
-                 f"sampling_mode={pyrepr(how)}, name={nm})")
+                 f"sampling_mode={literal(how)}, name={nm})")
     if r < 3:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={var}, shape={lit([oh, ow])}, name={gen.name(node)})")
 
 
 # ----------------------------------------------------------------------------- normalization
-def _bn_check(node: Node) -> tuple[str, str] | None:
+def _bn_check(node: Node) -> Refusal | None:
     if int(node.attrs.get("training_mode", 0)) or len(node.outputs) > 1:
-        return ("unsupported_attribute_value", "training-mode batch normalization")
+        return Refusal("unsupported_attribute_value", "training-mode batch normalization")
     return need_rank(0)(node)
 
 
@@ -352,7 +390,7 @@ def _channel_shape(x: Value) -> list[int]:
     return [-1] + [1] * (x.type.rank - 2)
 
 
-@lowering("batch_normalization", check=_bn_check)
+@rule("batch_normalization", check=_bn_check)
 def _batch_norm(gen: Gen, node: Node) -> None:
     x, scale, b, mean, var = node.inputs[:5]
     eps = float(gen.attr(node, "epsilon"))
@@ -379,7 +417,7 @@ def _batch_norm(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.add(x={env['normed']}, y={rs['b']}, name={gen.name(node)})")
 
 
-@lowering("instance_normalization", check=need_rank(0))
+@rule("instance_normalization", check=need_rank(0))
 def _instance_norm(gen: Gen, node: Node) -> None:
     x, scale, b = node.inputs[:3]
     eps = float(gen.attr(node, "epsilon"))
@@ -419,7 +457,7 @@ def _normalize(gen: Gen, node: Node, x: Value, axes: list[int], eps: float, scal
                 want = o.type.dtype or {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}.get(
                     int(node.attrs.get("stash_type", 1) or 1), "float32")
                 if want != dt:
-                    gen.emit(f"{gen.out(node, i)} = mb.cast(x={stat}, dtype={pyrepr(mil_dtype(want))}, "
+                    gen.emit(f"{gen.out(node, i)} = mb.cast(x={stat}, dtype={literal(mil_dtype(want))}, "
                              f"name={gen.name(node, i)})")
                 else:
                     gen.emit(f"{gen.out(node, i)} = mb.identity(x={stat}, name={gen.name(node, i)})")
@@ -443,12 +481,12 @@ def _stats_wanted(node: Node) -> bool:
     return any(o.uses or any(o is g for g in outs) for o in node.outputs[1:])
 
 
-@lowering("layer_normalization", check=need_rank(0))
+@rule("layer_normalization", check=need_rank(0))
 def _layer_norm(gen: Gen, node: Node) -> None:
     x, scale = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     r = x.type.rank
-    axis = _axis(int(gen.attr(node, "axis")), r)
+    axis = norm_axis(int(gen.attr(node, "axis")), r)
     axes = list(range(axis, r))
     eps = float(gen.attr(node, "epsilon"))
     norm_shape = [x.type.shape[a] for a in axes]
@@ -461,23 +499,23 @@ def _layer_norm(gen: Gen, node: Node) -> None:
     _normalize(gen, node, x, axes, eps, scale, b, None)
 
 
-@lowering("lrn", check=need_rank(0))
+@rule("lrn", check=need_rank(0))
 def _lrn(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.local_response_norm(x={gen.var(node.inputs[0])}, size={lit(int(gen.attr(node, 'size')))}, "
              f"alpha={lit(float(gen.attr(node, 'alpha')))}, beta={lit(float(gen.attr(node, 'beta')))}, "
              f"k={lit(float(gen.attr(node, 'bias')))}, name={gen.name(node)})")
 
 
-def _rms_check(node: Node) -> tuple[str, str] | None:
+def _rms_check(node: Node) -> Refusal | None:
     return need_rank(0)(node)
 
 
-@lowering("rms_normalization", check=_rms_check)
+@rule("rms_normalization", check=_rms_check)
 def _rms_norm(gen: Gen, node: Node) -> None:
     """y = x / sqrt(mean(x^2 over axis..) + eps) * scale."""
     x, scale = node.inputs[0], node.inputs[1]
     r = x.type.rank
-    axes = list(range(_axis(int(gen.attr(node, "axis")), r), r))
+    axes = list(range(norm_axis(int(gen.attr(node, "axis")), r), r))
     eps = float(gen.attr(node, "epsilon"))
     xv, dt = gen.var(x), x.type.dtype
 
@@ -495,9 +533,9 @@ def _rms_norm(gen: Gen, node: Node) -> None:
 
 
 # ----------------------------------------------------------------------------- losses
-def _loss_check(node: Node) -> tuple[str, str] | None:
+def _loss_check(node: Node) -> Refusal | None:
     if node.inputs[0].type.rank is None or node.inputs[1].type.rank is None:
-        return ("dynamic_shape", "loss inputs need known ranks")
+        return Refusal("dynamic_shape", "loss inputs need known ranks")
     return None
 
 
@@ -524,7 +562,7 @@ def _nll(gen: Gen, node: Node, log_prob: str, dt: str) -> None:
     if weight is not None:
         w = step("w", f"mb.gather(x={gen.var(weight)}, indices={t}, axis=0, validate_indices=False")
     if keep is not None:
-        kf = step("kept_f", f"mb.cast(x={keep}, dtype={pyrepr(mil_dtype(dt))}")
+        kf = step("kept_f", f"mb.cast(x={keep}, dtype={literal(mil_dtype(dt))}")
         w = step("w_kept", f"mb.mul(x={w}, y={kf}") if w is not None else kf
     last = reduction == "none"
     negw = step("neg_w", f"mb.mul(x={w}, y={np_lit(-1, dt)}") if w is not None else np_lit(-1, dt)
@@ -543,12 +581,12 @@ def _nll(gen: Gen, node: Node, log_prob: str, dt: str) -> None:
     gen.emit(f"{gen.out(node)} = mb.real_div(x={total}, y={wsum}, name={gen.name(node)})")
 
 
-@lowering("negative_log_likelihood_loss", check=_loss_check)
+@rule("negative_log_likelihood_loss", check=_loss_check)
 def _nll_loss(gen: Gen, node: Node) -> None:
     _nll(gen, node, gen.var(node.inputs[0]), node.inputs[0].type.dtype)
 
 
-@lowering("softmax_cross_entropy_loss", check=_loss_check)
+@rule("softmax_cross_entropy_loss", check=_loss_check)
 def _sce_loss(gen: Gen, node: Node) -> None:
     """NLL of log_softmax(scores, axis=1) = scores - max - log(sum(exp(scores - max)))."""
     x, dt = node.inputs[0], node.inputs[0].type.dtype
@@ -561,127 +599,3 @@ def _sce_loss(gen: Gen, node: Node) -> None:
     gen.emit(f"{lse} = mb.reduce_log_sum_exp(x={sh}, axes=[1], keep_dims=True, name={lsen})")
     gen.emit(f"{lp_var} = mb.sub(x={sh}, y={lse}, name={lp_name})")
     _nll(gen, node, lp_var, dt)
-
-
-# ----------------------------------------------------------------------------- attention
-def _attn_check(node: Node) -> tuple[str, str] | None:
-    ins = list(node.inputs) + [None] * (7 - len(node.inputs))
-    if any(static_shape(v) is None for v in ins[:3]):
-        return ("dynamic_shape", "attention needs static Q, K, V shapes here")
-    if ins[6] is not None and (int(node.attrs.get("is_causal", 0)) or int(node.attrs.get("left_window_size", -1)) >= 0
-                               or int(node.attrs.get("right_window_size", -1)) >= 0 or ins[4] is not None):
-        return ("unsupported_attribute_value", "nonpad_kv_seqlen with a causal/window mask or a KV cache")
-    if ins[3] is not None and static_shape(ins[3]) is None:
-        return ("dynamic_shape", "the attention mask needs a static shape")
-    return None
-
-
-@lowering("attention", check=_attn_check)
-def _attention(gen: Gen, node: Node) -> None:
-    """softmax(mask(softcap(scale * Q K^T))) V with MHA/GQA heads and a KV cache, as MIL ops.
-
-    Masks that depend on shapes only (causal, sliding window: key j allowed for query i when
-    j <= i + past, ...) are computed here as constants; bool/float attn_mask and
-    nonpad_kv_seqlen are applied at run time. A fully masked row gives zeros, not NaN."""
-    ins = list(node.inputs) + [None] * (7 - len(node.inputs))
-    Q, K, V, mask, past_k, past_v, nonpad = ins[:7]
-    dt = Q.type.dtype
-    outs = node.outputs
-
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
-
-    def heads(v: Value, n: Any, key: str) -> tuple[str, tuple[int, ...]]:
-        shp = static_shape(v)
-        if len(shp) == 4:
-            return gen.var(v), shp
-        n = int(n)
-        r = step(f"{key}_split", f"mb.reshape(x={gen.var(v)}, shape={lit([shp[0], shp[1], n, shp[2] // n])}")
-        return step(f"{key}_heads", f"mb.transpose(x={r}, perm=[0, 2, 1, 3]"), (shp[0], n, shp[1], shp[2] // n)
-
-    q, (b, hq, lq, d) = heads(Q, gen.attr(node, "q_num_heads"), "q")
-    k, (_, hkv, lk, _) = heads(K, gen.attr(node, "kv_num_heads"), "k")
-    v, (_, _, _, dv) = heads(V, gen.attr(node, "kv_num_heads"), "v")
-    past = 0
-    if past_k is not None:
-        past = static_shape(past_k)[2]
-        k = step("k_all", f"mb.concat(values=[{gen.var(past_k)}, {k}], axis=2, interleave=False")
-        v = step("v_all", f"mb.concat(values=[{gen.var(past_v)}, {v}], axis=2, interleave=False")
-    lkv = past + lk
-    for i, t in ((1, k), (2, v)):
-        if i < len(outs):
-            gen.emit(f"{gen.out(node, i)} = mb.identity(x={t}, name={gen.name(node, i)})")
-    group = hq // hkv
-    if group > 1:  # GQA: every K/V head serves `group` query heads (numpy repeat on axis 1)
-        for key in ("k", "v"):
-            t = k if key == "k" else v
-            e = step(f"{key}_g", f"mb.expand_dims(x={t}, axes=[2]")
-            tt = step(f"{key}_rep", f"mb.tile(x={e}, reps=[1, 1, {group}, 1, 1]")
-            rr = step(f"{key}_gqa", f"mb.reshape(x={tt}, shape={lit([b, hq, lkv, d if key == 'k' else dv])}")
-            k, v = (rr, v) if key == "k" else (k, rr)
-    scale = gen.attr(node, "scale")
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    qk = step("qk", f"mb.matmul(x={q}, y={k}, transpose_y=True")
-    raw = step("raw", f"mb.mul(x={qk}, y={np_lit(scale, dt)}")
-    capped = raw
-    softcap = float(gen.attr(node, "softcap") or 0.0)
-    if softcap:
-        t = step("cap_in", f"mb.real_div(x={raw}, y={np_lit(softcap, dt)}")
-        t = step("cap_tanh", f"mb.tanh(x={t}")
-        capped = step("capped", f"mb.mul(x={t}, y={np_lit(softcap, dt)}")
-    # shape-only masks, as a constant (1, 1, lq, lkv)
-    pos = past + np.arange(lq)[:, None]
-    key = np.arange(lkv)[None, :]
-    allowed = np.ones((lq, lkv), bool)
-    if int(gen.attr(node, "is_causal")):
-        allowed &= key <= pos
-    left, right = int(gen.attr(node, "left_window_size")), int(gen.attr(node, "right_window_size"))
-    if left >= 0:
-        allowed &= key >= pos - left
-    if right >= 0:
-        allowed &= key <= pos + right
-    allow = gen.const(node, "allowed", allowed.reshape(1, 1, lq, lkv)) if not allowed.all() else None
-    biased = capped
-    if mask is not None:
-        mshape = static_shape(mask)
-        m = gen.var(mask)
-        short = lkv - mshape[-1]
-        if short > 0:  # a shorter mask counts as masked beyond its end
-            fill = np.zeros(mshape[:-1] + (short,), bool) if mask.type.dtype == "bool" else \
-                np.full(mshape[:-1] + (short,), -np.inf, _np(dt))
-            m = step("mask_full", f"mb.concat(values=[{m}, {gen.const(node, 'mask_pad', fill)}], axis=-1, interleave=False")
-        if mask.type.dtype == "bool":
-            allow = step("allow_m", f"mb.logical_and(x={allow}, y={m}") if allow else m
-        else:
-            biased = step("biased_m", f"mb.add(x={capped}, y={m}")
-    if nonpad is not None:
-        nr = step("nonpad", f"mb.reshape(x={gen.var(nonpad)}, shape={lit([b, 1, 1, 1])}")
-        kr = gen.const(node, "keys", np.arange(lkv, dtype=np.int32).reshape(1, 1, 1, lkv))
-        kn = step("allow_n", f"mb.less(x={kr}, y={nr}")
-        allow = step("allow_all", f"mb.logical_and(x={allow}, y={kn}") if allow else kn
-    if allow is not None:
-        biased = step("biased", f"mb.select(cond={allow}, a={biased}, b={np_lit(-np.inf, dt)}")
-    if biased == raw and mask is None:
-        probs = step("probs", f"mb.softmax(x={biased}, axis=-1")
-    else:  # softmax where a row without any finite logit gives 0
-        mx = step("rowmax", f"mb.reduce_max(x={biased}, axes=[-1], keep_dims=True")
-        fin = step("rowfinite", f"mb.greater(x={mx}, y={np_lit(-np.inf, dt)}")
-        safe = step("rowmax_safe", f"mb.select(cond={fin}, a={mx}, b={np_lit(0, dt)}")
-        sh = step("shifted", f"mb.sub(x={biased}, y={safe}")
-        ex = step("exp", f"mb.exp(x={sh}")
-        tot = step("total", f"mb.reduce_sum(x={ex}, axes=[-1], keep_dims=True")
-        pos_t = step("has_mass", f"mb.greater(x={tot}, y={np_lit(0, dt)}")
-        tot1 = step("total_safe", f"mb.select(cond={pos_t}, a={tot}, b={np_lit(1, dt)}")
-        probs = step("probs", f"mb.real_div(x={ex}, y={tot1}")
-    y4 = step("y4", f"mb.matmul(x={probs}, y={v}")
-    if Q.type.rank == 3:
-        yt = step("y_t", f"mb.transpose(x={y4}, perm=[0, 2, 1, 3]")
-        gen.emit(f"{gen.out(node)} = mb.reshape(x={yt}, shape={lit([b, lq, -1])}, name={gen.name(node)})")
-    else:
-        gen.emit(f"{gen.out(node)} = mb.identity(x={y4}, name={gen.name(node)})")
-    if len(outs) > 3:
-        mode = int(gen.attr(node, "qk_matmul_output_mode"))
-        src = {0: raw, 1: capped, 2: biased, 3: probs}[mode]
-        gen.emit(f"{gen.out(node, 3)} = mb.identity(x={src}, name={gen.name(node, 3)})")

@@ -1,22 +1,28 @@
-"""Core ML lowerings: shapes, indexing, reductions (registered into coreml_ops.LOWER on import)."""
+"""Core ML rules: shapes, indexing, reductions, einsum."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from translator.dtypes import norm_axis
 from translator.errors import Unsupported
 from translator.ir import Node
-from translator.render import pyrepr
+from translator.render import literal
 
-from .coreml_ops import (NAME, Gen, _axis, _np, all_of, cell_name, const_of, lit, lowering, need_const, need_rank,
-                         np_lit, static_shape)
+from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
+from .registry import NAME, Refusal, rule
+
+if TYPE_CHECKING:
+    from .codegen import Gen
 
 
 # ----------------------------------------------------------------------------- shape manipulation
-@lowering("transpose", check=need_rank(0))
+@rule("transpose", check=need_rank(0))
 def _transpose(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     perm = gen.attr(node, "perm")
-    perm = list(range(r))[::-1] if perm is None else [_axis(p, r) for p in perm]
+    perm = list(range(r))[::-1] if perm is None else [norm_axis(p, r) for p in perm]
     gen.emit(f"{gen.out(node)} = mb.transpose(x={gen.var(node.inputs[0])}, perm={lit(perm)}, name={gen.name(node)})")
 
 
@@ -36,7 +42,7 @@ def _reshape_target(node: Node) -> list[int] | None:
     return c
 
 
-@lowering("reshape")
+@rule("reshape")
 def _reshape(gen: Gen, node: Node) -> None:
     target = _reshape_target(node)
     x = gen.var(node.inputs[0])
@@ -46,14 +52,14 @@ def _reshape(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={gen.var(node.inputs[1])}, name={gen.name(node)})")
 
 
-@lowering("flatten", check=need_rank(0))
+@rule("flatten", check=need_rank(0))
 def _flatten(gen: Gen, node: Node) -> None:
     out = static_shape(node.outputs[0])
     x = gen.var(node.inputs[0])
     if out is not None:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={lit(list(out))}, name={gen.name(node)})")
     else:
-        axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+        axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
         gen.emit(f"{gen.out(node)} = mb.flatten2d(x={x}, axis={lit(axis)}, name={gen.name(node)})")
 
 
@@ -63,7 +69,7 @@ def _axes_input(node: Node, idx: int) -> list[int] | None:
     return None if c is None else [int(a) for a in np.asarray(c).reshape(-1)]
 
 
-@lowering("squeeze", check=all_of(need_const(1), need_rank(0)))
+@rule("squeeze", check=all_of(need_const(1), need_rank(0)))
 def _squeeze(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     axes = _axes_input(node, 1)
@@ -71,31 +77,31 @@ def _squeeze(gen: Gen, node: Node) -> None:
     if axes is None:
         shape = node.inputs[0].type.shape
         axes = [i for i, d in enumerate(shape) if d == 1]
-    axes = sorted(_axis(a, r) for a in axes)
+    axes = sorted(norm_axis(a, r) for a in axes)
     if not axes:
         gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
     else:
         gen.emit(f"{gen.out(node)} = mb.squeeze(x={x}, axes={lit(axes)}, name={gen.name(node)})")
 
 
-@lowering("unsqueeze", check=all_of(need_const(1), need_rank(0)))
+@rule("unsqueeze", check=all_of(need_const(1), need_rank(0)))
 def _unsqueeze(gen: Gen, node: Node) -> None:
     axes = _axes_input(node, 1) or []
     r = node.inputs[0].type.rank + len(axes)
-    axes = sorted(_axis(a, r) for a in axes)
+    axes = sorted(norm_axis(a, r) for a in axes)
     gen.emit(f"{gen.out(node)} = mb.expand_dims(x={gen.var(node.inputs[0])}, axes={lit(axes)}, name={gen.name(node)})")
 
 
-@lowering("concat", check=need_rank(0))
+@rule("concat", check=need_rank(0))
 def _concat(gen: Gen, node: Node) -> None:
     ins = [v for v in node.inputs if v is not None]
     r = ins[0].type.rank
-    axis = _axis(int(gen.attr(node, "axis")), r)
+    axis = norm_axis(int(gen.attr(node, "axis")), r)
     vals = "[" + ", ".join(gen.var(v) for v in ins) + "]"
     gen.emit(f"{gen.out(node)} = mb.concat(values={vals}, axis={lit(axis)}, interleave=False, name={gen.name(node)})")
 
 
-@lowering("expand")
+@rule("expand")
 def _expand(gen: Gen, node: Node) -> None:
     """Static shapes: reshape + tile. Otherwise ONNX's bidirectional broadcast made explicit:
     x * fill(shape, 1) (x OR fill(shape, False) for bool), which MIL broadcasts like numpy."""
@@ -122,29 +128,29 @@ def _expand(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.{op}(x={x}, y={f}, name={gen.name(node)})")
 
 
-@lowering("tile")
+@rule("tile")
 def _tile(gen: Gen, node: Node) -> None:
     reps = _axes_input(node, 1)
     r = gen.var(node.inputs[1]) if reps is None else lit(reps)
     gen.emit(f"{gen.out(node)} = mb.tile(x={gen.var(node.inputs[0])}, reps={r}, name={gen.name(node)})")
 
 
-def _split_check(node: Node) -> tuple[str, str] | None:
+def _split_check(node: Node) -> Refusal | None:
     why = need_const(1)(node) or need_rank(0)(node)
     if why:
         return why
     if len(node.inputs) < 2 or node.inputs[1] is None:
         shape = static_shape(node.inputs[0])
         if shape is None:
-            return ("dynamic_shape", "an even split needs a static input shape")
+            return Refusal("dynamic_shape", "an even split needs a static input shape")
     return None
 
 
-@lowering("split", check=_split_check)
+@rule("split", check=_split_check)
 def _split(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     r = x.type.rank
-    axis = _axis(int(gen.attr(node, "axis")), r)
+    axis = norm_axis(int(gen.attr(node, "axis")), r)
     sizes = _axes_input(node, 1)
     n = len(node.outputs)
     if sizes is None:
@@ -158,13 +164,13 @@ def _split(gen: Gen, node: Node) -> None:
     gen.emit(f"{outs} = mb.split(x={gen.var(x)}, split_sizes={lit(sizes)}, axis={lit(axis)}, name={gen.name(node)})")
 
 
-def _slice_check(node: Node) -> tuple[str, str] | None:
+def _slice_check(node: Node) -> Refusal | None:
     if static_shape(node.inputs[0]) is None:
-        return ("dynamic_shape", "slice needs a static input shape here")
+        return Refusal("dynamic_shape", "slice needs a static input shape here")
     return need_const(1, 2, 3, 4)(node)
 
 
-@lowering("slice", check=_slice_check)
+@rule("slice", check=_slice_check)
 def _slice(gen: Gen, node: Node) -> None:
     shape = static_shape(node.inputs[0])
     r = len(shape)
@@ -175,7 +181,7 @@ def _slice(gen: Gen, node: Node) -> None:
     begin, end, stride = [0] * r, list(shape), [1] * r
     bmask, emask = [True] * r, [True] * r
     for s, e, a, st in zip(starts, ends, axes, steps):
-        a = _axis(a, r)
+        a = norm_axis(a, r)
         dim = shape[a]
         # python slice semantics (ONNX clamps like Python): resolve to explicit indices
         idx = range(dim)[slice(s, e, st)]
@@ -196,21 +202,21 @@ def _slice(gen: Gen, node: Node) -> None:
              f"stride={lit(stride)}, begin_mask={lit(bmask)}, end_mask={lit(emask)}, name={gen.name(node)})")
 
 
-@lowering("gather", check=need_rank(0))
+@rule("gather", check=need_rank(0))
 def _gather(gen: Gen, node: Node) -> None:
-    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
     gen.emit(f"{gen.out(node)} = mb.gather(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
              f"axis={lit(axis)}, validate_indices=False, name={gen.name(node)})")
 
 
-@lowering("gather_elements", check=need_rank(0))
+@rule("gather_elements", check=need_rank(0))
 def _gather_elements(gen: Gen, node: Node) -> None:
-    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
     gen.emit(f"{gen.out(node)} = mb.gather_along_axis(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
              f"axis={lit(axis)}, validate_indices=False, name={gen.name(node)})")
 
 
-@lowering("gather_nd")
+@rule("gather_nd")
 def _gather_nd(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.gather_nd(x={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
              f"batch_dims={lit(int(gen.attr(node, 'batch_dims')))}, validate_indices=False, name={gen.name(node)})")
@@ -219,35 +225,35 @@ def _gather_nd(gen: Gen, node: Node) -> None:
 _SCATTER_MODE = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
 
 
-@lowering("scatter_elements", check=need_rank(0))
+@rule("scatter_elements", check=need_rank(0))
 def _scatter_elements(gen: Gen, node: Node) -> None:
-    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
     mode = _SCATTER_MODE[gen.attr(node, "reduction")]
     gen.emit(f"{gen.out(node)} = mb.scatter_along_axis(data={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
-             f"updates={gen.var(node.inputs[2])}, axis={lit(axis)}, mode={pyrepr(mode)}, validate_indices=False, "
+             f"updates={gen.var(node.inputs[2])}, axis={lit(axis)}, mode={literal(mode)}, validate_indices=False, "
              f"name={gen.name(node)})")
 
 
-@lowering("scatter_nd")
+@rule("scatter_nd")
 def _scatter_nd(gen: Gen, node: Node) -> None:
     mode = _SCATTER_MODE[gen.attr(node, "reduction")]
     gen.emit(f"{gen.out(node)} = mb.scatter_nd(data={gen.var(node.inputs[0])}, indices={gen.var(node.inputs[1])}, "
-             f"updates={gen.var(node.inputs[2])}, mode={pyrepr(mode)}, validate_indices=False, name={gen.name(node)})")
+             f"updates={gen.var(node.inputs[2])}, mode={literal(mode)}, validate_indices=False, name={gen.name(node)})")
 
 
-def _pad_check(node: Node) -> tuple[str, str] | None:
+def _pad_check(node: Node) -> Refusal | None:
     why = need_const(2, 3)(node) or need_rank(0)(node)
     if why:
         return why
     if not node.inputs[1].is_const and (node.attrs.get("mode", "constant") != "constant"
                                         or (len(node.inputs) > 3 and node.inputs[3] is not None)):
-        return ("requires_constant_input", "runtime pads are for constant mode over every axis")
+        return Refusal("requires_constant_input", "runtime pads are for constant mode over every axis")
     if node.attrs.get("mode", "constant") not in ("constant", "reflect", "edge"):
-        return ("unsupported_attribute_value", f"pad mode {node.attrs.get('mode')!r}")
+        return Refusal("unsupported_attribute_value", f"pad mode {node.attrs.get('mode')!r}")
     return None
 
 
-@lowering("pad", check=_pad_check)
+@rule("pad", check=_pad_check)
 def _pad(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     r = x.type.rank
@@ -267,7 +273,7 @@ def _pad(gen: Gen, node: Node) -> None:
     axes = _axes_input(node, 3) if len(node.inputs) > 3 and node.inputs[3] is not None else list(range(r))
     full = [0] * (2 * r)
     for k, a in enumerate(axes):
-        a = _axis(a, r)
+        a = norm_axis(a, r)
         full[2 * a], full[2 * a + 1] = pads[k], pads[k + len(axes)]
     mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[gen.attr(node, "mode")]
     cv = const_of(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
@@ -276,15 +282,16 @@ def _pad(gen: Gen, node: Node) -> None:
     if mode != "constant":  # MIL pads reflect/replicate on trailing dims only: drop leading zero pairs
         while len(full) > 2 and full[0] == 0 and full[1] == 0:
             full = full[2:]
-    gen.emit(f"{gen.out(node)} = mb.pad(x={gen.var(x)}, pad={lit(full)}, mode={pyrepr(mode)}{extra}, name={gen.name(node)})")
+    gen.emit(f"{gen.out(node)} = mb.pad(x={gen.var(x)}, pad={lit(full)}, mode={literal(mode)}{extra}, name={gen.name(node)})")
 
 
-@lowering("shape", check=need_rank(0))
+@rule("shape", check=need_rank(0))
 def _shape(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     start, end = gen.attr(node, "start"), gen.attr(node, "end")
-    start = _axis(int(start or 0), r)
-    end = r if end is None else min(_axis(int(end), r), r)
+    # ONNX clamps start and end into [0, rank] (after adding rank to a negative one)
+    start = min(max(int(start or 0) + (r if int(start or 0) < 0 else 0), 0), r)
+    end = r if end is None else min(max(int(end) + (r if int(end) < 0 else 0), 0), r)
     full = start == 0 and end == r
     var, nm = (gen.out(node), gen.name(node)) if full else gen.tmp(node, "full")
     gen.emit(f"{var} = mb.shape(x={gen.var(node.inputs[0])}, name={nm})")
@@ -293,7 +300,7 @@ def _shape(gen: Gen, node: Node) -> None:
                  f"name={gen.name(node)})")
 
 
-@lowering("constant_of_shape")
+@rule("constant_of_shape")
 def _constant_of_shape(gen: Gen, node: Node) -> None:
     value = gen.attr(node, "value")
     dt = node.outputs[0].type.dtype or "float32"
@@ -301,7 +308,7 @@ def _constant_of_shape(gen: Gen, node: Node) -> None:
     shape = _axes_input(node, 0)
     s = lit(shape) if shape is not None else gen.var(node.inputs[0])
     if shape is not None and 0 in shape:
-        gen.emit(f"{gen.out(node)} = mb.const(val=np.zeros({lit(shape)}, dtype={pyrepr(np.dtype(_np(dt)).name)}), "
+        gen.emit(f"{gen.out(node)} = mb.const(val=np.zeros({lit(shape)}, dtype={literal(np.dtype(np_dtype(dt)).name)}), "
                  f"name={gen.name(node)})")
         return
     gen.emit(f"{gen.out(node)} = mb.fill(shape={s}, value={np_lit(val, dt)}, name={gen.name(node)})")
@@ -322,7 +329,7 @@ def _broadcast_static(gen: Gen, node: Node, var: str, src: tuple[int, ...], out:
     return var
 
 
-@lowering("where")
+@rule("where")
 def _where(gen: Gen, node: Node) -> None:
     """MIL select. coremltools types select's output as broadcast(a, b) and ignores cond's
     shape (value inference uses np.where over all three): when cond is what widens the result,
@@ -338,22 +345,22 @@ def _where(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.select(cond={gen.var(c)}, a={av}, b={gen.var(b)}, name={gen.name(node)})")
 
 
-@lowering("range", check=lambda n: None if n.inputs[0].type.dtype in ("float32", "float16", "int32")
-          else ("unsupported_dtype", "range takes fp16/fp32/int32 here"))
+@rule("range", check=lambda n: None if n.inputs[0].type.dtype in ("float32", "float16", "int32")
+          else Refusal("unsupported_dtype", "range takes fp16/fp32/int32 here"))
 def _range(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.range_1d(start={gen.var(node.inputs[0])}, end={gen.var(node.inputs[1])}, "
              f"step={gen.var(node.inputs[2])}, name={gen.name(node)})")
 
 
-def _block_check(node: Node) -> tuple[str, str] | None:
+def _block_check(node: Node) -> Refusal | None:
     if node.inputs[0].type.rank != 4:
-        return ("rank_limit", "Core ML depth/space rearrangements take rank-4 NCHW tensors")
+        return Refusal("rank_limit", "Core ML depth/space rearrangements take rank-4 NCHW tensors")
     if node.op == "depth_to_space" and node.attrs.get("mode", "DCR") not in ("DCR", "CRD"):
-        return ("unsupported_attribute_value", f"mode {node.attrs.get('mode')!r}")
+        return Refusal("unsupported_attribute_value", f"mode {node.attrs.get('mode')!r}")
     return None
 
 
-@lowering("depth_to_space", "space_to_depth", check=_block_check)
+@rule("depth_to_space", "space_to_depth", check=_block_check)
 def _depth_space(gen: Gen, node: Node) -> None:
     bs = lit(int(gen.attr(node, "blocksize")))
     x = gen.var(node.inputs[0])
@@ -365,34 +372,34 @@ def _depth_space(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.depth_to_space(x={x}, block_size={bs}, name={gen.name(node)})")
 
 
-@lowering("reverse", check=need_rank(0))
+@rule("reverse", check=need_rank(0))
 def _reverse(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     axes = gen.attr(node, "axes")
-    axes = list(range(r)) if axes is None else [_axis(a, r) for a in axes]
+    axes = list(range(r)) if axes is None else [norm_axis(a, r) for a in axes]
     gen.emit(f"{gen.out(node)} = mb.reverse(x={gen.var(node.inputs[0])}, axes={lit(axes)}, name={gen.name(node)})")
 
 
-@lowering("cum_sum", check=all_of(need_const(1), need_rank(0)))
+@rule("cum_sum", check=all_of(need_const(1), need_rank(0)))
 def _cum_sum(gen: Gen, node: Node) -> None:
-    axis = _axis(int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0]), node.inputs[0].type.rank)
+    axis = norm_axis(int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0]), node.inputs[0].type.rank)
     gen.emit(f"{gen.out(node)} = mb.cumsum(x={gen.var(node.inputs[0])}, axis={lit(axis)}, "
              f"exclusive={bool(gen.attr(node, 'exclusive'))}, reverse={bool(gen.attr(node, 'reverse'))}, "
              f"name={gen.name(node)})")
 
 
-def _trilu_check(node: Node) -> tuple[str, str] | None:
+def _trilu_check(node: Node) -> Refusal | None:
     why = need_const(1)(node)
     if why:
         return why
     k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
     upper = int(node.attrs.get("upper", 1))
     if (upper and k > 0) or (not upper and k < 0):
-        return ("unsupported_attribute_value", "band_part keeps whole diagonals: upper needs k <= 0, lower k >= 0")
+        return Refusal("unsupported_attribute_value", "band_part keeps whole diagonals: upper needs k <= 0, lower k >= 0")
     return None
 
 
-@lowering("trilu", check=_trilu_check)
+@rule("trilu", check=_trilu_check)
 def _trilu(gen: Gen, node: Node) -> None:
     k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
     lower, upper = (-k, -1) if int(gen.attr(node, "upper")) else (-1, k)
@@ -400,7 +407,7 @@ def _trilu(gen: Gen, node: Node) -> None:
              f"name={gen.name(node)})")
 
 
-@lowering("dropout", check=lambda n: ("unsupported_attribute_value", "training mode")
+@rule("dropout", check=lambda n: Refusal("unsupported_attribute_value", "training mode")
           if len(n.inputs) > 2 and n.inputs[2] is not None and (not n.inputs[2].is_const or bool(np.asarray(n.inputs[2].const)))
           else None)
 def _dropout(gen: Gen, node: Node) -> None:
@@ -413,11 +420,11 @@ def _dropout(gen: Gen, node: Node) -> None:
 
 
 # ----------------------------------------------------------------------------- reductions
-def _reduce_check(node: Node) -> tuple[str, str] | None:
+def _reduce_check(node: Node) -> Refusal | None:
     return need_const(1)(node) or need_rank(0)(node)
 
 
-@lowering("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
+@rule("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
           "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", check=_reduce_check, any_dtype=True)
 def _reduce(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
@@ -432,20 +439,20 @@ def _reduce(gen: Gen, node: Node) -> None:
             gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
             return
         axes = list(range(r))
-    axes = sorted({_axis(a, r) for a in axes})
+    axes = sorted({norm_axis(a, r) for a in axes})
     keep = bool(int(gen.attr(node, "keepdims")))
     if node.inputs[0].type.dtype == "bool" and node.op in ("reduce_max", "reduce_min"):
         t, tn = gen.tmp(node, "reduced")
-        gen.emit(f"{t} = mb.{cell_name(gen, node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={tn})")
+        gen.emit(f"{t} = mb.{gen.cell_name(node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={tn})")
         gen.emit(f"{gen.out(node)} = mb.cast(x={t}, dtype='bool', name={gen.name(node)})")
         return
-    gen.emit(f"{gen.out(node)} = mb.{cell_name(gen, node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={gen.name(node)})")
+    gen.emit(f"{gen.out(node)} = mb.{gen.cell_name(node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={gen.name(node)})")
 
 
-@lowering("arg_max", "arg_min", check=need_rank(0))
+@rule("arg_max", "arg_min", check=need_rank(0))
 def _arg(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
-    axis = _axis(int(gen.attr(node, "axis")), r)
+    axis = norm_axis(int(gen.attr(node, "axis")), r)
     fn = "reduce_argmax" if node.op == "arg_max" else "reduce_argmin"
     keep = bool(int(gen.attr(node, "keepdims")))
     x = gen.var(node.inputs[0])
@@ -463,38 +470,38 @@ def _arg(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.sub(x=np.int32({dim[axis] - 1}), y={ix}, name={gen.name(node)})")
 
 
-@lowering("top_k", check=all_of(need_const(1), need_rank(0)))
+@rule("top_k", check=all_of(need_const(1), need_rank(0)))
 def _top_k(gen: Gen, node: Node) -> None:
     k = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
-    axis = _axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
+    axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
     asc = not bool(int(gen.attr(node, "largest")))
     sort = bool(int(gen.attr(node, "sorted")))
     gen.emit(f"{gen.out(node)}, {gen.out(node, 1)} = mb.topk(x={gen.var(node.inputs[0])}, k={lit(k)}, axis={lit(axis)}, "
              f"ascending={asc}, sort={sort}, name={gen.name(node)})")
 
 
-@lowering("hardmax", check=lambda n: None if static_shape(n.inputs[0]) is not None
-          else ("dynamic_shape", "hardmax needs a static shape"))
+@rule("hardmax", check=lambda n: None if static_shape(n.inputs[0]) is not None
+          else Refusal("dynamic_shape", "hardmax needs a static shape"))
 def _hardmax(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     shape = static_shape(x)
-    axis = _axis(int(gen.attr(node, "axis")), len(shape))
+    axis = norm_axis(int(gen.attr(node, "axis")), len(shape))
     am, amn = gen.tmp(node, "argmax")
     gen.emit(f"{am} = mb.reduce_argmax(x={gen.var(x)}, axis={lit(axis)}, keep_dims=False, name={amn})")
     gen.emit(f"{gen.out(node)} = mb.one_hot(indices={am}, one_hot_vector_size={lit(shape[axis])}, axis={lit(axis)}, "
              f"on_value={np_lit(1, x.type.dtype)}, off_value={np_lit(0, x.type.dtype)}, name={gen.name(node)})")
 
 
-@lowering("eye_like", check=lambda n: None if static_shape(n.inputs[0]) is not None and n.outputs[0].type.dtype
-          else ("dynamic_shape", "eye_like needs a static shape"))
+@rule("eye_like", check=lambda n: None if static_shape(n.inputs[0]) is not None and n.outputs[0].type.dtype
+          else Refusal("dynamic_shape", "eye_like needs a static shape"))
 def _eye_like(gen: Gen, node: Node) -> None:
     shape = static_shape(node.inputs[0])
     k = int(gen.attr(node, "k") or 0)
-    eye = np.eye(shape[0], shape[1], k=k).astype(_np(node.outputs[0].type.dtype))
+    eye = np.eye(shape[0], shape[1], k=k).astype(np_dtype(node.outputs[0].type.dtype))
     gen.emit(f"{gen.out(node)} = mb.const(val={np_lit(eye, node.outputs[0].type.dtype)}, name={gen.name(node)})")
 
 
-@lowering("one_hot", check=need_const(1, 2))
+@rule("one_hot", check=need_const(1, 2))
 def _one_hot(gen: Gen, node: Node) -> None:
     depth = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
     values = np.asarray(const_of(node.inputs[2])).reshape(-1)
@@ -504,7 +511,7 @@ def _one_hot(gen: Gen, node: Node) -> None:
              f"off_value={np_lit(values[0], dt)}, name={gen.name(node)})")
 
 
-@lowering("non_zero")
+@rule("non_zero")
 def _non_zero(gen: Gen, node: Node) -> None:
     t, tn = gen.tmp(node, "nz")
     gen.emit(f"{t} = mb.non_zero(x={gen.var(node.inputs[0])}, name={tn})")
@@ -551,19 +558,19 @@ def _mil_einsum_form(terms: list[list[str]], out: list[str]) -> bool:
     return False
 
 
-def _einsum_check(node: Node) -> tuple[str, str] | None:
+def _einsum_check(node: Node) -> Refusal | None:
     parsed = _einsum_terms(node)
     if parsed is None or any(static_shape(v) is None for v in node.inputs):
-        return ("dynamic_shape", "einsum needs static operand shapes")
+        return Refusal("dynamic_shape", "einsum needs static operand shapes")
     terms, out = parsed
     dims: dict[str, set[int]] = {}
     for t, v in zip(terms, node.inputs):
         for lab, d in zip(t, static_shape(v)):
             dims.setdefault(lab, set()).add(d)
     if any(len(ds - {1}) > 1 for ds in dims.values()):
-        return ("unsupported_attribute_value", "einsum: a label has different sizes in its operands")
+        return Refusal("unsupported_attribute_value", "einsum: a label has different sizes in its operands")
     if any(len(t) > 5 for t in terms) or len(out) > 5:
-        return ("rank_limit", "einsum: operands are rank 5 at most in Core ML")
+        return Refusal("rank_limit", "einsum: operands are rank 5 at most in Core ML")
     return None
 
 
@@ -574,7 +581,7 @@ class _Labeled:
         self.var, self.labels, self.dims = var, labels, dims
 
 
-@lowering("einsum", check=_einsum_check)
+@rule("einsum", check=_einsum_check)
 def _einsum(gen: Gen, node: Node) -> None:
     """coremltools' einsum for its two forms; otherwise per operand: diagonals (transpose,
     flatten, strided slice), labels used nowhere else summed out, then a pairwise contraction
@@ -583,7 +590,7 @@ def _einsum(gen: Gen, node: Node) -> None:
     terms, out = _einsum_terms(node)
     if _mil_einsum_form(terms, out):
         vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
-        gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={pyrepr(str(gen.attr(node, 'equation')))}, "
+        gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={literal(str(gen.attr(node, 'equation')))}, "
                  f"name={gen.name(node)})")
         return
     k = [0]
@@ -668,3 +675,31 @@ def _einsum(gen: Gen, node: Node) -> None:
         acc = prepare(acc, set(out))
     final = transpose(acc, out)
     gen.emit(f"{gen.out(node)} = mb.identity(x={final.var}, name={gen.name(node)})")
+
+
+@rule("compress", check=need_rank(0))
+def _compress(gen: Gen, node: Node) -> None:
+    """The slices along ``axis`` (no axis: the elements of the flattened input) whose
+    condition is true: gather with the condition's true positions (a constant condition:
+    computed here; else MIL non_zero, [N, 1] squeezed to [N])."""
+    x, cond = node.inputs[0], node.inputs[1]
+    xv = gen.var(x)
+    ax = gen.attr(node, "axis")
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    if ax is None:
+        xv = step("flat", f"mb.reshape(x={xv}, shape=[-1]")
+        ax = 0
+    else:
+        ax = norm_axis(int(ax), x.type.rank)
+    c = const_of(cond)
+    if c is not None:
+        idx = gen.const(node, "indices", np.flatnonzero(np.asarray(c).reshape(-1)).astype(np.int32))
+    else:
+        idx = step("indices", "mb.squeeze(x=" + step("true_at", f"mb.non_zero(x={gen.var(cond)}") + ", axes=[1]")
+    gen.emit(f"{gen.out(node)} = mb.gather(x={xv}, indices={idx}, axis={lit(ax)}, validate_indices=False, "
+             f"name={gen.name(node)})")

@@ -1,13 +1,10 @@
-"""IR → Core ML ML program, through a generated MIL builder script.
+"""The framework side of the Core ML backend: build, convert, save, load and run.
 
-``emit(model)`` lowers the IR for Core ML (verify, fold shape subgraphs, legalize dtypes,
-native / lowering / decomposition), writes a standalone builder script
-(``templates/coreml/builder.py.j2``: per-op one-line snippets from ``snippets.yaml`` or
-Python lowerings from ``coreml_ops.py``) plus its weights, executes that very script to
-build the MIL program, and converts it with coremltools' own pipeline
-(``ct.convert(prog, convert_to="mlprogram")``, fp32 kept). The package is saved with
-deterministic bytes and loaded back (``MLModel(path, skip_model_load=True)``) to check
-its interface: input/output names, shapes and dtypes.
+``package(art)`` executes the generated builder script (``codegen.emit``) to build the MIL
+program and converts it with coremltools' own pipeline (``ct.convert(prog,
+convert_to="mlprogram")``, fp32 kept). The package is saved with deterministic bytes and
+loaded back (``MLModel(path, skip_model_load=True)``) to check its interface: input/output
+names, shapes and dtypes.
 
 What ``run`` can claim depends on the machine:
 
@@ -19,13 +16,14 @@ What ``run`` can claim depends on the machine:
   ``Unsupported(..., "structural_only", ...)`` naming the ops without value inference:
   the model was built, converted, serialized and reloaded, nothing more.
 
-Values are legalized for MIL (``legal_dtypes``): int64 → int32, float64 → float32, ...
-through ``translator/passes/legalize_dtypes.py``; every change is in
-``artifact.warnings``, and ``run`` converts inputs and outputs at the boundary.
+Inputs and outputs cross the boundary in their legalized dtypes (``legal`` of each
+``Port``); ``run`` converts inputs into them (refusing values they cannot hold) and
+outputs back only where every value survives (``harness.exact_astype``).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -36,161 +34,19 @@ import tempfile
 import uuid
 import weakref
 import zipfile
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from translator.errors import OpbridgeError, Unsupported
-from translator.ir import Model, Node
-from translator.names import io_names
-from translator.tables import Tables, load_tables
+from translator.target import OutputPort
 
-NAME = "coreml"
-DEFAULT_TARGET = "iOS17"
-#: Core ML I/O dtype per MIL dtype: coremltools exchanges bool tensors as fp32 at the boundary
-SCRIPT = "<opbridge coreml builder.py>"
-IO_DTYPE = {"fp32": "FLOAT32", "fp16": "FLOAT16", "int32": "INT32", "bool": "FLOAT32"}
+from .mil import IO_DTYPE, NAME, SCRIPT, CoreMLArtifact, ct, mil_dtype
 
 
-# ----------------------------------------------------------------------------- capabilities
-@lru_cache(maxsize=None)
-def snippets() -> Mapping[str, str]:
-    """op id → one-line snippet (``templates/coreml/snippets.yaml``)."""
-    import yaml
-
-    from translator import paths
-
-    path = os.path.join(paths.templates_dir(), NAME, "snippets.yaml")
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
-    for op_id, text in data.items():
-        if not isinstance(text, str) or "\n" in text.strip():
-            raise OpbridgeError("bad_model", f"{path}: snippet of {op_id!r} must be one line of text")
-    return dict(data)
-
-
-def supported_ops(tables: Tables | None = None) -> frozenset[str]:
-    """Ops native here: a native or composite coreml cell AND a snippet or a Python lowering."""
-    from emitters import coreml_ops
-
-    tables = tables or load_tables()
-    have = set(snippets()) | set(coreml_ops.LOWER)
-    return frozenset(op.id for op in tables.ops.values()
-                     if (c := op.backends.get(NAME)) is not None and c.status in ("native", "composite") and op.id in have)
-
-
-def legal_dtypes(tables: Tables) -> frozenset[str]:
-    """The dtypes MIL programs compute in, from the coreml column of dtypes.yaml.
-
-    The column lists Core ML's MLMultiArray types (NeuralNetwork I/O). For ML programs two
-    cells differ (proposed in tools/fragments/dtypes_coreml.yaml): float64 is not a MIL
-    runtime type (coremltools turns fp64 into fp32), and bool is (comparisons produce it;
-    coremltools casts bool I/O to fp32 at the model boundary).
-    """
-    from translator.passes.legalize_dtypes import backend_dtypes
-
-    return (backend_dtypes(NAME, tables) - {"float64"}) | {"bool"}
-
-
-# ----------------------------------------------------------------------------- the artifact
-@dataclass
-class Port:
-    """A model input or output: IR name, Core ML name, dtypes before/after legalization, shape."""
-
-    name: str
-    coreml: str
-    dtype: str
-    legal: str
-    shape: tuple[Any, ...] | None
-
-
-@dataclass
-class CoreMLArtifact:
-    source: str
-    weights: dict[str, np.ndarray]
-    target: str
-    inputs: list[Port]
-    outputs: list[Port]
-    #: legalizations and other reported changes
-    warnings: list[str] = field(default_factory=list)
-    decomposed: list[tuple[str, str]] = field(default_factory=list)
-    #: MIL op name → IR op id, to name the IR op behind a MIL error
-    origin: dict[str, str] = field(default_factory=dict)
-    #: the saved, normalized .mlpackage (a temporary directory owned by the artifact)
-    package: Path | None = None
-    #: what the reloaded package declares: {"inputs": [(name, dtype, shape)], "outputs": [...]}
-    interface: dict[str, Any] = field(default_factory=dict)
-    namespace: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
-# ----------------------------------------------------------------------------- emission
-def deployment_target(name: str) -> str:
-    """``name`` if it is one of coremltools' ``ct.target`` members (any case), else a refusal."""
-    known = [t for t in dir(_ct().target) if not t.startswith("_")]
-    for t in known:
-        if t.lower() == str(name).lower():
-            return t
-    raise OpbridgeError("bad_option", f"unknown Core ML deployment target {str(name)!r} (known: {', '.join(known)})")
-
-
-def emit(model: Model, target: str = DEFAULT_TARGET, tables: Tables | None = None) -> CoreMLArtifact:
-    """IR → builder script + weights → MIL program → converted, saved, reloaded .mlpackage."""
-    from translator.infer import infer
-    from translator.lowering import cell_accepts, lower_for
-    from translator.passes import fold_constants, legalize_dtypes
-    from translator.pipeline import prepare
-
-    from emitters import coreml_ops, coreml_ops_quant
-
-    tables = tables or load_tables()
-    target = deployment_target(target)
-    prepare(model)
-    g = model.graph
-    if any(True for n in g.nodes for _ in n.subgraphs()):
-        sub = next(n for n in g.nodes if any(True for _ in n.subgraphs()))
-        raise Unsupported(sub.op, NAME, "unsupported_op", "control flow (subgraphs) is not lowered to MIL yet", sub.name)
-    in_dtypes = [v.type.dtype for v in g.inputs]
-    out_dtypes = [v.type.dtype for v in g.outputs]
-    fold_constants.run(g)
-    if coreml_ops.fold_cast_like(g):
-        fold_constants.run(g)
-    infer(g, tables)  # values behind a folded shape subgraph (a reshape's target, ...) get their shapes
-    coreml_ops.clamp_index_constants(g)
-    coreml_ops_quant.note_quant_dtypes(g)  # before int8/uint8 become int32
-    legal = legal_dtypes(tables)
-    warnings = legalize_dtypes.run(g, NAME, tables, legal=legal)
-    table_check = cell_accepts(NAME, tables)
-
-    def accepts(node: Node) -> str | None:
-        """Nodes a decomposition just inserted are typed and legalized before they are judged."""
-        vals = [v for v in list(node.inputs) + list(node.outputs) if v is not None]
-        if any(v.type.dtype is None for v in vals):
-            infer(g, tables)
-        if any(v.type.dtype not in legal and v.type.kind == "tensor" and v.type.dtype is not None for v in vals):
-            warnings.extend(legalize_dtypes.run(g, NAME, tables, legal=legal))
-        return table_check(node) or coreml_ops.accepts(node)
-
-    decomposed = lower_for(g, NAME, supported_ops(tables), tables, accepts=accepts, cell_constraints=False)
-    if decomposed:
-        infer(g, tables)
-        warnings += legalize_dtypes.run(g, NAME, tables, legal=legal)
-    gen = coreml_ops.Gen(g, tables)
-    # Core ML names: one rule set for every backend (translator/names.py): identifiers, not
-    # one of the type names coremltools renames (``tuple`` → ``tuple_workaround``)
-    io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs])
-    warnings += [w for w in io.warnings if w not in warnings]
-    inputs = [Port(v.name, gen.bind(v, name), d or v.type.dtype or "float32", v.type.dtype or "float32",
-                   v.type.shape) for v, d, name in zip(g.inputs, in_dtypes, io.inputs)]
-    outputs = [Port(v.name, name, d or v.type.dtype or "", v.type.dtype or "", v.type.shape)
-               for v, d, name in zip(g.outputs, out_dtypes, io.outputs)]
-    out_vars = gen.generate(outputs)
-    for p, (var, name) in zip(outputs, out_vars):
-        p.coreml = name
-    source = _render(model, gen, inputs, [v for v, _ in out_vars], target)
-    art = CoreMLArtifact(source, dict(gen.weights), target, inputs, outputs, warnings, decomposed, dict(gen.origin))
+def package(art: CoreMLArtifact) -> CoreMLArtifact:
+    """Build the MIL program from ``art``'s script, convert, save and reload it (in place)."""
     prog = _build(art)
     _complete_outputs(art, prog)
     _convert_and_save(art, prog)
@@ -207,39 +63,6 @@ def _complete_outputs(art: CoreMLArtifact, prog: Any) -> None:
         if not p.legal:
             p.legal = dtype_id(types.nptype_from_builtin(var.dtype))
             p.dtype = p.dtype or p.legal
-
-
-def _mil_dtype(dtype: str) -> str:
-    from emitters.coreml_ops import mil_dtype
-
-    return mil_dtype(dtype)
-
-
-def _render(model: Model, gen: Any, inputs: list[Port], outputs: list[str], target: str) -> str:
-    from translator import __version__
-    from translator.render import Code, code_lines, render
-
-    specs = []
-    for p in inputs:
-        if p.shape is None or not all(isinstance(d, int) for d in p.shape):
-            raise Unsupported("input", NAME, "dynamic_shape", f"input {p.name!r} has shape {p.shape}; "
-                              "the builder declares static input shapes", None)
-        specs.append((p.coreml, _mil_dtype(p.legal), tuple(int(d) for d in p.shape)))
-    return render(NAME, "builder.py.j2", source=model.source or "<model>", version=__version__, target=target,
-                  ops=model.op_histogram(), input_specs=specs, output_names=[o for o in gen.output_names],
-                  inputs=[{"var": Code(gen.pyvar(p.coreml)), "name": p.coreml} for p in inputs],
-                  weights=[{"var": Code(var), "key": key} for var, key in gen.weight_vars],
-                  body=code_lines(gen.lines), outputs=code_lines(outputs))
-
-
-@lru_cache(maxsize=1)
-def _ct() -> Any:
-    """coremltools, imported once and quietly (it probes TensorFlow and PyTorch on import)."""
-    logging.getLogger("coremltools").setLevel(logging.ERROR)
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        import coremltools as ct
-    logging.getLogger("coremltools").setLevel(logging.ERROR)
-    return ct
 
 
 @contextlib.contextmanager
@@ -259,7 +82,7 @@ def _fresh_names() -> Any:
 
 def _namespace(art: CoreMLArtifact) -> dict[str, Any]:
     if not art.namespace:
-        _ct()
+        ct()
         ns: dict[str, Any] = {"__name__": "opbridge_coreml_builder", "__file__": "builder.py"}
         exec(compile(art.source, SCRIPT, "exec"), ns)  # noqa: S102 - our own rendered script
         art.namespace = ns
@@ -373,28 +196,28 @@ def _normalize_package(pkg: Path, art: CoreMLArtifact) -> None:
 
 def _check_interface(art: CoreMLArtifact) -> dict[str, Any]:
     """Load the package back (no compilation) and check what it declares against the IR."""
-    ct = _ct()
+    cmt = ct()
     with contextlib.redirect_stderr(io.StringIO()):
-        m = ct.models.MLModel(str(art.package), skip_model_load=True)
+        m = cmt.models.MLModel(str(art.package), skip_model_load=True)
     desc = m.get_spec().description
 
     def ports(features: Any) -> list[tuple[str, str, tuple[int, ...]]]:
         out = []
         for f in features:
             arr = f.type.multiArrayType
-            dt = ct.proto.FeatureTypes_pb2.ArrayFeatureType.ArrayDataType.Name(arr.dataType)
+            dt = cmt.proto.FeatureTypes_pb2.ArrayFeatureType.ArrayDataType.Name(arr.dataType)
             out.append((f.name, dt, tuple(int(d) for d in arr.shape)))
         return out
 
     got = {"inputs": ports(desc.input), "outputs": ports(desc.output)}
-    want_in = [(p.coreml, IO_DTYPE[_mil_dtype(p.legal)], tuple(int(d) for d in p.shape) or (1,)) for p in art.inputs]
+    want_in = [(p.coreml, IO_DTYPE[mil_dtype(p.legal)], tuple(int(d) for d in p.shape) or (1,)) for p in art.inputs]
     if got["inputs"] != want_in:
         raise OpbridgeError("verifier", f"coreml: the saved package declares inputs {got['inputs']}, expected {want_in}")
     for (name, dt, shape), p in zip(got["outputs"], art.outputs):
         want_shape = tuple(p.shape) if p.shape is not None and all(isinstance(d, int) for d in p.shape) else None
-        if name != p.coreml or dt != IO_DTYPE[_mil_dtype(p.legal)] or (want_shape and shape and shape != want_shape):
+        if name != p.coreml or dt != IO_DTYPE[mil_dtype(p.legal)] or (want_shape and shape and shape != want_shape):
             raise OpbridgeError("verifier", f"coreml: the saved package declares output {(name, dt, shape)}, expected "
-                                f"{(p.coreml, IO_DTYPE[_mil_dtype(p.legal)], want_shape)}")
+                                f"{(p.coreml, IO_DTYPE[mil_dtype(p.legal)], want_shape)}")
     if len(got["outputs"]) != len(art.outputs):
         raise OpbridgeError("verifier", f"coreml: the saved package has {len(got['outputs'])} outputs, "
                             f"expected {len(art.outputs)}")
@@ -508,11 +331,31 @@ def _op_inputs(op: Any) -> list[Any]:
 
 def _predict(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """macOS: Core ML itself runs the saved package (CPU only); bool I/O travels as fp32."""
-    ct = _ct()
-    m = ct.models.MLModel(str(art.package), compute_units=ct.ComputeUnit.CPU_ONLY)
+    cmt = ct()
+    m = cmt.models.MLModel(str(art.package), compute_units=cmt.ComputeUnit.CPU_ONLY)
     io_feeds = {k: (v.astype(np.float32) if v.dtype == np.bool_ else v) for k, v in feeds.items()}
     got = m.predict(io_feeds)
     return _back(art, [got[p.coreml] for p in art.outputs])
 
 
-__all__ = ["NAME", "DEFAULT_TARGET", "emit", "run", "save", "supported_ops", "legal_dtypes", "CoreMLArtifact"]
+def output_ports(art: CoreMLArtifact) -> list[OutputPort]:
+    """The package's outputs: the model's names, and the dtype each is returned in where
+    that is a legalization (int64 → int32, float64 → float32, ...)."""
+    return [OutputPort(p.name, p.legal if p.legal != p.dtype else None) for p in art.outputs]
+
+
+def load(path: Path, art: CoreMLArtifact) -> CoreMLArtifact:
+    """The artifact as written: builder.py, weights.npz and model.mlpackage read back from ``path``."""
+    with np.load(Path(path) / "weights.npz", allow_pickle=False) as z:
+        weights = {k: z[k] for k in z.files}
+    return dataclasses.replace(art, source=(Path(path) / "builder.py").read_text(encoding="utf-8"),
+                               weights=weights, package=Path(path) / "model.mlpackage", namespace={})
+
+
+def version() -> str:
+    from importlib.metadata import version as dist_version
+
+    return f"coremltools {dist_version('coremltools')}"
+
+
+__all__ = ["package", "run", "save", "load", "output_ports", "version"]

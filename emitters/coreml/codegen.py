@@ -1,0 +1,313 @@
+"""Lowered IR → the MIL builder script (``templates/coreml/builder.py.j2``) and its weights.
+
+Only code generation: the pipeline (``translator.pipeline.compile``) has already verified,
+folded, prepared (``prepare.py``), legalized and lowered the graph, so every node here is
+one the Core ML target emits itself. ``Gen`` writes one line per node from the snippet of
+its optable cell (``mb.add(x={A}, y={B})``, completed with the output variable and the
+MIL op name), or the lines of the node's rule (``translator.registry``, registered by the
+family modules: ``elementwise``, ``shape``, ``nn``, ``quant``, ``rnn``, ``attention``).
+
+Values the model computes in a dtype Core ML lacks are computed in the legal one
+(``legalize_dtypes``); where that changes the values, the graph itself puts them back into
+the declared dtype's range: a bfloat16 result computed in fp32 is rounded to bfloat16, an
+8/16-bit integer result computed in int32 wraps around as the narrow type would
+(``_legalized_lines``). The runner then only retypes values, exactly.
+
+Names from the model become sanitized, de-duplicated identifiers (``render.ident``);
+Python variables are ``v_<MIL name>`` so they never meet the script's own names; every
+literal goes through ``render.literal`` (``mil.lit``: plain data only).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from translator import snippets as snippet_grammar
+from translator.errors import Unsupported
+from translator.ir import Graph, Node, Value
+from translator.names import COREML_RESERVED, NameSet, io_names
+from translator.registry import rules, snippet_of
+from translator.render import ident, literal
+
+from .mil import NAME, CoreMLArtifact, Port, contiguous, lit, mil_dtype, np_dtype
+
+if TYPE_CHECKING:
+    from translator.ir import Model
+    from translator.pipeline import Compilation
+    from translator.tables import Tables
+
+#: integer dtypes Core ML computes in int32: (bits, signed)
+NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False)}
+
+
+class Binder:
+    """``translator.snippets.Binder`` for one node: inputs are the script's variables, float
+    attributes are typed like the first input (MIL wants T-typed scalar operands)."""
+
+    def __init__(self, gen: "Gen", node: Node) -> None:
+        self.gen, self.node = gen, node
+
+    def value(self, v: Value | None) -> str:
+        return self.gen.var(v)
+
+    def attr(self, name: str, value: Any) -> str:
+        first = next((v for v in self.node.inputs if v is not None), None)
+        if isinstance(value, float) and first is not None and first.type.dtype in ("float16", "float32"):
+            return f"np.{first.type.dtype}({lit(value)})"
+        return lit(list(value) if isinstance(value, tuple) else value)
+
+    def dtype(self, dtype_id: str) -> str:
+        return literal(np.dtype(np_dtype(dtype_id)).name)
+
+
+class Gen:
+    def __init__(self, graph: Graph, tables: "Tables") -> None:
+        self.g = graph
+        self.tables = tables
+        self.lines: list[str] = []
+        self.weights: dict[str, np.ndarray] = {}
+        self.weight_vars: list[tuple[str, str]] = []
+        self.names: dict[int, str] = {}
+        self.used = NameSet(COREML_RESERVED)  # coremltools would rename these
+        self.origin: dict[str, str] = {}
+        self.output_names: list[str] = []
+        self._op = "?"
+        self._rules = rules(NAME)
+
+    # names -------------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        n = self.used.take(ident(base or "v"))
+        self.origin[n] = self._op
+        return n
+
+    def bind(self, v: Value, name: str) -> str:
+        """``v`` is named ``name`` (a graph input's Core ML name, from ``names.io_names``)."""
+        self.used.add(name)
+        self.names[id(v)] = name
+        return name
+
+    def reserve(self, v: Value) -> str:
+        self.names[id(v)] = self.fresh(v.name)
+        return self.names[id(v)]
+
+    @staticmethod
+    def pyvar(mil_name: str) -> str:
+        return "v_" + mil_name
+
+    def var(self, v: Value | None) -> str:
+        """The Python variable holding ``v`` (constants become weights on first use)."""
+        if v is None:
+            return "None"
+        if id(v) not in self.names:
+            if not v.is_const:
+                raise Unsupported(self._op, NAME, "runtime_error", f"value {v.name!r} is used before it is defined")
+            key = self.reserve(v)
+            arr = np.asarray(v.const)
+            if v.type.dtype and arr.dtype != np_dtype(v.type.dtype):
+                arr = arr.astype(np_dtype(v.type.dtype))
+            self.weights[key] = contiguous(arr)
+            self.weight_vars.append((self.pyvar(key), key))
+        return self.pyvar(self.names[id(v)])
+
+    def const(self, node: Node, suffix: str, array: np.ndarray) -> str:
+        """A constant the emitter computed (a mask, ...): stored with the weights, never inlined."""
+        key = self.fresh(f"{self.names[id(node.outputs[0])]}_{suffix}")
+        self.weights[key] = contiguous(np.asarray(array))
+        self.weight_vars.append((self.pyvar(key), key))
+        return self.pyvar(key)
+
+    def out(self, node: Node, i: int = 0) -> str:
+        return self.var(node.outputs[i])
+
+    def name(self, node: Node, i: int = 0) -> str:
+        """The MIL op name (literal) of the op producing output ``i``."""
+        return literal(self.names[id(node.outputs[i])])
+
+    def tmp(self, node: Node, suffix: str) -> tuple[str, str]:
+        """A fresh intermediate: (Python variable, MIL name literal)."""
+        n = self.fresh(f"{self.names[id(node.outputs[0])]}_{suffix}")
+        return self.pyvar(n), literal(n)
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    # attributes --------------------------------------------------------------------------
+    def attr(self, node: Node, name: str) -> Any:
+        if name in node.attrs:
+            return node.attrs[name]
+        op = self.tables.ops.get(node.op)
+        a = op.signature.attribute(name) if op and op.signature else None
+        d = a.default if a is not None else None
+        return list(d) if isinstance(d, tuple) else d
+
+    def cell_name(self, node: Node) -> str:
+        """The MIL op the node's coreml cell names (its first name)."""
+        cell = self.tables.ops[node.op].backends.get(NAME)
+        assert cell is not None and cell.names
+        return cell.names[0]
+
+    # generation --------------------------------------------------------------------------
+    def generate(self, outputs: Sequence[Port]) -> list[tuple[str, str]]:
+        """Every node's lines, then the outputs: (Python variable, Core ML name) per output.
+        An output port whose ``coreml`` name is set (``names.io_names``) gets that name; an
+        output whose declared dtype the graph computes legalized gets its values put back
+        into that dtype first (``_legalized_lines``)."""
+        plan = []
+        seen: set[int] = set()
+        for k, v in enumerate(self.g.outputs):
+            source = outputs[k].dtype if k < len(outputs) else None
+            direct = (v.producer is not None and len(v.producer.outputs) == 1 and id(v) not in seen
+                      and id(v) not in self.names and _fix(source, v.type.dtype) is None)
+            given = outputs[k].coreml if k < len(outputs) else ""
+            if given and given not in self.used:
+                self.used.add(given)
+                name = given
+            else:
+                name = self.fresh(v.name)
+            if direct:
+                self.names[id(v)] = name
+            seen.add(id(v))
+            plan.append((v, name, direct, source))
+        fixed: set[int] = set()
+        for node in self.g.nodes:
+            self._op = node.op
+            for v in node.outputs:
+                if id(v) not in self.names:
+                    self.reserve(v)
+            self.origin[self.names[id(node.outputs[0])]] = node.op
+            source = node.meta.get("source_dtypes") or []
+            fixes = [(k, v, fix) for k, v in enumerate(node.outputs)
+                     if k < len(source) and (fix := _fix(source[k], v.type.dtype)) is not None]
+            final = {}
+            for k, v, _ in fixes:  # the op writes a raw variable; the fix writes the value's own
+                final[k] = self.names[id(v)]
+                self.names[id(v)] = self.fresh(f"{final[k]}_{v.type.dtype}")
+            self._node(node)
+            for k, v, fix in fixes:
+                raw = self.var(v)
+                self.names[id(v)] = final[k]
+                self._legalized_lines(fix, raw, self.pyvar(final[k]), final[k], v.type.dtype, final[k])
+                fixed.add(id(v))
+        self._op = "output"
+        result = []
+        for v, name, direct, source in plan:
+            var = self.pyvar(name)
+            fix = _fix(source, v.type.dtype) if id(v) not in fixed else None
+            if direct:
+                result.append((var, name))
+            elif fix is not None:
+                self._legalized_lines(fix, self.var(v), var, name, v.type.dtype, name)
+                result.append((var, name))
+            else:
+                self.emit(f"{var} = mb.identity(x={self.var(v)}, name={literal(name)})")
+                result.append((var, name))
+        self.output_names = [n for _, n in result]
+        return result
+
+    def _node(self, node: Node) -> None:
+        rule = self._rules.get(node.op)
+        if rule is not None:
+            rule.fn(self, node)
+            return
+        op = self.tables.ops.get(node.op)
+        text = snippet_of(op, (NAME,)) if op is not None else None
+        if text is None:
+            raise Unsupported(node.op, NAME, "unsupported_op", "no snippet and no rule after lowering", node.name)
+        self.emit(self.snippet(node, op, text))
+
+    def snippet(self, node: Node, op: Any, text: str) -> str:
+        """The cell's snippet (one ``mb.<op>(...)`` call) as a statement: the node's output
+        variables ``=`` the call, with the MIL op name added as its last argument."""
+        call = snippet_grammar.expand(text, node, op, Binder(self, node)).strip()
+        if not (call.startswith("mb.") and call.endswith(")")):
+            raise Unsupported(node.op, NAME, "internal_error", f"the coreml snippet {text!r} is not one mb.<op>(...) call",
+                              node.name)
+        sep = "" if call.endswith("()") else ", "
+        outs = ", ".join(self.var(v) for v in node.outputs)
+        return f"{outs} = {call[:-1]}{sep}name={self.name(node)})"
+
+    def _legalized_lines(self, fix: tuple[str, Any], raw: str, var: str, name: str, dtype: str, key: str) -> None:
+        """``var`` (MIL op name ``name``) = ``raw`` put back into the declared dtype's values.
+
+        bfloat16 computed in fp32: rounded to the nearest bfloat16 by Veltkamp's split (the
+        top 8 significant bits of ``x * (2^16 + 1) - (x * (2^16 + 1) - x)``); |x| > 2^64 is
+        scaled by 2^-64 around it (the product would overflow); inf and NaN are kept.
+        8/16-bit integers computed in int32: ``(x + o) mod 2^n - o`` (o = 2^(n-1) for signed
+        types, else 0), the narrow type's wrap-around (``~x`` of a uint8 is ``255 - x``)."""
+        kind, arg = fix
+
+        def step(suffix: str, call: str) -> str:
+            n = self.fresh(f"{key}_{suffix}")
+            self.emit(f"{self.pyvar(n)} = {call}, name={literal(n)})")
+            return self.pyvar(n)
+
+        def c(value: Any) -> str:
+            return f"np.{np.dtype(np_dtype(dtype)).name}({lit(value)})"
+
+        if kind == "bfloat16":
+            big = step("big", f"mb.greater(x=" + step("abs", f"mb.abs(x={raw}") + f", y={c(2.0 ** 64)}")
+            s = step("scaled", f"mb.select(cond={big}, a=" + step("down", f"mb.mul(x={raw}, y={c(2.0 ** -64)}") +
+                     f", b={raw}")
+            g = step("split", f"mb.mul(x={s}, y={c(65537.0)}")
+            hi = step("hi", f"mb.add(x={g}, y=" + step("lo", f"mb.sub(x={s}, y={g}"))
+            hi = step("rounded", f"mb.select(cond={big}, a=" + step("up", f"mb.mul(x={hi}, y={c(2.0 ** 64)}") +
+                      f", b={hi}")
+            finite = step("finite", "mb.equal(x=" + step("nan_if_inf", f"mb.sub(x={raw}, y={raw}") + f", y={c(0.0)}")
+            self.emit(f"{var} = mb.select(cond={finite}, a={hi}, b={raw}, name={literal(name)})")
+            return
+        bits, signed = arg
+        span, off = 1 << bits, (1 << (bits - 1)) if signed else 0
+        if not off:
+            self.emit(f"{var} = mb.mod(x={raw}, y={c(span)}, name={literal(name)})")
+            return
+        wrapped = step("wrapped", "mb.mod(x=" + step("shifted", f"mb.add(x={raw}, y={c(off)}") + f", y={c(span)}")
+        self.emit(f"{var} = mb.sub(x={wrapped}, y={c(off)}, name={literal(name)})")
+
+
+def _fix(source: str | None, legal: str | None) -> tuple[str, Any] | None:
+    """What puts a value the model declares ``source`` but Core ML computes in ``legal``
+    back into ``source``'s values: ("bfloat16", None), ("int", (bits, signed)) or None."""
+    if source == "bfloat16" and legal == "float32":
+        return ("bfloat16", None)
+    if source in NARROW_INTS and legal == "int32":
+        return ("int", NARROW_INTS[source])
+    return None
+
+
+# ----------------------------------------------------------------------------- the artifact
+def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
+    """The lowered graph → builder script + weights + I/O ports (not yet built or converted)."""
+    from translator import __version__
+    from translator.render import Code, code_lines, render
+
+    g = model.graph
+    gen = Gen(g, ctx.tables)
+    # Core ML names: one rule set for every backend (translator/names.py): identifiers, not
+    # one of the type names coremltools renames (``tuple`` → ``tuple_workaround``)
+    io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs])
+    ctx.warn(io.warnings)
+    inputs = [Port(v.name, gen.bind(v, name), d or v.type.dtype or "float32", v.type.dtype or "float32",
+                   v.type.shape) for v, d, name in zip(g.inputs, ctx.source_inputs, io.inputs)]
+    outputs = [Port(v.name, name, d or v.type.dtype or "", v.type.dtype or "", v.type.shape)
+               for v, d, name in zip(g.outputs, ctx.source_outputs, io.outputs)]
+    out_vars = gen.generate(outputs)
+    for p, (_, name) in zip(outputs, out_vars):
+        p.coreml = name
+    specs = []
+    for p in inputs:
+        if p.shape is None or not all(isinstance(d, int) for d in p.shape):
+            raise Unsupported("input", NAME, "dynamic_shape", f"input {p.name!r} has shape {p.shape}; "
+                              "the builder declares static input shapes", None)
+        specs.append((p.coreml, mil_dtype(p.legal), tuple(int(d) for d in p.shape)))
+    target = ctx.options["deployment_target"]
+    source = render(NAME, "builder.py.j2", source=model.source or "<model>", version=__version__, target=target,
+                    ops=model.op_histogram(), input_specs=specs, output_names=list(gen.output_names),
+                    inputs=[{"var": Code(gen.pyvar(p.coreml)), "name": p.coreml} for p in inputs],
+                    weights=[{"var": Code(var), "key": key} for var, key in gen.weight_vars],
+                    body=code_lines(gen.lines), outputs=code_lines([v for v, _ in out_vars]))
+    return CoreMLArtifact(source, dict(gen.weights), target, inputs, outputs, list(ctx.warnings),
+                          list(ctx.decomposed), dict(gen.origin))
+
+
+__all__ = ["Gen", "Binder", "emit", "NARROW_INTS"]

@@ -1,0 +1,108 @@
+"""The Core ML target's own IR preparation (``Target.prepare``), after folding and before
+dtype legalization, in this order:
+
+1. control flow (a node with subgraphs) is refused: the builder does not lower MIL
+   ``cond`` / ``while_loop`` bodies yet;
+2. ``cast_like`` of a constant becomes a constant (it reads only its second input's dtype;
+   folding takes only nodes whose inputs are all constants), then the graph is folded
+   again, so MIL sees constant operands;
+3. types are inferred again: values behind a folded shape subgraph (a reshape's target,
+   ...) get their static shapes;
+4. constant slice bounds like INT64_MAX ("to the end") are clamped to the sliced dim, so
+   they fit int32 once int64 is legalized;
+5. the quantized dtype of each quantize/dequantize node is recorded (``quant.note_quant_dtypes``)
+   before int8/uint8 become int32.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from translator.dtypes import norm_axis, numpy_dtype
+from translator.errors import Unsupported
+from translator.ir import Graph
+
+from .mil import const_of, static_shape
+from .quant import note_quant_dtypes
+from .registry import NAME, Refusal
+
+if TYPE_CHECKING:
+    from translator.ir import Model
+    from translator.pipeline import Compilation
+
+
+def prepare(model: "Model", ctx: "Compilation") -> None:
+    from translator.infer import infer
+    from translator.pipeline import fold
+
+    g = model.graph
+    refuse_control_flow(g, ctx)
+    if fold_cast_like(g):
+        fold(g)
+    infer(g, ctx.tables)
+    clamp_index_constants(g)
+    note_quant_dtypes(g)
+
+
+def refuse_control_flow(graph: Graph, ctx: "Compilation") -> None:
+    """A node with subgraphs is refused (``plan`` collects the refusal; ``compile`` raises it)."""
+    for node in graph.nodes:
+        if not any(True for _ in node.subgraphs()):
+            continue
+        why = Refusal("unsupported_op", "control flow (subgraphs) is not lowered to MIL yet")
+        if ctx.refusals is None:
+            raise Unsupported(node.op, NAME, why.code, why.detail, node.name)
+        ctx.refusals[node.name] = why
+
+
+def fold_cast_like(graph: Graph) -> int:
+    """cast_like of a constant reads only the dtype of its second input: fold it to a constant."""
+    folded = 0
+    for node in list(graph.nodes):
+        x = node.inputs[0] if node.op == "cast_like" and node.inputs else None
+        to = node.inputs[1].type.dtype if x is not None and len(node.inputs) > 1 and node.inputs[1] is not None else None
+        if x is None or not x.is_const or to is None or np.asarray(x.const).dtype.kind not in "biuf":
+            continue
+        out = node.outputs[0]
+        c = graph.add_constant(out.name + "_folded", np.asarray(x.const).astype(numpy_dtype(to)), to)
+        if any(o is out for o in graph.outputs):
+            name = out.name
+            out.name, c.name = f"{name}__folded_away", name
+        graph.replace_all_uses_with(out, c)
+        graph.remove_node(node)
+        folded += 1
+    return folded
+
+
+def clamp_index_constants(graph: Graph) -> int:
+    """Slice bounds like INT64_MAX ("to the end") fit no int32: clamp constant starts/ends to
+    [-(dim+1), dim] where the sliced dims are static (same result), before dtype legalization."""
+    changed = 0
+    for node in graph.nodes:
+        if node.op != "slice" or len(node.inputs) < 3:
+            continue
+        shape = static_shape(node.inputs[0])
+        if shape is None:
+            continue
+        r = len(shape)
+        axes_v = node.inputs[3] if len(node.inputs) > 3 else None
+        starts = const_of(node.inputs[1])
+        axes = const_of(axes_v) if axes_v is not None else np.arange(len(starts) if starts is not None else 0)
+        if axes is None:
+            continue
+        for k in (1, 2):
+            v = node.inputs[k]
+            c = const_of(v)
+            if c is None or c.dtype.kind not in "iu" or len(c) != len(axes):
+                continue
+            dims = np.asarray([shape[norm_axis(a, r)] for a in axes], dtype=np.int64)
+            new = np.clip(c.astype(np.int64), -dims - 1, dims)
+            if not np.array_equal(new, c):
+                nv = graph.add_constant(f"{v.name}_clamped", new.astype(c.dtype), v.type.dtype or "int64")
+                node.replace_input(k, nv)
+                changed += 1
+    return changed
+
+
+__all__ = ["prepare", "refuse_control_flow", "fold_cast_like", "clamp_index_constants"]

@@ -1,0 +1,65 @@
+"""``TARGET``: the Core ML backend as the pipeline sees it (``translator.target.Target``).
+
+* ``configure``: the deployment target (``--target``, default iOS17), checked against
+  coremltools' ``ct.target`` → ``ctx.options["deployment_target"]`` (not ``target``: that is
+  ``compile``'s own parameter);
+* ``prepare``: ``prepare.prepare`` (control-flow refusal, cast_like folding, re-inference,
+  slice-bound clamping, quantized dtypes noted before legalization);
+* ``legal_dtypes``: the coreml column of ``dtypes.yaml`` (the dtypes MIL programs compute
+  in: fp16, fp32, int32, bool);
+* ``emit``: ``codegen.emit`` (the builder script), then ``runtime.package`` (build,
+  convert, save, reload, interface check).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from translator.target import Option, Target
+
+from .codegen import emit as generate
+from .mil import DEFAULT_TARGET, CoreMLArtifact, deployment_target
+from .prepare import prepare
+from .registry import NAME
+from .runtime import load, output_ports, package, run, save, version
+
+if TYPE_CHECKING:
+    from translator.ir import Model
+    from translator.pipeline import Compilation
+    from translator.tables import Tables
+
+
+def legal_dtypes(tables: "Tables") -> frozenset[str]:
+    """The dtypes MIL programs compute in: the native cells of the coreml column of dtypes.yaml."""
+    from translator.passes.legalize_dtypes import backend_dtypes
+
+    return backend_dtypes(NAME, tables)
+
+
+def configure(model: "Model", ctx: "Compilation") -> None:
+    ctx.options["deployment_target"] = deployment_target(ctx.options.get("deployment_target") or DEFAULT_TARGET)
+
+
+def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
+    return package(generate(model, ctx))
+
+
+TARGET = Target(
+    name=NAME,
+    title="Core ML",
+    emit=emit,
+    run=run,
+    save=save,
+    load=load,
+    output_ports=output_ports,
+    suffix="_coreml",
+    written="model",
+    legal_dtypes=legal_dtypes,
+    prepare=prepare,
+    configure=configure,
+    options=(Option("--target", "deployment_target", "CoreML deployment target (e.g. iOS17)", metavar="TARGET"),),
+    version=version,
+    doc=__doc__ or "",
+    extra={"spell": lambda name: f"mb.{name}("},
+)
+
+__all__ = ["TARGET", "legal_dtypes"]
