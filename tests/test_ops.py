@@ -18,6 +18,7 @@ import pytest
 
 from translator import reference
 from translator import target as targets
+from translator.dtypes import numpy_dtype
 from translator.errors import Unsupported
 from translator.harness import compare, single_op_model
 from translator.pipeline import compile
@@ -55,8 +56,13 @@ SUPPORTED = {b: _supported(b) for b in BACKENDS}
 
 
 def _kinds(op) -> list:
+    """The dtypes to sample the op at: its sample's fixed first-input dtype, else float32 (and
+    float16) / int32 / bool from the first input's type constraint."""
     if op.signature is None or not op.signature.inputs:
         return []
+    fixed = (op.sample or {}).get("inputs") or [None]
+    if fixed[0] is not None and "dtype" in fixed[0]:
+        return [np.dtype(numpy_dtype(fixed[0]["dtype"]))]
     first = op.signature.inputs[0]
     allowed = set(TABLES.expand_dtypes(op.signature.types.get(first.type, (first.type,))))
     out = []
