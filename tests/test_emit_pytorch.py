@@ -413,3 +413,16 @@ def test_bit_cast_keeps_the_declared_width_when_a_side_is_widened(src, dst):
         np.array([0, 1, np.iinfo(src).max, 40000], src)
     (got,) = pt.run(pt.emit(from_proto(m)), {"x": x})
     assert got.dtype == dst and got.tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("args", [(8, 32, 8000, 100.0, 3500.0), (20, 16, 16000, 0.0, 8000.0), (3, 64, 22050, 300.0, 900.0)])
+def test_mel_weight_matrix_matches_the_reference(args):
+    """Narrow bands (edges snapped to one DFT bin) included: no division by a zero width."""
+    mels, n, rate, lo, hi = args
+    ins = [np.array(mels, np.int64), np.array(n, np.int64), np.array(rate, np.int64), np.array(lo, np.float32),
+           np.array(hi, np.float32)]
+    model, feeds = single_op_model("mel_weight_matrix", ins, {})
+    (got,) = pt.run(pt.emit(model), feeds)
+    (want,) = _reference(lambda: single_op_model("mel_weight_matrix", ins, {})[0], feeds)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.allclose(got, want, atol=1e-6)

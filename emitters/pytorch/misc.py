@@ -1,4 +1,4 @@
-"""PyTorch rules: signal processing (windows, DFT, STFT)."""
+"""PyTorch rules: signal processing (windows, DFT, STFT, mel filter banks)."""
 from __future__ import annotations
 
 from translator.dtypes import norm_axis
@@ -82,3 +82,15 @@ def stft(e: NodeEmit) -> list[str]:
         spec = f"torch.fft.fft({frames}, dim=-1)"
     lines.append(f"{e.out()} = torch.view_as_real({spec}).to({e.dtype(0)})")
     return lines
+
+
+@rule("mel_weight_matrix")
+def mel_weight_matrix(e: NodeEmit) -> str:
+    """The ONNX formula through the ``_mel_weight_matrix`` helper (float64, then the output dtype)."""
+    args = [e.scalar_code(0, "int"), e.scalar_code(1, "int"), e.scalar_code(2, "float"), e.scalar_code(3, "float"),
+            e.scalar_code(4, "float")]
+    from translator.dtypes import onnx_enum
+
+    declared = onnx_enum().get(int(e.attr("output_datatype")))  # the output's dtype when inference left it open
+    out = e.out_dtype(0, e.dtype_of(declared) if declared is not None else None)
+    return f"{e.helper('_mel_weight_matrix')}({', '.join(args)}).to({out})"

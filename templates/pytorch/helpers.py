@@ -443,3 +443,22 @@ def _linear_attention(q, k, v, past_state, decay, beta, q_heads, kv_heads, scale
             s = s + beta[:, i].reshape(b, kv_heads, 1, 1) * kt.unsqueeze(-1) * (vt - pred).unsqueeze(-2)
         out[:, i] = scale * torch.einsum("bhk,bhkv->bhv", qq[:, i], s.repeat_interleave(group, dim=1))
     return out.reshape(b, t, q_heads * dv).to(q.dtype), s.to(state_dtype)
+
+
+def _mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz):
+    """ONNX MelWeightMatrix [dft_length // 2 + 1, num_mel_bins] in float64: band edge k sits at
+    mel(lower) + k * (mel(upper) - mel(lower)) / (num_mel_bins + 2) on the mel scale
+    2595 log10(1 + f / 700), snapped down to the DFT bin floor((dft_length + 1) * f / rate);
+    filter i rises from edge i to 1 at edge i + 1 and falls to 0 at edge i + 2."""
+    lo = 2595.0 * math.log10(1.0 + lower_edge_hertz / 700.0)
+    hi = 2595.0 * math.log10(1.0 + upper_edge_hertz / 700.0)
+    step = (hi - lo) / (num_mel_bins + 2)
+    hz = 700.0 * (10.0 ** ((lo + step * torch.arange(num_mel_bins + 2, dtype=torch.float64)) / 2595.0) - 1.0)
+    edges = torch.floor((dft_length + 1) * hz / sample_rate).double()
+    left, center, right = edges[:-2], edges[1:-1], edges[2:]
+    j = torch.arange(dft_length // 2 + 1, dtype=torch.float64).reshape(-1, 1)
+    rise = (j - left) / torch.clamp_min(center - left, 1.0)
+    fall = (right - j) / torch.clamp_min(right - center, 1.0)
+    return torch.where((j >= left) & (j < center), rise,
+                       torch.where(j == center, torch.ones_like(rise),
+                                   torch.where((j > center) & (j <= right), fall, torch.zeros_like(rise))))
