@@ -325,9 +325,10 @@ def test_node_tests_pass_at_least_what_openvinos_own_frontend_passes(tmp_path):
 
     r = run_nodetests("openvino", "openvino_fe", tmp_path, timeout=3000)
     ours, peer = r["counts"]["pass"], r["peers"]["openvino_fe"]["counts"]["pass"]
-    # measured 1,490 in the declared dtypes + 14 int4/uint4 outputs carried as int8/uint8 (legalized)
-    assert ours >= peer and ours >= 1470, f"openvino backend {ours}, OpenVINO's ONNX frontend {peer}"
-    assert ours + r["counts"]["pass_legalized"] >= 1490
+    # measured 1,503 in the declared dtypes + 14 int4/uint4 outputs carried as int8/uint8 (legalized);
+    # OpenVINO's frontend 1,415 in the same run
+    assert ours >= peer and ours >= 1490, f"openvino backend {ours}, OpenVINO's ONNX frontend {peer}"
+    assert ours + r["counts"]["pass_legalized"] >= 1504
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass"), "every failure needs a reason code"
 
 
