@@ -1,10 +1,11 @@
-"""Per (op, backend): native → registered Python lowering → table decomposition → Unsupported.
+"""The pipeline's lowering step: per node, the target's code, else the table decomposition, else a refusal.
 
-``lower_for(graph, backend)`` rewrites the graph in place so that every node is either
-native on the backend (its cell in ``optable.yaml`` has ``status: native``) or has a
-registered Python lowering for it; other nodes are replaced by their op's
-``decomposition`` (declarative SSA over IR ops, expanded recursively). What is left is
-refused with ``Unsupported(op, backend, reason_code, detail)``.
+``lower(graph, ctx)`` rewrites the graph in place so that ``ctx.target`` emits every node
+itself: ``judge`` says whether it does (supported op, the target's and the rule's checks,
+the cell's dtypes and rank); other nodes are replaced by their op's ``decomposition``
+(declarative SSA over IR ops, expanded recursively) where it applies. What is left is
+refused with ``Unsupported(op, backend, reason_code, detail)``, or collected per node by
+``pipeline.plan``.
 
 A decomposition body is a list of steps ``{op, in, out, attrs}``. Inputs name the op's
 signature inputs, earlier step outputs, ``"@attr"`` (an attribute of the node as a
@@ -13,132 +14,18 @@ Step attributes may be ``"@attr"`` references too.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .errors import Unsupported
 from .gcpause import gc_paused
 from .index import thaw as _thaw
 from .ir import Graph, Node, TensorType, Value
-from .tables import Op, Tables, load_tables
+from .tables import Op, Tables
 
 if TYPE_CHECKING:
     from .registry import Refusal
 
-Lowering = Callable[[Node], bool]
-#: (backend, op id) → Python lowering registered by an emitter; returns False to decline.
-LOWERINGS: dict[tuple[str, str], Lowering] = {}
 MAX_DEPTH = 8
-
-
-def register_lowering(backend: str, op_id: str) -> Callable[[Lowering], Lowering]:
-    def deco(fn: Lowering) -> Lowering:
-        LOWERINGS[(backend, op_id)] = fn
-        return fn
-
-    return deco
-
-
-def native_ops(backend: str, tables: Tables | None = None) -> frozenset[str]:
-    """The ops a backend supports: exactly the keys of its table column with status native."""
-    tables = tables or load_tables()
-    return frozenset(op.id for op in tables.ops.values()
-                     if (c := op.backends.get(backend)) is not None and c.status == "native")
-
-
-def how(op: Op, backend: str, extra_native: Iterable[str] = ()) -> str:
-    """'native' | 'lowering' | 'decomposed' | 'unsupported' for an op on a backend."""
-    cell = op.backends.get(backend)
-    if op.id in extra_native or (cell is not None and cell.status == "native"):
-        return "native"
-    if (backend, op.id) in LOWERINGS:
-        return "lowering"
-    if op.decomposition:
-        return "decomposed"
-    return "unsupported"
-
-
-
-Accepts = Callable[[Node], "str | None"]
-
-
-def cell_accepts(backend: str, tables: Tables) -> Accepts:
-    """A node-level check from the table: the cell's ``dtypes`` constraint holds for the node."""
-
-    def accepts(node: Node) -> str | None:
-        op = tables.ops.get(node.op)
-        cell = op.backends.get(backend) if op else None
-        if cell is None or cell.dtypes is None:
-            return None
-        allowed = tables.expand_dtypes(cell.dtypes)
-        for v in node.inputs:
-            if v is not None and v.type.dtype is not None and v.type.dtype not in allowed:
-                return f"{backend} {cell.name} takes {', '.join(allowed)}; the input is {v.type.dtype}"
-            break
-        return None
-
-    return accepts
-
-
-def lower_for(graph: Graph, backend: str, supported: frozenset[str] | None = None,
-              tables: Tables | None = None, accepts: Accepts | None = None,
-              cell_constraints: bool = True) -> list[tuple[str, str]]:
-    """Decompose what the backend lacks; returns the (node name, op) pairs decomposed.
-
-    A node is native when its op is in ``supported`` and ``accepts(node)`` (default: the
-    cell's dtype constraint) gives no reason against it.
-    """
-    tables = tables or load_tables()
-    supported = supported if supported is not None else native_ops(backend, tables)
-    base = cell_accepts(backend, tables) if cell_constraints else (lambda node: None)
-
-    def check(node: Node) -> str | None:
-        return base(node) or (accepts(node) if accepts else None)
-
-    done: list[tuple[str, str]] = []
-    with gc_paused():
-        _lower_graph(graph, backend, supported, tables, done, 0, check)
-    return done
-
-
-def _lower_graph(graph: Graph, backend: str, supported: frozenset[str], tables: Tables,
-                 done: list[tuple[str, str]], depth: int, check: Accepts) -> None:
-    for node in list(graph.nodes):
-        for sub in node.subgraphs():
-            _lower_graph(sub, backend, supported, tables, done, depth, check)
-    _lower_nodes(graph, list(graph.nodes), backend, supported, tables, done, depth, check)
-
-
-def _lower_nodes(graph: Graph, nodes: list[Node], backend: str, supported: frozenset[str], tables: Tables,
-                 done: list[tuple[str, str]], depth: int, check: Accepts) -> None:
-    for node in nodes:
-        reason = None
-        if node.op in supported:
-            reason = check(node)
-            if reason is None:
-                continue
-        fn = LOWERINGS.get((backend, node.op))
-        if fn is not None and fn(node):
-            continue
-        op = tables.ops.get(node.op)
-        if op is None:
-            raise Unsupported(node.op, backend, "unsupported_op", "op is not in optable.yaml", node.name)
-        why_not = applies(op, node) if op.decomposition else None
-        if not op.decomposition or why_not is not None or depth >= MAX_DEPTH:
-            if reason is not None:
-                raise Unsupported(node.op, backend, "unsupported_dtype", reason, node.name)
-            cell = op.backends.get(backend)
-            if why_not is not None:
-                detail = f"not native, and {why_not}"
-            elif depth >= MAX_DEPTH:
-                detail = "decomposition nests too deep"
-            elif cell is not None and cell.status == "unavailable":
-                detail = cell.notes or "the table marks it unavailable"
-            else:
-                detail = "no native mapping and no decomposition in optable.yaml"
-            raise Unsupported(node.op, backend, "unsupported_op", detail, node.name)
-        new_nodes = expand(graph, node, op, tables)
-        done.append((node.name, node.op))
-        _lower_nodes(graph, new_nodes, backend, supported, tables, done, depth + 1, check)
 
 
 # ----------------------------------------------------------------------------- the pipeline's lowering
@@ -397,4 +284,4 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
     return inserted
 
 
-__all__ = ["LOWERINGS", "register_lowering", "native_ops", "how", "lower_for", "expand", "TensorType"]
+__all__ = ["MAX_DEPTH", "judge", "lower", "applies", "expand", "TensorType"]
