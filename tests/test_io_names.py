@@ -13,10 +13,11 @@ import pytest
 from onnx import TensorProto, helper
 
 from translator.names import IO_RULES, io_names
+from translator.target import names
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"
-TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
+TARGETS = tuple(names(include_reference=False))
 HOSTILE_IN = ["x", "X", "tuple", "self", "class", "input", "__init__"]
 HOSTILE_OUT = ["Y", "y", "return"]
 

@@ -10,8 +10,6 @@ API_TITLES = {
     "onednn": "oneDNN", "nnapi": "Android NNAPI", "cldnn": "clDNN",
 }
 API_KEYS = tuple(API_TITLES)
-#: The backends the translator emits to (plus numpy, the reference).
-TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "coreml", "openvino")
 BACKEND_ALIASES = {"torch": "pytorch", "tf": "tensorflow", "tensorflowlite": "tflite", "ov": "openvino",
                    "directml": "dml", "ann": "nnapi", "mil": "coreml", "np": "numpy", "litert": "tflite"}
 

@@ -24,11 +24,11 @@ from .constants import TableError
 from .yamlnodes import LDict, LList, load_with_lines
 
 __all__ = [
-    "API_KEYS", "API_TITLES", "TARGETS", "DTYPE_GROUPS", "Cell", "Port", "Attribute", "Signature",
+    "API_KEYS", "API_TITLES", "DTYPE_GROUPS", "Cell", "Port", "Attribute", "Signature",
     "Step", "Op", "DType", "Tables", "TableError", "load_tables", "CATEGORIES", "TRAITS", "SAMPLE_DOMAINS",
 ]
 
-from .constants import API_KEYS, API_TITLES, TARGETS  # noqa: E402  (re-exported)
+from .constants import API_KEYS, API_TITLES  # noqa: E402  (re-exported)
 
 STATUSES = ("native", "composite", "unavailable")
 BROADCAST_KINDS = ("multidirectional", "unidirectional", "none")

@@ -26,9 +26,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from translator.target import names
+
 ROOT = Path(__file__).resolve().parents[2]
 TINY_CNN = ROOT / "examples" / "models" / "tiny_cnn.onnx"
-TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
+TARGETS = tuple(names(include_reference=False))
 OPSET = 17
 
 #: breaks out of a literal / a comment / a docstring if spliced raw; all touch ./PWNED
