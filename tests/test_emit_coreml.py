@@ -653,3 +653,11 @@ def test_compress_gathers_the_true_positions(axis, const):
     (y,) = _written(coreml.emit(model), feeds)
     want = np.compress(cond, x, axis=axis)
     assert compare(want, y).ok
+
+
+@pytest.mark.parametrize("pos,neg", [(1, 1), (1, 0), (0, 1), (0, 0)])
+def test_is_inf_detects_what_it_is_asked_to(pos, neg):
+    x = np.asarray([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    model, feeds = single_op_model("is_inf", [x], {"detect_positive": pos, "detect_negative": neg})
+    (y,) = coreml.run(coreml.emit(model), feeds)
+    assert y.tolist() == [bool(pos), bool(neg), False, False]

@@ -41,7 +41,7 @@ def _is_inf(gen: Gen, node: Node) -> None:
     a, an = gen.tmp(node, "abs")
     gen.emit(f"{a} = mb.abs(x={x}, name={an})")
     # both: |x| == inf; neither: |x| < -1, false everywhere (NaN included)
-    fn, y = ("equal", np_lit(np.inf, dt)) if pos else Refusal("less", np_lit(-1, dt))
+    fn, y = ("equal", np_lit(np.inf, dt)) if pos else ("less", np_lit(-1, dt))
     gen.emit(f"{gen.out(node)} = mb.{fn}(x={a}, y={y}, name={gen.name(node)})")
 
 
