@@ -1,4 +1,5 @@
-"""Core ML rules: elementwise math, comparisons' helpers, casts, matmul and gemm."""
+"""Core ML rules: casts, is_inf, variadic sum/max/min, clip, round, bit shifts, pow, matmul and gemm
+(the one-line elementwise ops are snippets in their optable cells)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from .codegen import Gen
 
 
-# ----------------------------------------------------------------------------- elementwise and activations
+# ----------------------------------------------------------------------------- elementwise
 @rule("cast", "cast_like", any_dtype=True)
 def _cast(gen: Gen, node: Node) -> None:
     src = node.inputs[0]
