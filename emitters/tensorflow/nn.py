@@ -32,7 +32,7 @@ def hardmax(c: Any) -> list[str]:
 
 @rule("dropout", check=lambda n: None if len(n.inputs) < 3 or n.inputs[2] is None
           or (n.inputs[2].const is not None and not np.asarray(n.inputs[2].const).any())
-          else ("unsupported_attribute_value", "training-mode dropout is random"))
+          else Refusal("unsupported_attribute_value", "training-mode dropout is random"))
 def dropout(c: Any) -> list[str]:
     lines = [f"{c.o(0)} = tf.identity({c.i(0)})"]
     if len(c.node.outputs) > 1:
