@@ -661,3 +661,10 @@ def test_is_inf_detects_what_it_is_asked_to(pos, neg):
     model, feeds = single_op_model("is_inf", [x], {"detect_positive": pos, "detect_negative": neg})
     (y,) = coreml.run(coreml.emit(model), feeds)
     assert y.tolist() == [bool(pos), bool(neg), False, False]
+
+
+def test_matmul_of_two_vectors_is_a_dot_product_with_value_inference():
+    a, b = _f32(4), _f32(4)
+    model, feeds = single_op_model("matmul", [a, b], {})
+    (y,) = coreml.run(coreml.emit(model), feeds)
+    assert y.shape == () and compare(np.dot(a, b), y).ok

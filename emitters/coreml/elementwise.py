@@ -145,6 +145,11 @@ def _matmul(gen: Gen, node: Node) -> None:
     """numpy matmul: a 1-D operand gets a unit axis for the product, removed afterwards."""
     a, b = node.inputs[0], node.inputs[1]
     av, bv = gen.var(a), gen.var(b)
+    if a.type.rank == 1 and b.type.rank == 1:  # a dot product: MIL squeeze to rank 0 has no value inference
+        t, tn = gen.tmp(node, "products")
+        gen.emit(f"{t} = mb.mul(x={av}, y={bv}, name={tn})")
+        gen.emit(f"{gen.out(node)} = mb.reduce_sum(x={t}, axes=[0], keep_dims=False, name={gen.name(node)})")
+        return
     squeeze = []
     if a.type.rank == 1:
         t, tn = gen.tmp(node, "row")
