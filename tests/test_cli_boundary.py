@@ -102,14 +102,19 @@ def test_a_mismatch_exits_1_and_keeps_the_artifact_for_inspection(tmp_path, caps
 
 
 def test_one_target_refused_means_nothing_written_and_a_hint(tmp_path, capsys, monkeypatch):
+    import dataclasses
+
     import emitters.openvino as ov
+    from translator import target as T
 
     def refuse(*a, **k):
         from translator.errors import Unsupported
 
         raise Unsupported("relu", "openvino", "unsupported_op", "pretend it is missing", "n0")
 
-    monkeypatch.setattr(ov, "emit", refuse)
+    real = T.get
+    monkeypatch.setattr(T, "get", lambda name: dataclasses.replace(ov.TARGET, emit=refuse) if name == "openvino"
+                        else real(name))
     out_dir = tmp_path / "out"
     code, out, err = _run(capsys, "convert", str(_relu(tmp_path)), "--to", "onnx,openvino", "-o", str(out_dir), "-q",
                           "--json")

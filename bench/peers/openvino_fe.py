@@ -1,5 +1,5 @@
 """Peer: OpenVINO's own ONNX frontend on the original model, compiled on the CPU plugin
-with f32 inference precision (the runtime settings of ``emitters/openvino.py``, so the
+with f32 inference precision (the runtime settings of ``emitters/openvino/runtime.py``, so the
 two differ only in how the model was translated).
 
 The model goes through the ONNX frontend that ``openvino.convert_model`` dispatches ONNX

@@ -100,7 +100,9 @@ def save(artifact: Artifact, folder: str | os.PathLike[str]) -> Path:
         (tmp / "builder.py").write_text(artifact.source)
         (tmp / "weights.npz").write_bytes(npz_bytes(artifact.weights))
         ov.save_model(artifact.model, str(tmp / "model.xml"), compress_to_fp16=False)
-        out.mkdir(exist_ok=True)
+        if not out.exists():  # one rename: all or nothing
+            os.replace(tmp, out)
+            return out
         for name in ("builder.py", "weights.npz", "model.bin", "model.xml"):
             os.replace(tmp / name, out / name)
     finally:
