@@ -11,7 +11,7 @@ from translator.ir import Node
 from translator.render import literal
 
 from .mil import const_of, lit, mil_dtype, need_rank, np_dtype, np_lit, onnx_to_dtype
-from .registry import NAME, Refusal, rule
+from .registry import NAME, rule
 
 if TYPE_CHECKING:
     from .codegen import Gen
