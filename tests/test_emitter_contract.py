@@ -62,6 +62,13 @@ def test_compile_leaves_the_callers_ir_alone_and_saves_the_same_bytes_twice(name
 
 
 @pytest.mark.parametrize("name", TARGETS)
+def test_the_target_names_its_library_version(name):
+    t = _available(name)
+    v = t.version() if t.version is not None else ""
+    assert v and "not installed" not in v and any(ch.isdigit() for ch in v), v
+
+
+@pytest.mark.parametrize("name", TARGETS)
 def test_a_failed_save_leaves_nothing_behind(name, tiny, tmp_path, monkeypatch):
     from translator.pipeline import compile
 

@@ -285,6 +285,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 staged[t].parent.mkdir()
                 saved = _save(target, artifact, str(staged[t]))
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
+                if target.version is not None:
+                    rec["library"] = target.version()
                 if done.ctx.layout is not None:
                     rec["transposes"] = done.ctx.layout.transposes
                 warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart

@@ -144,6 +144,31 @@ class Compilation:
 
 
 
+def dist_version(*distributions: str) -> str:
+    """``"<name> <version>"`` of the first installed distribution of ``distributions`` (a library
+    ships under several names: tensorflow, tensorflow-cpu), without importing it."""
+    from importlib import metadata
+
+    for name in distributions:
+        try:
+            return f"{distributions[0]} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return f"{distributions[0]} (not installed)"
+
+
+def package_fields(codegen: Any, runtime: Any) -> dict[str, Any]:
+    """The functions a backend package provides under the shared inner names, as ``Target``
+    fields: ``codegen.emit``; ``runtime.run``, ``runner``, ``save``, ``load``, ``output_ports``
+    and ``version`` (those it has)."""
+    fields = {"emit": codegen.emit}
+    for name in ("run", "runner", "save", "load", "output_ports", "version"):
+        fn = getattr(runtime, name, None)
+        if fn is not None:
+            fields[name] = fn
+    return fields
+
+
 def _builtin_names() -> list[str]:
     import emitters
 

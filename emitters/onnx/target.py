@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from translator.registry import Refusal, supported
-from translator.target import Option, Target
+from translator.target import Option, Target, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
@@ -34,9 +34,8 @@ def accepts(node: Any, ctx: Any) -> Refusal | None:
 
 
 TARGET = Target(
-    name=NAME, title="ONNX (onnxruntime)", emit=codegen.emit, run=runtime.run, save=runtime.save,
-    load=runtime.load, output_ports=runtime.output_ports, suffix=".onnx", written="model.onnx",
-    fold=False, accepts=accepts, configure=configure, version=runtime.version,
+    name=NAME, title="ONNX (onnxruntime)", **package_fields(codegen, runtime), suffix=".onnx",
+    written="model.onnx", fold=False, accepts=accepts, configure=configure,
     options=(Option("--opset", "opset", "ONNX opset to write (default: the newest onnxruntime runs the model at)",
                     type=int, metavar="N"),),
     doc="ONNX re-emitted at the newest opset onnxruntime has CPU kernels for; run with onnxruntime",

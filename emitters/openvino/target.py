@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from translator.registry import Refusal
-from translator.target import Target
+from translator.target import Target, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
@@ -43,18 +43,8 @@ def spell(name: str) -> str:
 
 
 TARGET = Target(
-    name=NAME,
-    title="OpenVINO",
-    emit=codegen.emit,
-    run=runtime.run,
-    save=runtime.save,
-    load=runtime.load,
-    output_ports=runtime.output_ports,
-    suffix="_openvino",
-    written="model",
-    fold=True,
-    accepts=accepts,
-    version=runtime.version,
+    name=NAME, title="OpenVINO", **package_fields(codegen, runtime), suffix="_openvino", written="model",
+    fold=True, accepts=accepts,
     doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
     extra={"spell": spell},
 )

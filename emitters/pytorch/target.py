@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from translator.registry import Refusal
-from translator.target import Target
+from translator.target import Target, package_fields
 
-from .codegen import emit, torch_dtypes, trial
-from .runtime import load, output_ports, run, save, version
+from . import codegen, runtime
+from .codegen import torch_dtypes, trial
 from .registry import NAME
 
 if TYPE_CHECKING:
@@ -61,8 +61,8 @@ def spell(name: str) -> str:
 
 
 TARGET = Target(
-    name=NAME, title="PyTorch", emit=emit, run=run, save=save, load=load, output_ports=output_ports,
-    suffix="_pytorch", written="model", legal_dtypes=legal_dtypes, fold=True, accepts=accepts, version=version,
+    name=NAME, title="PyTorch", **package_fields(codegen, runtime), suffix="_pytorch", written="model",
+    legal_dtypes=legal_dtypes, fold=True, accepts=accepts,
     extra={"spell": spell},
     doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",
 )

@@ -10,7 +10,7 @@ channels-last too (``io_channels_last``).
 """
 from __future__ import annotations
 
-from translator.target import Option, Target
+from translator.target import Option, Target, dist_version, package_fields
 
 from . import codegen, runtime
 from .helpers import accepts, channels_last
@@ -25,9 +25,7 @@ def legal_dtypes(tables: object) -> frozenset[str]:
 
 
 def version() -> str:
-    from importlib import metadata
-
-    return f"tensorflow {metadata.version('tensorflow')}"
+    return dist_version("tensorflow", "tensorflow-cpu")
 
 
 CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",
@@ -38,11 +36,7 @@ CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",
 TARGET = Target(
     name=NAME,
     title="TensorFlow",
-    emit=codegen.emit,
-    run=runtime.run,
-    save=runtime.save,
-    load=runtime.load,
-    output_ports=runtime.output_ports,
+    **package_fields(codegen, runtime),
     suffix="_savedmodel",
     written="saved_model",
     legal_dtypes=legal_dtypes,

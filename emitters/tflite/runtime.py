@@ -96,9 +96,9 @@ def load(path: str | os.PathLike[str], artifact: TFArtifact) -> TFArtifact:
 
 
 def version() -> str:
-    from importlib import metadata
+    from translator.target import dist_version
 
-    return f"tensorflow {metadata.version('tensorflow')} (tf.lite)"
+    return dist_version("tensorflow", "tensorflow-cpu") + " (tf.lite)"
 
 
 __all__ = ["load", "output_ports", "quiet_stderr", "run", "runner", "save", "version"]

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from emitters.tensorflow.helpers import accepts, channels_last
-from emitters.tensorflow.target import CHANNELS_LAST_IO
+import dataclasses
+
+from emitters.tensorflow import target as tensorflow
 from translator.errors import Unsupported
-from translator.target import Option, Target
+from translator.target import Option, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
@@ -46,24 +47,11 @@ ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
                              "(the Flex delegate must then be linked to run the model)",
                              action="store_true", default=False)
 
-TARGET = Target(
-    name=NAME,
-    title="TensorFlow Lite",
-    emit=codegen.emit,
-    run=runtime.run,
-    save=runtime.save,
-    load=runtime.load,
-    output_ports=runtime.output_ports,
-    suffix=".tflite",
-    written="model.tflite",
-    legal_dtypes=legal_dtypes,
-    channels_last=channels_last,
-    fold=True,
-    code_columns=(NAME, "tensorflow"),
-    accepts=accepts,
-    prepare=prepare,
-    options=(CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS),
-    version=runtime.version,
+#: TensorFlow's target (its layout, folding and node check: the same generated module), converted
+TARGET = dataclasses.replace(
+    tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime),
+    suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
+    prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS),
     doc="a .tflite flatbuffer (builtin ops; select TF ops only with --allow-select-tf-ops), "
         "converted from the generated TensorFlow module",
 )
