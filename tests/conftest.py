@@ -128,4 +128,10 @@ def run_nodetests(backend: str, peers: str, tmp_path: Path, timeout: int) -> dic
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "nodetests.py"), "--backend", backend, "--peers", peers,
                         "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
+    keep = os.environ.get("OPBRIDGE_NODETESTS_KEEP")  # a folder: keep each report for the closing figures
+    if keep:
+        import shutil
+
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(out, os.path.join(keep, f"{backend}.json"))
     return json.loads(out.read_text())
