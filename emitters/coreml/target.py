@@ -44,22 +44,10 @@ def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
 
 
 TARGET = Target(
-    name=NAME,
-    title="Core ML",
-    emit=emit,
-    run=run,
-    save=save,
-    load=load,
-    output_ports=output_ports,
-    suffix="_coreml",
-    written="model",
-    legal_dtypes=legal_dtypes,
-    prepare=prepare,
-    configure=configure,
+    name=NAME, title="Core ML", emit=emit, run=run, save=save, load=load, output_ports=output_ports,
+    suffix="_coreml", written="model", legal_dtypes=legal_dtypes, prepare=prepare, configure=configure,
     options=(Option("--target", "deployment_target", "CoreML deployment target (e.g. iOS17)", metavar="TARGET"),),
-    version=version,
-    doc=__doc__ or "",
-    extra={"spell": lambda name: f"mb.{name}("},
+    version=version, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
 )
 
 __all__ = ["TARGET", "legal_dtypes"]
