@@ -106,14 +106,6 @@ def test_weights_are_read_without_pickle_and_stay_float32(tmp_path):
     assert "f16" not in consts and "f32" in consts  # compress_to_fp16=False
 
 
-def test_same_input_gives_byte_identical_files(tmp_path):
-    for name, build in (("cnn", lambda: load_onnx(MODEL)), ("loop", lambda: from_proto(_loop_model()))):
-        a = ovb.save(ovb.emit(build()), tmp_path / f"{name}_a")
-        b = ovb.save(ovb.emit(build()), tmp_path / f"{name}_b")
-        for f in FILES:
-            assert (a / f).read_bytes() == (b / f).read_bytes(), (name, f)
-
-
 def test_save_is_atomic(tmp_path, monkeypatch):
     art = ovb.emit(load_onnx(MODEL))
 

@@ -134,13 +134,6 @@ def test_hostile_tensor_name_stays_data_in_the_generated_source(tmp_path):
     assert compare(tfe.run(art, {HOSTILE: x})[0], np.load(tmp_path / "y.npy"), rtol=1e-5, atol=1e-6).ok
 
 
-def test_same_input_gives_byte_identical_files(tmp_path):
-    for d in ("a", "b"):
-        tfe.write_sources(tfe.emit(load_onnx(MODEL)), tmp_path / d)
-    for f in ("model.py", "weights.npz", "opbridge.json"):
-        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
-
-
 def test_saved_model_is_standalone_and_save_is_atomic(tmp_path, monkeypatch):
     import tensorflow as tf
 

@@ -86,6 +86,15 @@ def test_a_failed_save_leaves_nothing_behind(name, tiny, tmp_path, monkeypatch):
         target.save(art, out)
     monkeypatch.undo()
     assert list(out.parent.iterdir()) == [], "a failed save left files behind"
+    written = Path(target.save(art, out))  # a failed overwrite leaves the previous artifact as it was
+    before = _files(written)
+    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(os, "rename", boom)
+    with pytest.raises(OSError):
+        target.save(art, out)
+    monkeypatch.undo()
+    assert _files(written) == before
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name], "a failed overwrite left files behind"
 
 
 def _structural_only_here(name: str) -> list:

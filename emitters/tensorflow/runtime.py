@@ -178,9 +178,17 @@ def save(artifact: TFArtifact, path: str | os.PathLike[str]) -> Path:
         tf.saved_model.save(mod, str(tmp), signatures={"serving_default": mod.forward})
         normalize_saved_model(tmp)
         write_sources(artifact, tmp / "assets.extra")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        old = out.with_name(f".{out.name}.{os.getpid()}.old")
+        if out.exists():  # set aside, not deleted: a failed rename puts it back
+            os.replace(out, old)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            if old.exists():
+                os.replace(old, out)
+            raise
+        if old.exists():
+            shutil.rmtree(old)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
