@@ -218,3 +218,16 @@ def test_node_tests_pass_1480_with_a_reason_for_every_gap(tmp_path):
     r = run_nodetests("tensorflow", "none", tmp_path, timeout=3600)
     assert r["cases"] >= 1800 and r["counts"]["pass"] >= 1480
     assert all(x["reason"] for x in r["results"] if x["status"] != "pass")
+
+
+@pytest.mark.parametrize("axis", [3, 0, -1])
+def test_flatten_takes_an_axis_equal_to_the_rank(axis):
+    """Flatten's axis lies in [-r, r]: axis r keeps everything in the first dimension (the
+    shared axis normalization once refused it on TensorFlow/TFLite)."""
+    from translator.harness import convert, single_op_model
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    model, feeds = single_op_model("flatten", [x], {"axis": axis})
+    got = tfe.run(convert("tensorflow", model), feeds)[0]
+    lead = int(np.prod(x.shape[:axis if axis >= 0 else axis + x.ndim]))
+    np.testing.assert_array_equal(got, x.reshape(lead, -1))

@@ -72,8 +72,10 @@ def onnx_enum() -> dict[int, str]:
 
 
 def norm_axis(axis: int, rank: int) -> int:
-    """A possibly negative axis in ``[-rank, rank)`` as ``[0, rank)`` (the one copy)."""
+    """A possibly negative axis as a non-negative one (the one copy). ``rank`` itself is let
+    through (Flatten's axis may equal the rank); which axes an op takes is checked when the IR
+    is verified, before any emitter runs."""
     a = int(axis)
-    if not -rank <= a < max(rank, 1):
+    if not -rank <= a <= rank:
         raise ValueError(f"axis {a} out of range for rank {rank}")
     return a + rank if a < 0 else a

@@ -161,22 +161,30 @@ def _into_output(gen: Gen, node: Node, produced: str, call: str, key: str) -> No
         gen.emit(f"{gen.out(node)} = mb.cast(x={var}, dtype={literal(mil_dtype(out.type.dtype))}, name={gen.name(node)})")
 
 
+def _operand(gen: Gen, node: Node, q: str, to_scale: bool) -> tuple[str, str, str]:
+    """(scale dtype, MIL scale/zero-point arguments, the data variable): the data cast to the
+    scale's dtype (quantize) or to its quantized dtype ``q`` (dequantize) when it differs."""
+    x = node.inputs[0]
+    scale_dt = node.inputs[1].type.dtype
+    args = _params(gen, node, scale_dt, q)
+    xv = gen.var(x)
+    want = mil_dtype(scale_dt) if to_scale else q
+    if x.type.dtype != (scale_dt if to_scale else q):
+        t, tn = gen.tmp(node, "x" if to_scale else "q")
+        gen.emit(f"{t} = mb.cast(x={xv}, dtype={literal(want)}, name={tn})")
+        xv = t
+    return scale_dt, args, xv
+
+
 @rule("quantize_linear", check=_quant_check, any_dtype=True)
 def _quantize(gen: Gen, node: Node) -> None:
     """y = saturate(round_half_even(x / scale) + zero_point), divided in the scale's dtype;
     MIL's uint8/int8 result is cast to the legalized output dtype."""
-    x, out = node.inputs[0], node.outputs[0]
-    q = node.meta.get("coreml_qdtype", out.type.dtype)
+    q = node.meta.get("coreml_qdtype", node.outputs[0].type.dtype)
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
         return
-    scale_dt = node.inputs[1].type.dtype
-    args = _params(gen, node, scale_dt, q)
-    xv = gen.var(x)
-    if x.type.dtype != scale_dt:
-        t, tn = gen.tmp(node, "x")
-        gen.emit(f"{t} = mb.cast(x={xv}, dtype={literal(mil_dtype(scale_dt))}, name={tn})")
-        xv = t
+    _, args, xv = _operand(gen, node, q, to_scale=True)
     _into_output(gen, node, q, f"mb.quantize(input={xv}, {args}, output_dtype={literal(q)}", "q")
 
 
@@ -184,18 +192,11 @@ def _quantize(gen: Gen, node: Node) -> None:
 def _dequantize(gen: Gen, node: Node) -> None:
     """y = (x - zero_point) * scale in the scale's dtype; legalized int32 data is cast back to
     its int8/uint8 first (its values are in range: inputs are range-checked at the boundary)."""
-    x = node.inputs[0]
-    q = node.meta.get("coreml_qdtype", x.type.dtype)
+    q = node.meta.get("coreml_qdtype", node.inputs[0].type.dtype)
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
         return
-    scale_dt = node.inputs[1].type.dtype
-    args = _params(gen, node, scale_dt, q)
-    xv = gen.var(x)
-    if x.type.dtype != q:
-        t, tn = gen.tmp(node, "q")
-        gen.emit(f"{t} = mb.cast(x={xv}, dtype={literal(q)}, name={tn})")
-        xv = t
+    scale_dt, args, xv = _operand(gen, node, q, to_scale=False)
     _into_output(gen, node, scale_dt, f"mb.dequantize(input={xv}, {args}", "dq")
 
 
