@@ -169,12 +169,15 @@ def _pool_check(node: Node) -> Refusal | None:
     return None
 
 
+def _pool_window(g: "Gen") -> tuple:
+    """strides, dilations, pads begin/end, auto_pad, kernel and rounding type of a pooling node."""
+    strides, dilations, pb, pe, auto = _window(g, g.rank(0) - 2)
+    return strides, dilations, pb, pe, auto, [int(k) for k in g.a("kernel_shape")], _rounding(g)
+
+
 @rule("average_pool", check=_pool_check)
 def _average_pool(g: "Gen", node: Node) -> None:
-    n = g.rank(0) - 2
-    strides, dilations, pb, pe, auto = _window(g, n)
-    kernel = [int(k) for k in g.a("kernel_shape")]
-    rounding = _rounding(g)
+    strides, dilations, pb, pe, auto, kernel, rounding = _pool_window(g)
     exclude = not bool(int(g.a("count_include_pad")))
     # dilations always spelled out: avg_pool without them crashes compile_model (2026.4)
     g.out(0, f"ops.avg_pool({g.x(0)}, {_args(g, strides, pb, pe, kernel, exclude, rounding, auto, dilations)})")
@@ -182,10 +185,7 @@ def _average_pool(g: "Gen", node: Node) -> None:
 
 @rule("max_pool", check=_pool_check)
 def _max_pool(g: "Gen", node: Node) -> None:
-    n = g.rank(0) - 2
-    strides, dilations, pb, pe, auto = _window(g, n)
-    kernel = [int(k) for k in g.a("kernel_shape")]
-    rounding = _rounding(g)
+    strides, dilations, pb, pe, auto, kernel, rounding = _pool_window(g)
     t = g.let(f"ops.max_pool({g.x(0)}, {_args(g, strides, dilations, pb, pe, kernel, rounding, auto)}, 'i64', 0)")
     g.out(0, f"{t}.output(0)")
     if len(node.outputs) > 1:
