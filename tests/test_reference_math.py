@@ -236,3 +236,18 @@ def test_random_ops_honor_seed_shape_and_dtype():
 @pytest.mark.parametrize("op_id", ["gelu", "mish", "softplus", "selu", "celu", "sigmoid"])
 def test_activations_keep_float16(op_id):
     assert ref(op_id)(arr([-1.0, 0.0, 2.0], np.float16)).dtype == np.float16
+
+
+def test_the_reference_keeps_numpys_runtime_warnings_quiet():
+    """An empty reduction is NaN by the op's semantics, not a warning on the user's terminal
+    (the fuzzer found ``Mean of empty slice`` breaking the one-line error of a refused model)."""
+    import warnings
+
+    from translator import interpreter
+    from translator.harness import single_op_model
+
+    model, feeds = single_op_model("global_average_pool", [np.zeros((1, 2, 0, 3), np.float32)], {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = interpreter.run(model, feeds)[0]
+    assert out.shape == (1, 2, 1, 1) and np.isnan(out).all()

@@ -7,6 +7,7 @@ their decomposition. Subgraph attributes become callables ``body(*inputs)``.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -138,7 +139,10 @@ def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = N
         if v.name not in feeds:
             raise OpbridgeError("bad_model", f"no value fed for input {v.name!r}")
         env[id(v)] = feeds[v.name]
-    with np.errstate(all="ignore"), budget.run_scope():
+    # NaN/Inf and empty reductions are values of the semantics, not news for the user:
+    # NumPy's floating-point flags and its RuntimeWarnings (``Mean of empty slice``) stay quiet
+    with np.errstate(all="ignore"), warnings.catch_warnings(), budget.run_scope():
+        warnings.simplefilter("ignore", RuntimeWarning)
         _run(g, env, trace)
     return _outputs(g, env)
 
