@@ -124,3 +124,20 @@ def test_constants_and_static_shape_subgraphs_are_reported_folded(tmp_path):
         status = {n["op"]: n["status"] for n in b["nodes"]}
         assert status == {"constant": "folded", "shape": "folded", "slice": "folded", "concat": "folded",
                           "reshape": "native"}, (name, status)
+
+
+def test_a_decomposed_node_named_like_a_path_lists_its_ops():
+    """Exported models name nodes like paths (``/blk/shrink``); the plan attributes the ops a
+    decomposition left to the model's node by its meta, not by splitting names on '/'."""
+    from onnx import TensorProto, helper
+
+    from translator.frontends.onnx import from_proto
+    from translator.report import plan_model
+
+    g = helper.make_graph([helper.make_node("Shrink", ["x"], ["y"], name="/blk/shrink", lambd=0.5)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]))
+    (plan,) = plan_model(model, ["openvino"])
+    (node,) = plan.nodes
+    assert node.status == "decomposed" and node.detail == "into add, greater, less, neg, sub, where", node

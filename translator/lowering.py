@@ -23,20 +23,23 @@ from .ir import Graph, Node, TensorType, Value
 from .tables import Op, Tables
 
 if TYPE_CHECKING:
-    from .registry import Refusal
+    from collections.abc import Mapping
+
+    from .registry import Refusal, Rule
 
 MAX_DEPTH = 8
 
 
 # ----------------------------------------------------------------------------- the pipeline's lowering
-def judge(node: Node, ctx: Any, supported: frozenset[str]) -> "Refusal | None":
+def judge(node: Node, ctx: Any, supported: frozenset[str], have: "Mapping[str, Rule]") -> "Refusal | None":
     """Whether ``ctx.target`` emits ``node`` itself: None, or why not (one ``Refusal``).
 
     In order: the op is supported (cell native/composite AND a rule or snippet), the
     library did not reject this node in an earlier attempt, the target-wide check, the
     cell's ``dtypes`` (unless the rule takes any dtype) and ``rank``, the rule's own check.
+    ``supported`` and ``have`` (op id → the target's rule) are computed once per ``lower``.
     """
-    from .registry import Refusal, refusal, rules
+    from .registry import Refusal, refusal
 
     target, tables = ctx.target, ctx.tables
     op = tables.ops.get(node.op)
@@ -57,18 +60,17 @@ def judge(node: Node, ctx: Any, supported: frozenset[str]) -> "Refusal | None":
         why = refusal(target.accepts(node, ctx))
         if why is not None:
             return why
-    rule = rules(target.columns).get(node.op)
+    rule = have.get(node.op)
     cell = op.backends.get(target.name)
     if cell is None:  # a target with its own notion of support and no column in the table
         return refusal(rule.check(node)) if rule is not None and rule.check is not None else None
+    first = next((v for v in node.inputs if v is not None), None)
     if cell.dtypes is not None and not (rule is not None and rule.any_dtype):
         allowed = tables.expand_dtypes(cell.dtypes)
-        first = next((v for v in node.inputs if v is not None), None)
         if first is not None and first.type.dtype is not None and first.type.dtype not in allowed:
             return Refusal("unsupported_dtype",
                            f"{target.name} {cell.name} takes {', '.join(allowed)}; the input is {first.type.dtype}")
     if cell.rank is not None:
-        first = next((v for v in node.inputs if v is not None), None)
         r = first.type.rank if first is not None else None
         lo, hi = cell.rank.get("min"), cell.rank.get("max")
         if r is not None and ((lo is not None and r < lo) or (hi is not None and r > hi)):
@@ -83,27 +85,30 @@ def lower(graph: Graph, ctx: Any) -> None:
     """Rewrite ``graph`` (and its subgraphs) so that ``ctx.target`` emits every node itself:
     native where ``judge`` says so, else the op's table decomposition where it applies, else a
     refusal (raised, or collected in ``ctx.refusals`` by ``pipeline.plan``)."""
+    from .registry import rules
     from .registry import supported as supported_ops
 
     own = ctx.target.extra.get("supports") if ctx.target.extra else None
     supported = own(ctx.tables) if own is not None else supported_ops(ctx.target, ctx.tables)
+    have = rules(ctx.target.columns)
     with gc_paused():
-        _lower_in(graph, ctx, supported)
+        _lower_in(graph, ctx, supported, have)
 
 
-def _lower_in(graph: Graph, ctx: Any, supported: frozenset[str]) -> None:
+def _lower_in(graph: Graph, ctx: Any, supported: frozenset[str], have: "Mapping[str, Rule]") -> None:
     for node in list(graph.nodes):
         for sub in node.subgraphs():
-            _lower_in(sub, ctx, supported)
-    _lower_list(graph, list(graph.nodes), ctx, supported, 0)
+            _lower_in(sub, ctx, supported, have)
+    _lower_list(graph, list(graph.nodes), ctx, supported, have, 0)
 
 
-def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[str], depth: int) -> None:
+def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[str], have: "Mapping[str, Rule]",
+                depth: int) -> None:
     from .registry import Refusal
 
     tables, name = ctx.tables, ctx.target.name
     for node in nodes:
-        why = judge(node, ctx, supported)
+        why = judge(node, ctx, supported, have)
         if why is None:
             ctx.how.setdefault(node.name, "native")
             continue
@@ -126,7 +131,7 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
         ctx.decomposed.append((node.name, node.op))
         ctx.how[node.name] = "decomposed"
         _settle(graph, new_nodes, ctx)
-        _lower_list(graph, new_nodes, ctx, supported, depth + 1)
+        _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
 
 
 def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
@@ -267,6 +272,7 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
         new = graph.add_node(step.op, vals, step_attrs, outputs=[f"{node.name}_{o}" for o in step.outs],
                              name=f"{node.name}/{step.op}{i}", before=node)
         new.meta["decomposed_from"] = node.op
+        new.meta["decomposed_root"] = node.meta.get("decomposed_root", node.name)  # the model's node it replaces
         inserted.append(new)
         for o, v in zip(step.outs, new.outputs):
             env[o] = v

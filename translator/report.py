@@ -14,10 +14,9 @@ every string escaped, sortable and filterable with a few lines of inline script)
 from __future__ import annotations
 
 import html
-import importlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .constants import API_KEYS, API_TITLES
 from .errors import OpbridgeError
@@ -88,11 +87,10 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             continue
         lowered = list(ctx.model.graph.walk()) if ctx.model is not None else []
         final_dtype = {n.name: (n.outputs[0].type.dtype if n.outputs else None) for n in lowered}
-        inserted: dict[str, list[str]] = {}
+        inserted: dict[str, list[str]] = {}  # model node name → the ops its decomposition left
         for n in lowered:
-            root = n.name.split("/", 1)[0]
-            if "/" in n.name:
-                inserted.setdefault(root, []).append(n.op)
+            if "decomposed_root" in n.meta:
+                inserted.setdefault(n.meta["decomposed_root"], []).append(n.op)
         bp = BackendPlan(b)
         for node in order:
             first = next((v for v in node.inputs if v is not None), None)
