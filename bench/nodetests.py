@@ -30,7 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.harness import backends, classify  # noqa: E402
+from translator.harness import classify  # noqa: E402
+from translator.target import names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers._common import ATOL, RTOL, as_value, check_outputs, feeds_for  # noqa: E402,F401
@@ -107,7 +108,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", required=True, choices=backends())
+    ap.add_argument("--backend", required=True, choices=names())
     ap.add_argument("--json", dest="json_out")
     ap.add_argument("--cases", help="regex on case names")
     ap.add_argument("--limit", type=int)

@@ -129,9 +129,9 @@ LIMIT = 12.0  # time(100k) / time(10k); linear growth is 10
 
 def available_backends() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from translator.harness import backends
+    from translator.target import names
 
-    return backends(include_reference=False)
+    return names(include_reference=False)
 
 
 def main() -> int:

@@ -12,10 +12,9 @@ import difflib
 import json
 from typing import Any, Iterable
 
-from .constants import loose
+from .index import build_index, cell_dict, thaw
 from .quick import NotFound, backend_key
-from .index import build_index, cell_dict, op_dict, thaw  # noqa: F401 - re-exported
-from .tables import API_KEYS, API_TITLES, Cell, DType, Op, Tables, load_tables
+from .tables import API_KEYS, API_TITLES, DType, Tables, load_tables
 
 __all__ = ["NotFound", "build_index", "query", "dtype_query", "list_ops", "backends_summary"]
 

@@ -19,12 +19,12 @@ def _out(args: "argparse.Namespace", text: str) -> None:
 def cmd_check(args: "argparse.Namespace") -> int:
     from .check import check_model, load_inputs, model_loader, report_json
     from .errors import OpbridgeError
-    from .harness import backends as known
+    from .target import names
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in backends if b not in known()]
+    unknown = [b for b in backends if b not in names()]
     if unknown:
-        raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(known())})")
+        raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(names())})")
     try:
         build = model_loader(args.model)
         feeds = load_inputs(args.inputs) if args.inputs else None
@@ -101,9 +101,9 @@ def cmd_report(args: "argparse.Namespace") -> int:
         return 0
     if not args.model:
         raise UserError("give a MODEL, or --table for the whole operator table")
-    from .harness import backends as known
+    from .target import names
 
-    targets = known(include_reference=False)
+    targets = names(include_reference=False)
     backends = [b.strip() for b in args.backends.split(",")] if args.backends else targets
     bad = [b for b in backends if b not in targets]
     if bad:
@@ -132,8 +132,10 @@ def cmd_report(args: "argparse.Namespace") -> int:
     return 0
 
 
-def register(sub: "Any", add: "Callable[..., Any]") -> None:
-    register_convert(sub, add)
+def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True) -> None:
+    """``target_options``: add every target's own ``convert`` options (importing each backend
+    package); the CLI asks for them only when the command is ``convert``."""
+    register_convert(sub, add, target_options)
     r = add("report", cmd_report, "pre-flight compatibility of a model on every backend, or of the whole table")
     r.add_argument("model", nargs="?")
     r.add_argument("--table", action="store_true", help="the operator x API matrix instead of a model")
@@ -145,14 +147,6 @@ def register(sub: "Any", add: "Callable[..., Any]") -> None:
     c.add_argument("--backends", default="numpy,onnx", help="comma-separated (default: numpy,onnx)")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
     c.add_argument("--quiet", "-q", action="store_true")
-
-
-def _save(target: "Any", artifact: "Any", path: "str") -> "str":
-    """The target's atomic ``save(artifact, path)``; the written path."""
-    from pathlib import Path
-
-    out = target.save(artifact, Path(path))
-    return str(out if out is not None else path)
 
 
 def _target_options() -> "dict[str, tuple[Any, list[str]]]":
@@ -237,12 +231,11 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     from .check import check_model, load_inputs, model_loader, report_json
     from .terminal import internal_error_line, safe
     from .errors import OpbridgeError
-    from .harness import backends as known
     from .harness import classify
     from .pipeline import compile
-    from .target import get
+    from .target import get, names
 
-    every = known(include_reference=False)
+    every = names(include_reference=False)
     targets = [t.strip() for t in args.to.split(",") if t.strip()]
     if targets == ["all"]:
         targets = every
@@ -283,7 +276,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
-                saved = _save(target, artifact, str(staged[t]))
+                saved = str(target.save(artifact, staged[t]))  # atomic; the written path
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 if target.version is not None:
                     rec["library"] = target.version()
@@ -373,7 +366,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     return worst
 
 
-def register_convert(sub: "Any", add: "Callable[..., Any]") -> None:
+def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool = True) -> None:
     c = add("convert", cmd_convert, "convert a model to one or more backends, optionally checking the outputs")
     c.add_argument("model")
     from .target import names
@@ -385,7 +378,7 @@ def register_convert(sub: "Any", add: "Callable[..., Any]") -> None:
                    help="run source and target on the same inputs and compare (default)")
     g.add_argument("--no-check", dest="check", action="store_false")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
-    for flag, (o, owners) in _target_options().items():  # each target's own options (Target.options)
+    for flag, (o, owners) in (_target_options() if target_options else {}).items():  # Target.options
         kw: dict = {"dest": o.dest, "help": f"{', '.join(owners)}: {o.help}"}
         if o.action:
             kw["action"] = o.action

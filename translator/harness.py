@@ -17,13 +17,6 @@ from .errors import OpbridgeError
 DEFAULT_TOL = {"rtol": 1e-3, "atol": 1e-5}
 
 
-def backends(include_reference: bool = True) -> list[str]:
-    """Every discovered target's name (the NumPy reference first)."""
-    from .target import names
-
-    return names(include_reference)
-
-
 def convert(name: str, model: Any, **options: Any) -> Any:
     """``model`` → the artifact of target ``name`` (the one pipeline; ``model`` is not changed)."""
     from .pipeline import compile

@@ -24,11 +24,11 @@ node instead of raised (``opbridge report``): it cannot disagree with ``convert`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .errors import OpbridgeError, Unsupported
-from .gcpause import gc_paused, paused_gc  # noqa: F401 - re-exported (emitters, frontend, lowering)
+from .errors import Unsupported
+from .gcpause import gc_paused
 from .ir import Graph, Model
 from .passes import verify
 from .target import Compilation
@@ -164,5 +164,4 @@ def plan(model: Model, target: "Target | str", tables: "Tables | None" = None, *
     return ctx
 
 
-__all__ = ["Compilation", "Compiled", "Rejected", "compile", "plan", "prepare", "fold", "legalize",
-           "OpbridgeError"]
+__all__ = ["Compilation", "Compiled", "Rejected", "compile", "plan", "prepare", "fold", "legalize"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -135,13 +135,22 @@ class Compilation:
             if m not in self.warnings:
                 self.warnings.append(m)
 
-    @property
+    @cached_property
     def legal(self) -> frozenset[str] | None:
-        if "_legal" not in self.__dict__:
-            fn = self.target.legal_dtypes
-            self.__dict__["_legal"] = fn(self.tables) if fn is not None else None
-        return self.__dict__["_legal"]
+        """The target's legal dtypes (None: it takes every dtype), computed once per compile."""
+        fn = self.target.legal_dtypes
+        return fn(self.tables) if fn is not None else None
 
+
+def column_dtypes(api: str) -> Callable[["Tables"], frozenset[str]]:
+    """``Target.legal_dtypes`` of a backend whose ``dtypes.yaml`` column says what it computes in."""
+
+    def legal(tables: "Tables") -> frozenset[str]:
+        from .passes.legalize_dtypes import backend_dtypes
+
+        return backend_dtypes(api, tables)
+
+    return legal
 
 
 def dist_version(*distributions: str) -> str:

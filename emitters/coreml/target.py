@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.target import Option, Target
+from translator.target import Option, Target, column_dtypes
 
 from .codegen import emit as generate
 from .mil import DEFAULT_TARGET, CoreMLArtifact, deployment_target
@@ -25,14 +25,10 @@ from .runtime import load, output_ports, package, run, save, version
 if TYPE_CHECKING:
     from translator.ir import Model
     from translator.pipeline import Compilation
-    from translator.tables import Tables
 
 
-def legal_dtypes(tables: "Tables") -> frozenset[str]:
-    """The dtypes MIL programs compute in: the native cells of the coreml column of dtypes.yaml."""
-    from translator.passes.legalize_dtypes import backend_dtypes
-
-    return backend_dtypes(NAME, tables)
+#: the dtypes MIL programs compute in: the native cells of the coreml column of dtypes.yaml
+legal_dtypes = column_dtypes(NAME)
 
 
 def configure(model: "Model", ctx: "Compilation") -> None:

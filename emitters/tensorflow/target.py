@@ -10,18 +10,11 @@ channels-last too (``io_channels_last``).
 """
 from __future__ import annotations
 
-from translator.target import Option, Target, dist_version, package_fields
+from translator.target import Option, Target, column_dtypes, dist_version, package_fields
 
 from . import codegen, runtime
 from .helpers import accepts, channels_last
 from .registry import NAME
-
-
-def legal_dtypes(tables: object) -> frozenset[str]:
-    """The dtypes TensorFlow computes in: the tensorflow column of dtypes.yaml."""
-    from translator.passes.legalize_dtypes import backend_dtypes
-
-    return backend_dtypes(NAME, tables)  # type: ignore[arg-type]
 
 
 def version() -> str:
@@ -29,7 +22,7 @@ def version() -> str:
 
 
 CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",
-                          "tensorflow/tflite: rank >= 3 inputs and outputs channels-last (NHWC); "
+                          "rank >= 3 inputs and outputs channels-last (NHWC); "
                           "the layout pass then needs no transposes at the boundary",
                           action="store_true", default=False)
 
@@ -39,7 +32,7 @@ TARGET = Target(
     **package_fields(codegen, runtime),
     suffix="_savedmodel",
     written="saved_model",
-    legal_dtypes=legal_dtypes,
+    legal_dtypes=column_dtypes(NAME),
     channels_last=channels_last,
     fold=True,
     accepts=accepts,

@@ -17,17 +17,14 @@ import dataclasses
 
 from emitters.tensorflow import target as tensorflow
 from translator.errors import Unsupported
-from translator.target import Option, package_fields
+from translator.target import Option, column_dtypes, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
 
 
-def legal_dtypes(tables: Any) -> frozenset[str]:
-    """The dtypes TFLite builtins compute in: the tflite column of dtypes.yaml."""
-    from translator.passes.legalize_dtypes import backend_dtypes
-
-    return backend_dtypes(NAME, tables)
+#: the dtypes TFLite builtins compute in: the tflite column of dtypes.yaml
+legal_dtypes = column_dtypes(NAME)
 
 
 def prepare(model: Any, ctx: Any) -> None:
@@ -43,7 +40,7 @@ def prepare(model: Any, ctx: Any) -> None:
 
 
 ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
-                             "tflite: let the converter keep TensorFlow ops it has no builtin for "
+                             "let the converter keep TensorFlow ops it has no builtin for "
                              "(the Flex delegate must then be linked to run the model)",
                              action="store_true", default=False)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
