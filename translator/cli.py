@@ -164,7 +164,9 @@ def cmd_backends(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """``argv`` (when known) lets commands other than ``convert`` skip importing every backend
+    package for the targets' own ``convert`` options."""
     import argparse
 
     p = argparse.ArgumentParser(prog="opbridge", description="Cross-backend operator tables and model translation.")
@@ -190,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--missing", action="store_true", help="only ops the backend has no native name for")
     add("backends", cmd_backends, "the APIs in the tables and their coverage")
     for extra in _extra_commands():
-        extra(sub, add)
+        extra(sub, add, target_options=argv is None or list(argv[:1]) == ["convert"])
     return p
 
 
@@ -294,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     is filtered of native log lines; a caller passing ``argv`` keeps its own)."""
     from_console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _quick_parse(argv) or build_parser().parse_args(argv)
+    args = _quick_parse(argv) or build_parser(argv).parse_args(argv)
     from .quick import NotFound
 
     verbose = bool(getattr(args, "verbose", False))
