@@ -20,8 +20,10 @@ _VERIFIED: dict = {}
 @pytest.fixture
 def record_verified():
     """Record a passing (op, backend, dtype) cell; written to verified.json at the end."""
-    def rec(op_id: str, backend: str, dtype: str, how: str) -> None:
-        cell = _VERIFIED.setdefault(op_id, {}).setdefault(backend, {"status": how, "dtypes": [], "by": "tests/test_ops.py"})
+    def rec(op_id: str, backend: str, dtype: str, how: str, by: str = "tests/test_ops.py", evidence: str = "") -> None:
+        cell = _VERIFIED.setdefault(op_id, {}).setdefault(backend, {"status": how, "dtypes": [], "by": by})
+        if evidence:  # the runtime and version that ran it (execution proofs of the non-target APIs)
+            cell["runtime"] = evidence
         if how == "structural":  # some dtype only built and saved: the cell claims no more than that
             cell["status"] = how
         if dtype not in cell["dtypes"]:
@@ -69,6 +71,8 @@ def _merge_verified() -> None:
         for op_id, cells in json.loads(f.read_text()).items():
             for backend, cell in cells.items():
                 m = merged.setdefault(op_id, {}).setdefault(backend, {"status": cell["status"], "dtypes": [], "by": cell["by"]})
+                if cell.get("runtime"):
+                    m["runtime"] = cell["runtime"]
                 m["dtypes"] = sorted(set(m["dtypes"]) | set(cell["dtypes"]))
                 if cell["status"] == "structural":
                     m["status"] = "structural"

@@ -16,14 +16,12 @@ import os
 import numpy as np
 import pytest
 
-from translator import reference
 from translator import target as targets
-from translator.dtypes import numpy_dtype
 from translator.errors import Unsupported
 from translator.harness import compare, single_op_model
 from translator.pipeline import compile
 from translator.registry import supported
-from translator.samples import sample
+from translator.samples import evaluated, kinds, tolerance
 from translator.tables import load_tables
 from translator.target import names
 
@@ -59,47 +57,13 @@ SUPPORTED = {b: _supported(b) for b in BACKENDS}
 
 
 def _kinds(op) -> list:
-    """The dtypes to sample the op at: its sample's fixed first-input dtype, else float32 (and
-    float16) / int32 / bool from the first input's type constraint."""
-    if op.signature is None or not op.signature.inputs:
-        return []
-    fixed = (op.sample or {}).get("inputs") or [None]
-    if fixed[0] is not None and "dtype" in fixed[0]:
-        return [np.dtype(numpy_dtype(fixed[0]["dtype"]))]
-    first = op.signature.inputs[0]
-    allowed = set(TABLES.expand_dtypes(op.signature.types.get(first.type, (first.type,))))
-    out = []
-    if "float32" in allowed:
-        out.append(np.float32)
-        if "float16" in allowed:
-            out.append(np.float16)
-    elif "int32" in allowed:
-        out.append(np.int32)
-    elif allowed == {"bool"}:
-        out.append(np.bool_)
-    return out
+    return kinds(op, TABLES)
 
 
 def _evaluated(op, dt):
-    """``(sample, expected outputs)``, or None when the sampler has no sample for the op at ``dt``.
-
-    Raises when the sample does not fit the op (the reference rejects it): a broken sample
-    is reported by ``test_every_sample_fits_its_op``, never dropped."""
-    fn = reference.get(op.id)
-    if fn is None:
-        return None
-    smp = sample(op, dt)
-    if smp is None:
-        return None
-    with np.errstate(all="ignore"):
-        out = fn(*smp.inputs, **smp.attrs)
-    outs = out if isinstance(out, tuple) else (out,)
-    if smp.outputs is not None:
-        outs = outs[: smp.outputs]
-    bad = [type(o).__name__ for o in outs if not isinstance(o, np.ndarray)]
-    if bad:
-        raise TypeError(f"the reference returned {', '.join(bad)} where tensors are compared")
-    return smp, outs
+    """``(sample, expected outputs)`` (``samples.evaluated``); raises when the sample does not fit
+    the op: a broken sample is reported by ``test_every_sample_fits_its_op``, never dropped."""
+    return evaluated(op, dt)
 
 
 #: (op id, dtype, error) of every sample the reference could not evaluate (undeclared ops only)
@@ -148,12 +112,7 @@ CASES = list(_cases())
 
 
 def _tolerance(op, dtype: str) -> dict:
-    tol = {"rtol": 1e-3, "atol": 1e-5}
-    if dtype == "float16":
-        tol = {"rtol": 2e-2, "atol": 2e-3}
-    if op.tolerance:
-        tol.update({k: float(v) for k, v in op.tolerance.items() if k in ("rtol", "atol")})
-    return tol
+    return tolerance(op, dtype)
 
 
 @pytest.mark.parametrize("op_id, backend, dtype, smp, expected", CASES)

@@ -130,3 +130,61 @@ def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
         if a.required and a.name not in attrs:
             return None
     return Sample(inputs, attrs)
+
+
+# ----------------------------------------------------------------------------- cases from the table
+def kinds(op: Op, tables: Any) -> list:
+    """The dtypes to sample ``op`` at: its sample's fixed first-input dtype, else float32 (and
+    float16) / int32 / bool from the first input's type constraint (the generated tests'
+    rule: tests/test_ops.py and tests/test_proofs.py)."""
+    from .dtypes import numpy_dtype
+
+    if op.signature is None or not op.signature.inputs:
+        return []
+    fixed = (op.sample or {}).get("inputs") or [None]
+    if fixed[0] is not None and "dtype" in fixed[0]:
+        return [np.dtype(numpy_dtype(fixed[0]["dtype"]))]
+    first = op.signature.inputs[0]
+    allowed = set(tables.expand_dtypes(op.signature.types.get(first.type, (first.type,))))
+    out: list = []
+    if "float32" in allowed:
+        out.append(np.float32)
+        if "float16" in allowed:
+            out.append(np.float16)
+    elif "int32" in allowed:
+        out.append(np.int32)
+    elif allowed == {"bool"}:
+        out.append(np.bool_)
+    return out
+
+
+def evaluated(op: Op, dt: Any) -> "tuple[Sample, tuple[np.ndarray, ...]] | None":
+    """``(sample, expected outputs)`` from the op's NumPy reference, or None when the sampler
+    has no sample for the op at ``dt``. Raises when the sample does not fit the op."""
+    from . import reference
+
+    fn = reference.get(op.id)
+    if fn is None:
+        return None
+    smp = sample(op, dt)
+    if smp is None:
+        return None
+    with np.errstate(all="ignore"):
+        out = fn(*smp.inputs, **smp.attrs)
+    outs = out if isinstance(out, tuple) else (out,)
+    if smp.outputs is not None:
+        outs = outs[: smp.outputs]
+    bad = [type(o).__name__ for o in outs if not isinstance(o, np.ndarray)]
+    if bad:
+        raise TypeError(f"the reference returned {', '.join(bad)} where tensors are compared")
+    return smp, tuple(outs)
+
+
+def tolerance(op: Op, dtype: str) -> dict:
+    """The comparison of a generated case: 1e-3/1e-5 (float16: 2e-2/2e-3), or the op's own."""
+    tol = {"rtol": 1e-3, "atol": 1e-5}
+    if dtype == "float16":
+        tol = {"rtol": 2e-2, "atol": 2e-3}
+    if op.tolerance:
+        tol.update({k: float(v) for k, v in op.tolerance.items() if k in ("rtol", "atol")})
+    return tol

@@ -30,7 +30,7 @@ __all__ = [
 
 from .constants import API_KEYS, API_TITLES  # noqa: E402  (re-exported)
 
-STATUSES = ("native", "composite", "unavailable")
+STATUSES = ("native", "composite", "unavailable", "unknown")  # unknown: said in the cell (notes: why)
 BROADCAST_KINDS = ("multidirectional", "unidirectional", "none")
 ATTR_TYPES = ("int", "float", "string", "ints", "floats", "strings", "tensor", "graph", "dtype", "bool")
 DTYPE_KINDS = ("bool", "uint", "int", "float", "complex", "string")
@@ -61,7 +61,7 @@ TRAITS = MappingProxyType({
 #: value domains of sampled inputs (``translator/samples.py``)
 SAMPLE_DOMAINS = ("any", "pos", "unit", "ge1", "nonzero", "small", "bool", "lo", "hi", "scale", "sparse")
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_SOURCE_RE = re.compile(r"^(seed:00[0-4]|introspect:[\w.+-]+( [\w.+-]+)?|doc:https?://\S+|execution:\w+)$")
+_SOURCE_RE = re.compile(r"^(seed:00[0-4]|introspect:[\w.+-]+( [\w.+-]+)?|doc:https?://\S+|execution:[\w.+-]+( [\w.+-]+)?)$")
 
 
 # --------------------------------------------------------------------------- dataclasses
@@ -324,6 +324,8 @@ def _parse_cell(ctx: _Ctx, node: Any, where: str, api: str, dtype_names: set[str
     names = ctx.strlist(node, "name", where)
     if status == "native" and not names:
         raise ctx.fail(node, where, "a native cell needs a 'name'")
+    if status == "unknown" and not ctx.text(node, "notes", where):
+        raise ctx.fail(node, where, "an unknown cell says why in 'notes' (e.g. no public source answers)", key="notes")
     sources = ctx.strlist(node, "source", where)
     if not sources:
         raise ctx.fail(node, where, "'source' is empty", key="source")
