@@ -33,7 +33,10 @@ def record_verified():
 
 
 def _verified_dir() -> Path:
-    return ROOT / ".pytest_cache" / "verified"
+    """This run's record folder (one per controller process: two runs at once never mix records;
+    xdist workers are the controller's children)."""
+    run = os.getpid() if os.environ.get("PYTEST_XDIST_WORKER") is None else os.getppid()
+    return ROOT / ".pytest_cache" / "verified" / str(run)
 
 
 def pytest_sessionstart(session):
@@ -43,6 +46,10 @@ def pytest_sessionstart(session):
         import shutil
 
         shutil.rmtree(_verified_dir(), ignore_errors=True)
+        d = _verified_dir().parent  # folders of runs whose controller is gone
+        for old in d.glob("*") if d.is_dir() else ():
+            if old.name.isdigit() and not Path(f"/proc/{old.name}").exists():
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -77,6 +84,9 @@ def _merge_verified() -> None:
                 if cell["status"] == "structural":
                     m["status"] = "structural"
         f.unlink()
+    import shutil
+
+    shutil.rmtree(d, ignore_errors=True)
     if merged:
         out = ROOT / "verified.json"
         # a run of some backends (OPBRIDGE_TEST_BACKENDS=...) replaces only those backends' records
@@ -90,7 +100,7 @@ def _merge_verified() -> None:
                 if backend not in ran:
                     merged.setdefault(op_id, {})[backend] = cell
         ordered = {k: dict(sorted(v.items())) for k, v in sorted(merged.items())}
-        tmp = out.with_suffix(".json.tmp")
+        tmp = out.with_suffix(f".json.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(ordered, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, out)
 
