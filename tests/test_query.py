@@ -116,3 +116,99 @@ def test_query_path_imports_no_heavy_framework():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+def _table_copy(tmp_path: Path) -> dict:
+    """optable.yaml, dtypes.yaml and verified.json copied to tmp_path, and the environment that points opbridge there."""
+    import os
+    import shutil
+
+    for f in ("optable.yaml", "dtypes.yaml", "verified.json"):
+        shutil.copy(ROOT / f, tmp_path / f)
+    env = dict(os.environ, OPBRIDGE_OPTABLE=str(tmp_path / "optable.yaml"), OPBRIDGE_DTYPES=str(tmp_path / "dtypes.yaml"),
+               OPBRIDGE_VERIFIED=str(tmp_path / "verified.json"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return env
+
+
+def _setcells():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("setcells", ROOT / "tools" / "setcells.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_unknown_cell_says_so_on_one_line(tmp_path):
+    """A cell nobody mapped says 'not yet mapped'; a cell marked unknown gives its reason —
+    never an empty answer."""
+    env = _table_copy(tmp_path)
+    cells = tmp_path / "cells.yaml"
+    cells.write_text("abs:\n  cntk: null\nrelu:\n  cntk: {status: unknown, notes: 'no public source lists it', source: seed:000}\n")
+    _setcells().apply(cells, optable=tmp_path / "optable.yaml")
+
+    def q(*a):
+        return subprocess.run([sys.executable, "-m", "translator.cli", "query", *a], capture_output=True, text=True,
+                              cwd=ROOT, env=env)
+
+    r = q("abs", "--backend", "cntk")
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "  CNTK: unknown — not yet mapped (no cell in optable.yaml)"
+    r = q("relu", "--backend", "cntk")
+    assert r.stdout.strip().splitlines()[-1] == "  CNTK: unknown — no public source lists it"
+    r = q("relu", "--backend", "cntk", "--backend", "onnx")  # with a known cell: rows of one table
+    assert "CNTK     unknown" in r.stdout and "no public source lists it" in r.stdout
+
+
+def test_unknown_status_needs_its_reason(tmp_path):
+    from translator.constants import TableError
+
+    _table_copy(tmp_path)
+    cells = tmp_path / "cells.yaml"
+    cells.write_text("relu:\n  cntk: {status: unknown, source: seed:000}\n")
+    before = (tmp_path / "optable.yaml").read_bytes()
+    with pytest.raises(TableError, match="notes"):
+        _setcells().apply(cells, optable=tmp_path / "optable.yaml")
+    assert (tmp_path / "optable.yaml").read_bytes() == before  # nothing written
+
+
+def test_setcells_rewrites_only_its_cells(tmp_path):
+    """Writing a cell changes its lines only; writing it again changes nothing."""
+    _table_copy(tmp_path)
+    path = tmp_path / "optable.yaml"
+    sc = _setcells()
+    (tmp_path / "none.yaml").write_text("gelu:\n  stablehlo: null\n")
+    sc.apply(tmp_path / "none.yaml", optable=path)
+    before = path.read_text().splitlines()
+    cells = tmp_path / "cells.yaml"
+    cells.write_text("gelu:\n  stablehlo: {status: composite, name: [stablehlo.erf], notes: 'x/2 (1 + erf(x/sqrt 2))', "
+                     "source: 'doc:https://openxla.org/stablehlo/spec#erf'}\n"
+                     "  _errata:\n  - {field: backends.stablehlo, seed: '?', verified: composite, note: test, source: seed:000}\n")
+    sc.apply(cells, optable=path)
+    once = path.read_text()
+    sc.apply(cells, optable=path)
+    assert path.read_text() == once
+    import difflib
+
+    added = [ln for ln in difflib.ndiff(before, once.splitlines()) if ln.startswith(("+ ", "- "))]
+    assert all(ln.startswith("+ ") for ln in added) and len(added) == 12, added
+    from translator.tables import load_tables
+
+    t = load_tables(path, use_cache=False)
+    assert t.ops["gelu"].backends["stablehlo"].names == ("stablehlo.erf",)
+    assert list(t.ops["gelu"].backends).index("stablehlo") < list(t.ops["gelu"].backends).index("numpy")
+
+
+def test_query_index_follows_verified_json(tmp_path):
+    """The cached index is keyed by the files' stamps: a new verified.json shows at once."""
+    env = _table_copy(tmp_path)
+    v = json.loads((tmp_path / "verified.json").read_text())
+    v.setdefault("abs", {})["cntk"] = {"status": "numeric", "dtypes": ["float32"], "by": "test"}
+
+    def q():
+        r = subprocess.run([sys.executable, "-m", "translator.cli", "query", "abs", "--json"], capture_output=True,
+                           text=True, cwd=ROOT, env=env)
+        return json.loads(r.stdout)["matches"][0]["verified"]
+
+    assert "cntk" not in q()
+    (tmp_path / "verified.json").write_text(json.dumps(v))
+    assert q()["cntk"]["status"] == "numeric"

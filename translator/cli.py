@@ -70,6 +70,12 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
         out(f"  decomposition: {dec.get('comment') or ''}")
     ver = d.get("verified", {})
     rows = []
+    unknown = [(a, "not yet mapped (no cell in optable.yaml)") for a in d.get("unmapped", [])]
+    unknown += [(a, c.get("notes") or "no public source") for a, c in d["backends"].items() if c["status"] == "unknown"]
+    if unknown and len(unknown) == len(d["backends"]) + len(d.get("unmapped", [])):
+        for api, why in sorted(unknown, key=lambda x: list(API_TITLES).index(x[0])):  # one line each
+            out(f"  {API_TITLES[api]}: unknown — {why}".replace("\n", " "))
+        return
     for api, c in d["backends"].items():
         name = c.get("name", "")
         name = ", ".join(name) if isinstance(name, list) else name
@@ -77,10 +83,10 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
         src = c.get("source")
         src = ", ".join(src) if isinstance(src, list) else src
         rows.append([API_TITLES[api], c["status"], name or "-", _cell_detail(c), v or "-", src or ""])
-    if rows:
-        out(_table(rows, ["backend", "status", "name", "attributes / constraints / notes", "executed", "source"]))
-    else:
-        out("  (no backend cells for the selected backends)")
+    for api in d.get("unmapped", []):
+        rows.append([API_TITLES[api], "unknown", "-", "not yet mapped (no cell in optable.yaml)", "-", ""])
+    rows.sort(key=lambda r: [API_TITLES[a] for a in API_TITLES].index(r[0]))
+    out(_table(rows, ["backend", "status", "name", "attributes / constraints / notes", "executed", "source"]))
 
 
 def cmd_query(args: argparse.Namespace) -> int:

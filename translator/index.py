@@ -1,7 +1,7 @@
 """The plain-data query index: every op as JSON-able data plus the spelling → op maps.
 
 Built from the validated tables by ``build_index`` and cached as JSON by
-``quick.load_index`` (the fast ``opbridge query`` path reads only that JSON).
+``quick.load_index`` (the fast ``opbridge query`` path reads only those JSON files).
 """
 from __future__ import annotations
 
@@ -53,8 +53,9 @@ def thaw(v: Any) -> Any:
     return v
 
 
-def build_index(tables: Tables) -> dict[str, Any]:
-    """Plain-data lookup index (cached as JSON by ``quick.load_index``)."""
+def build_index(tables: Tables, verified: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Plain-data lookup index (cached as JSON by ``quick.load_index``); with ``verified``
+    (verified.json), each op carries its own verified-by-execution record."""
     exact: dict[str, list[list[str]]] = {}
     loose_: dict[str, list[list[str]]] = {}
     tail: dict[str, list[list[str]]] = {}
@@ -76,4 +77,6 @@ def build_index(tables: Tables) -> dict[str, Any]:
                 put(loose_, loose(n), op.id, api)
                 if "." in n:
                     put(tail, n.rsplit(".", 1)[1].lower(), op.id, api)
-    return {"ops": {op.id: op_dict(op) for op in tables.ops.values()}, "exact": exact, "loose": loose_, "tail": tail}
+    ops = {op.id: op_dict(op, verified=(verified or {}).get(op.id, {}) if verified is not None else None)
+           for op in tables.ops.values()}
+    return {"ops": ops, "exact": exact, "loose": loose_, "tail": tail}

@@ -1,21 +1,24 @@
-"""The fast path of ``opbridge query``: a lookup index cached as JSON by the tables' hash.
+"""The fast path of ``opbridge query``: a lookup index cached as JSON, one file per op.
 
-A cold ``opbridge query`` must cost a few times ``python -c pass``, so this module
-imports only ``json``, ``hashlib`` and ``os``. The index (every op as plain data plus
-the spelling → op maps) is built by ``index.build_index`` from the validated tables
-on a cache miss, and read back on every later call while both YAML files hash the same.
+A cold ``opbridge query`` must cost a few times ``python -c pass`` however large the
+tables grow, so this module imports only ``json``, ``os`` and ``zlib``, and a query reads
+two small files: the spelling → op maps (``spell.json``) and the one op it answers
+(``ops/<id>.json``, the op as plain data with its verified-by-execution record). The
+index is built by ``index.build_index`` from the validated tables on a cache miss; the
+cache folder is keyed by the size and modification time of optable.yaml, dtypes.yaml and
+verified.json, so editing any of them (or checking out another commit) rebuilds it.
 Both the CLI and ``translator.query`` answer through ``query_index``: one logic.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import zlib
 
 from . import paths
 from .constants import API_KEYS, API_TITLES, BACKEND_ALIASES, loose
 
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"
 
 
 class NotFound(LookupError):
@@ -25,36 +28,73 @@ class NotFound(LookupError):
         super().__init__(f"unknown {kind} {spelling!r}{hint}")
 
 
-def _digest() -> str:
-    h = hashlib.sha256()
-    for p in (paths.optable_path(), paths.dtypes_path()):
+def _stamp() -> str:
+    """The cache key: the three files' paths, sizes and modification times (no file is read)."""
+    parts = []
+    for p in (paths.optable_path(), paths.dtypes_path(), paths.verified_path()):
         try:
-            with open(p, "rb") as f:
-                h.update(f.read())
+            st = os.stat(p)
+            parts.append(f"{p}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:
-            h.update(b"missing:" + p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:32]
+            parts.append(f"{p}:missing")
+    text = "|".join(parts).encode()
+    return f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
+
+
+class _Ops(dict):
+    """op id -> op data, each read from its own file on first use."""
+
+    def __init__(self, folder: str, ids: list) -> None:
+        super().__init__()
+        self._folder, self._ids = folder, set(ids)
+
+    def __missing__(self, op_id: str) -> dict:
+        if op_id not in self._ids:
+            raise KeyError(op_id)
+        with open(os.path.join(self._folder, "ops", f"{op_id}.json"), encoding="utf-8") as f:
+            d = self[op_id] = json.load(f)
+        return d
+
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._ids
+
+
+def _write_index(folder: str, index: dict) -> None:
+    tmp = f"{folder}.{os.getpid()}.tmp"
+    os.makedirs(os.path.join(tmp, "ops"), exist_ok=True)
+    for op_id, d in index["ops"].items():
+        with open(os.path.join(tmp, "ops", f"{op_id}.json"), "w", encoding="utf-8") as f:
+            json.dump(d, f, separators=(",", ":"))
+    spell = {k: index[k] for k in ("exact", "loose", "tail")}
+    spell["ids"] = list(index["ops"])
+    with open(os.path.join(tmp, "spell.json"), "w", encoding="utf-8") as f:
+        json.dump(spell, f, separators=(",", ":"))
+    try:
+        os.rename(tmp, folder)
+    except OSError:  # another process built it first
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_index() -> dict:
-    """The cached index, rebuilt (full strict load) when a table changed."""
-    cache = os.path.join(paths.cache_dir(), f"query-{INDEX_VERSION}-{_digest()}.json")
+    """The cached index (its ops read lazily), rebuilt (full strict load) when a file changed."""
+    folder = os.path.join(paths.cache_dir(), f"query-{INDEX_VERSION}-{_stamp()}")
     try:
-        with open(cache, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(os.path.join(folder, "spell.json"), encoding="utf-8") as f:
+            spell = json.load(f)
+        index = {k: spell[k] for k in ("exact", "loose", "tail")}
+        index["ops"] = _Ops(folder, spell["ids"])
+        return index
+    except (OSError, ValueError, KeyError):
         pass
     from .index import build_index
     from .tables import load_tables
 
-    index = build_index(load_tables())
+    index = build_index(load_tables(), load_verified())
     try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(index, f, separators=(",", ":"))
-        os.replace(tmp, cache)
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        _write_index(folder, index)
     except OSError:
         pass  # a read-only home only costs speed
     return index
@@ -107,9 +147,9 @@ def query_index(index: dict, spelling: str, backends: list | None = None, verifi
         d = dict(index["ops"][op_id])
         cells = d["backends"]
         d["backends"] = {a: cells[a] for a in apis if a in cells}
-        if verified is not None:
-            ver = verified.get(op_id, {})
-            d["verified"] = {a: ver[a] for a in apis if a in ver}
+        d["unmapped"] = [a for a in apis if a not in cells]  # no cell at all: not yet mapped
+        ver = verified.get(op_id, {}) if verified is not None else d.get("verified", {})
+        d["verified"] = {a: ver[a] for a in apis if a in ver}
         d["matched_via"] = via
         if via in API_TITLES:
             d["matched_cell"] = cells[via]
@@ -139,4 +179,4 @@ def load_verified() -> dict:
 
 
 def query(spelling: str, backends: list | None = None) -> dict:
-    return query_index(load_index(), spelling, backends, load_verified())
+    return query_index(load_index(), spelling, backends)

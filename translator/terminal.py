@@ -4,7 +4,8 @@ A leaf module: ``cli`` and ``cli_models`` both use it, so neither imports the ot
 """
 from __future__ import annotations
 
-from typing import Any
+if False:  # typing only (annotations are strings): typing costs milliseconds at import on the query path
+    from typing import Any
 
 _UNSAFE = None
 

@@ -1,0 +1,146 @@
+"""Prover of the ``mlx`` column: runs a cell's snippet in MLX (``mlx.core`` as ``mx``,
+``mlx.nn`` as ``nn``) on the sample and returns the evaluated arrays.
+
+A proven cell carries a ``snippet``: one Python expression over ``mx`` and ``nn`` in the
+one snippet grammar (translator/snippets.py). Inputs are bound as ``mx.array`` values under
+identifiers this module chooses (``x0``, ``x1``...; an omitted optional input is ``None``),
+attributes are rendered as Python literals, ``{$T}`` as ``mx.<dtype>``. Inputs that MLX
+takes as Python values (shapes, axes, pads) are read in the snippet with ``.tolist()``.
+The expression's value is an array or a tuple/list of arrays (the op's outputs in order).
+
+``provable`` requires every name of the cell to appear in the snippet (``mlx.core.abs`` as
+``mx.abs``, ``mlx.nn.gelu`` as ``nn.gelu``): the proof runs the named functions.
+"""
+from __future__ import annotations
+
+import builtins
+import re
+from typing import Any
+
+import numpy as np
+
+from . import ProofError, dist_version
+
+API = "mlx"
+EXTRA = "mlx"
+
+_PREFIXES = (("mlx.core.", "mx."), ("mlx.nn.", "nn."))
+#: Python builtins a snippet may use (plain data helpers; nothing that reaches the system)
+_BUILTINS = {n: getattr(builtins, n) for n in ("len", "range", "tuple", "list", "int", "float", "bool", "zip",
+                                              "min", "max", "slice", "reversed", "sorted", "enumerate", "abs")}
+
+
+def missing() -> str | None:
+    try:
+        import mlx.core  # noqa: F401
+        import mlx.nn  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any import failure means the runtime does not run here
+        return f"mlx is not importable here ({type(e).__name__}: {e}); pip install 'mlx[cpu]'"
+    return None
+
+
+def version() -> str:
+    return dist_version("mlx") or "mlx (unknown version)"
+
+
+def resolves(name: str) -> bool:
+    """``mlx.core.abs``, ``mlx.nn.gelu``, ``mlx.core.fast.rms_norm``: an attribute path of the
+    installed package."""
+    import importlib
+
+    parts = name.split(".")
+    if len(parts) < 3 or parts[0] != "mlx" or parts[1] not in ("core", "nn"):
+        return False
+    try:
+        obj: Any = importlib.import_module(f"mlx.{parts[1]}")
+    except Exception:  # noqa: BLE001
+        return False
+    for p in parts[2:]:
+        if not hasattr(obj, p):
+            return False
+        obj = getattr(obj, p)
+    return True
+
+
+def _spelled(name: str) -> str | None:
+    for full, short in _PREFIXES:
+        if name.startswith(full):
+            return short + name[len(full):]
+    return None
+
+
+def provable(op, cell) -> bool:
+    text = getattr(cell, "snippet", None)
+    if not text or op.signature is None:
+        return False
+    for n in cell.names:
+        short = _spelled(n)
+        if short is None or not re.search(r"(?<![\w.])" + re.escape(short) + r"(?!\w)", text):
+            return False
+    return True
+
+
+class _Binder:
+    def value(self, v) -> str:
+        return "None" if v is None else v.name
+
+    def attr(self, name: str, value: Any) -> str:
+        from ..render import literal
+
+        return str(literal(value))
+
+    def dtype(self, dtype_id: str) -> str:
+        if not re.fullmatch(r"[a-z0-9_]+", dtype_id):
+            raise ProofError(f"no MLX spelling for dtype {dtype_id!r}")
+        return f"mx.{'bool_' if dtype_id == 'bool' else dtype_id}"
+
+
+def _node(op, sample):
+    from ..dtypes import dtype_id, onnx_enum
+    from ..ir import Node, TensorType, Value
+
+    ins = []
+    for i, x in enumerate(sample.inputs):
+        if x is None:
+            ins.append(None)
+            continue
+        a = np.asarray(x)
+        ins.append(Value(f"x{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
+    outs = []
+    to = sample.attrs.get("to")
+    for k, _ in enumerate(op.signature.outputs):
+        dt = onnx_enum().get(to) if (k == 0 and isinstance(to, int)) else None
+        outs.append(Value(f"y{k}", TensorType(dt)))
+    return Node(op.id, ins, outs, dict(sample.attrs))
+
+
+def run(op, cell, sample) -> list[np.ndarray]:
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    from ..snippets import SnippetError, expand
+
+    try:
+        code = expand(cell.snippet, _node(op, sample), op, _Binder())
+    except SnippetError as e:
+        raise ProofError(str(e)) from e
+    env: dict[str, Any] = {"__builtins__": _BUILTINS, "mx": mx, "nn": nn}
+    for i, x in enumerate(sample.inputs):
+        if x is not None:
+            env[f"x{i}"] = mx.array(np.asarray(x))
+    try:
+        out = eval(compile(code, f"<mlx snippet of {op.id}>", "eval"), env)  # noqa: S307 - the table's snippet
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        arrays = [o for o in outs if isinstance(o, mx.array)]
+        mx.eval(*arrays)
+    except Exception as e:  # noqa: BLE001 - the runtime's rejection is the proof's result
+        raise ProofError(f"mlx rejected {code!r}: {type(e).__name__}: {e}") from e
+    res = []
+    for o in outs:
+        if isinstance(o, mx.array):
+            res.append(np.array(o, copy=True))
+        else:
+            res.append(o if o is None else np.asarray(o))
+    if sample.outputs is not None:
+        res = res[: sample.outputs]
+    return res
