@@ -1,0 +1,114 @@
+"""XNNPACK through LiteRT: the op's one-op model is built with opbridge's own TFLite target,
+loaded in LiteRT's interpreter with its default XNNPACK delegate, and run there.
+
+The proof that XNNPACK (not a builtin TFLite kernel) computed the result: after the
+delegate is applied, every graph output must be produced by a ``DELEGATE`` node whose
+inputs are graph inputs, constants or other delegate outputs — no builtin kernel is left
+on the path. A cell's ``attrs.tflite`` names the TFLite op(s) the XNNPACK node is reached
+through; the converted model must contain one of them. The cell's native name is an
+``xnn_define_*`` function of XNNPACK's subgraph API (``_xnnpack_names``, from the public header).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import ProofError, dist_version
+
+API = "xnnpack"
+EXTRA = "xnnpack"
+_DIST = "ai-edge-litert"
+
+
+def missing() -> str | None:
+    try:
+        import ai_edge_litert.interpreter  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any import failure means the runtime is not here
+        return f"ai-edge-litert (LiteRT, which carries the XNNPACK delegate) is not importable: {exc}"
+    try:
+        import tensorflow  # noqa: F401 - opbridge's TFLite target converts the one-op model
+    except Exception as exc:  # noqa: BLE001
+        return f"the one-op model is built by opbridge's TFLite target, which needs TensorFlow: {exc}"
+    return None
+
+
+def version() -> str:
+    return dist_version(_DIST) or "ai-edge-litert (unknown version)"
+
+
+def resolves(name: str) -> bool:
+    from ._xnnpack_names import DEFINES
+
+    return name in DEFINES
+
+
+def provable(op: Any, cell: Any) -> bool:
+    """Every live cell: the TFLite target builds the one-op model (a refusal is a ProofError)."""
+    return cell.status in ("native", "composite")
+
+
+def _tflite_ops(cell: Any) -> set[str]:
+    v = (cell.attrs or {}).get("tflite")
+    if v is None:
+        return set()
+    return {str(x) for x in (v if isinstance(v, (list, tuple)) else [v])}
+
+
+def delegated(interp: Any) -> tuple[list[str], int]:
+    """(the model's builtin op names, number of XNNPACK delegate nodes); raises ProofError
+    unless every graph output comes from a delegate node fed only by graph inputs,
+    constants or other delegate nodes."""
+    ops = interp._get_ops_details()
+    builtin = [o for o in ops if o["op_name"] != "DELEGATE"]
+    dele = [o for o in ops if o["op_name"] == "DELEGATE"]
+    if not dele:
+        raise ProofError("XNNPACK did not take any node: the model ran on builtin TFLite kernels ("
+                         + ", ".join(sorted({o["op_name"] for o in builtin})) + ")")
+    by_delegate = {int(t) for o in dele for t in o["outputs"]}
+    by_builtin = {int(t) for o in builtin for t in o["outputs"]} - by_delegate
+    graph_out = {int(d["index"]) for d in interp.get_output_details()}
+    left = sorted(graph_out - by_delegate)
+    if left:
+        raise ProofError(f"graph output tensor(s) {left} stay on builtin kernels, not the XNNPACK delegate "
+                         f"(model ops: {', '.join(o['op_name'] for o in builtin)})")
+    fed = sorted({int(t) for o in dele for t in o["inputs"] if int(t) in by_builtin})
+    if fed:
+        raise ProofError(f"the XNNPACK partition is fed by builtin kernels (tensors {fed})")
+    return [o["op_name"] for o in builtin], len(dele)
+
+
+def run(op: Any, cell: Any, sample: Any) -> list[np.ndarray]:
+    import warnings
+
+    from emitters.tensorflow.runtime import feed_arrays, restore_outputs
+    from emitters.tflite.runtime import quiet_stderr
+    from translator import target as targets
+    from translator.errors import OpbridgeError
+    from translator.harness import single_op_model
+    from translator.pipeline import compile
+
+    from ai_edge_litert import interpreter as litert
+
+    n_out = sample.outputs or max(1, len(op.signature.outputs) if op.signature else 1)
+    model, feeds = single_op_model(op.id, sample.inputs, sample.attrs, n_outputs=n_out, const=sample.const)
+    try:
+        art = compile(model, targets.get("tflite")).artifact
+    except OpbridgeError as exc:
+        raise ProofError(f"opbridge's TFLite target cannot build {op.id}: {exc}") from None
+    if art.tflite is None:
+        raise ProofError("the TFLite target produced no flatbuffer")
+    with warnings.catch_warnings(), quiet_stderr():  # the delegate announces itself on stderr
+        warnings.simplefilter("ignore")
+        interp = litert.Interpreter(model_content=art.tflite,
+                                    experimental_op_resolver_type=litert.OpResolverType.AUTO)
+        interp.allocate_tensors()  # applies the default XNNPACK delegate
+    names, _ = delegated(interp)
+    want = _tflite_ops(cell)
+    if want and not want & set(names):
+        raise ProofError(f"the cell reaches XNNPACK through {sorted(want)}, but the model holds {names}")
+    runner = interp.get_signature_runner()
+    fa = feed_arrays(art, feeds)
+    with quiet_stderr():
+        res = runner(**{k: np.asarray(v) for k, v in fa.items()})
+    return restore_outputs(art, [res[p.key] for p in art.outputs])
