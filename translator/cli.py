@@ -80,6 +80,8 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
         name = c.get("name", "")
         name = ", ".join(name) if isinstance(name, list) else name
         v = ver.get(api, {}).get("status", "") if isinstance(ver.get(api), dict) else ""
+        if v and ver[api].get("runtime"):  # a non-target column: which runtime ran it
+            v = f"{v} ({ver[api]['runtime']})"
         src = c.get("source")
         src = ", ".join(src) if isinstance(src, list) else src
         rows.append([API_TITLES[api], c["status"], name or "-", _cell_detail(c), v or "-", src or ""])

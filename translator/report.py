@@ -148,8 +148,12 @@ def table_matrix(tables: Tables | None = None, verified: dict[str, Any] | None =
     for api in API_KEYS:
         native = sum(1 for r in rows if r["cells"][api]["status"] == "native")
         avail = sum(1 for r in rows if r["cells"][api]["status"] in ("native", "composite"))
-        ver = sum(1 for r in rows if r["cells"][api].get("verified"))
+        ver = sum(1 for r in rows if r["cells"][api].get("verified") == "numeric"
+                  and r["cells"][api]["status"] in ("native", "composite"))
+        unknown = sum(1 for r in rows if r["cells"][api]["status"] == "unknown")
+        unavailable = sum(1 for r in rows if r["cells"][api]["status"] == "unavailable")
         coverage[api] = {"native": native, "available": avail, "verified": ver, "ops": len(rows),
+                         "unavailable": unavailable, "unknown": unknown,
                          "available_pct": round(100.0 * avail / len(rows), 1) if rows else 0.0}
     return {"apis": list(API_KEYS), "titles": dict(API_TITLES), "ops": rows, "coverage": coverage}
 
@@ -293,10 +297,12 @@ def dumps(obj: Any) -> str:
 
 def coverage_markdown(m: dict[str, Any]) -> str:
     cov = m["coverage"]
-    lines = ["| API | native | native or composite | verified by execution |", "|---|---|---|---|"]
+    lines = ["| API | native | native or composite | unavailable | unknown | verified by execution |",
+             "|---|---|---|---|---|---|"]
     for a in m["apis"]:
         c = cov[a]
-        lines.append(f"| {m['titles'][a]} | {c['native']} | {c['available']} ({c['available_pct']}%) | {c['verified'] or ''} |")
+        lines.append(f"| {m['titles'][a]} | {c['native']} | {c['available']} ({c['available_pct']}%) | "
+                     f"{c['unavailable']} | {c['unknown']} | {c['verified'] or ''} |")
     return "\n".join(lines) + "\n"
 
 

@@ -55,6 +55,24 @@ def _tflite_ops(cell: Any) -> set[str]:
     return {str(x) for x in (v if isinstance(v, (list, tuple)) else [v])}
 
 
+def _static(cell: Any, sample: Any) -> set[int]:
+    """The inputs the cell says XNNPACK needs as constants (``attrs.static_inputs``: weights,
+    biases, slopes — what a real model carries as initializers)."""
+    idx = (cell.attrs or {}).get("static_inputs") or ()
+    return {int(i) for i in idx if int(i) < len(sample.inputs) and sample.inputs[int(i)] is not None}
+
+
+def _n_outputs(op: Any, sample: Any) -> int:
+    """How many outputs the case compares: the sample's count, else what the reference returns."""
+    if sample.outputs is not None:
+        return int(sample.outputs)
+    from translator import reference
+
+    with np.errstate(all="ignore"):
+        out = reference.get(op.id)(*sample.inputs, **sample.attrs)
+    return len(out) if isinstance(out, tuple) else 1
+
+
 def delegated(interp: Any) -> tuple[list[str], int]:
     """(the model's builtin op names, number of XNNPACK delegate nodes); raises ProofError
     unless every graph output comes from a delegate node fed only by graph inputs,
@@ -90,8 +108,8 @@ def run(op: Any, cell: Any, sample: Any) -> list[np.ndarray]:
 
     from ai_edge_litert import interpreter as litert
 
-    n_out = sample.outputs or max(1, len(op.signature.outputs) if op.signature else 1)
-    model, feeds = single_op_model(op.id, sample.inputs, sample.attrs, n_outputs=n_out, const=sample.const)
+    const = tuple(sorted(set(sample.const) | _static(cell, sample)))
+    model, feeds = single_op_model(op.id, sample.inputs, sample.attrs, n_outputs=_n_outputs(op, sample), const=const)
     try:
         art = compile(model, targets.get("tflite")).artifact
     except OpbridgeError as exc:
