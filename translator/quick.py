@@ -2,8 +2,9 @@
 
 A cold ``opbridge query`` must cost a few times ``python -c pass`` however large the
 tables grow, so this module imports only ``json``, ``os`` and ``zlib``, and a query reads
-two small files: the spelling → op maps (``spell.json``) and the one op it answers
-(``ops/<id>.json``, the op as plain data with its verified-by-execution record). The
+a few small files: the bucket of each spelling map holding the spelling (``spell/``), and
+the one op it answers (``ops/<id>.json``, the op as plain data with its verified-by-execution
+record). The
 index is built by ``index.build_index`` from the validated tables on a cache miss; the
 cache folder is keyed by the size and modification time of optable.yaml, dtypes.yaml and
 verified.json, so editing any of them (or checking out another commit) rebuilds it.
@@ -18,7 +19,7 @@ import zlib
 from . import paths
 from .constants import API_KEYS, API_TITLES, BACKEND_ALIASES, loose
 
-INDEX_VERSION = "5"
+INDEX_VERSION = "6"
 
 
 class NotFound(LookupError):
@@ -59,16 +60,54 @@ class _Ops(dict):
         return op_id in self._ids
 
 
+#: spelling maps are split into this many files by a hash of the spelling: a query reads one or three
+_BUCKETS = 32
+
+
+def _bucket(key: str) -> str:
+    return f"{zlib.crc32(key.encode()) % _BUCKETS:02d}"
+
+
+class _Spell:
+    """One spelling map (exact / loose / tail): spelling -> [[op id, via]], read bucket by bucket."""
+
+    def __init__(self, folder: str, table: str) -> None:
+        self._folder, self._table, self._loaded = folder, table, {}
+
+    def _part(self, bucket: str) -> dict:
+        part = self._loaded.get(bucket)
+        if part is None:
+            with open(os.path.join(self._folder, "spell", f"{self._table}-{bucket}.json"), encoding="utf-8") as f:
+                part = self._loaded[bucket] = json.load(f)
+        return part
+
+    def get(self, key: str, default: object = None) -> object:
+        return self._part(_bucket(key)).get(key, default)
+
+    def __getitem__(self, key: str) -> list:
+        return self._part(_bucket(key))[key]
+
+    def __iter__(self):  # every spelling (suggestions after a miss: all buckets)
+        for b in range(_BUCKETS):
+            yield from self._part(f"{b:02d}")
+
+
 def _write_index(folder: str, index: dict) -> None:
     tmp = f"{folder}.{os.getpid()}.tmp"
     os.makedirs(os.path.join(tmp, "ops"), exist_ok=True)
+    os.makedirs(os.path.join(tmp, "spell"), exist_ok=True)
     for op_id, d in index["ops"].items():
         with open(os.path.join(tmp, "ops", f"{op_id}.json"), "w", encoding="utf-8") as f:
             json.dump(d, f, separators=(",", ":"))
-    spell = {k: index[k] for k in ("exact", "loose", "tail")}
-    spell["ids"] = list(index["ops"])
-    with open(os.path.join(tmp, "spell.json"), "w", encoding="utf-8") as f:
-        json.dump(spell, f, separators=(",", ":"))
+    for table in ("exact", "loose", "tail"):
+        parts: dict = {f"{b:02d}": {} for b in range(_BUCKETS)}
+        for key, hits in index[table].items():
+            parts[_bucket(key)][key] = hits
+        for b, part in parts.items():
+            with open(os.path.join(tmp, "spell", f"{table}-{b}.json"), "w", encoding="utf-8") as f:
+                json.dump(part, f, separators=(",", ":"))
+    with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
+        json.dump({"ids": list(index["ops"])}, f, separators=(",", ":"))
     try:
         os.rename(tmp, folder)
     except OSError:  # another process built it first
@@ -81,10 +120,10 @@ def load_index() -> dict:
     """The cached index (its ops read lazily), rebuilt (full strict load) when a file changed."""
     folder = os.path.join(paths.cache_dir(), f"query-{INDEX_VERSION}-{_stamp()}")
     try:
-        with open(os.path.join(folder, "spell.json"), encoding="utf-8") as f:
-            spell = json.load(f)
-        index = {k: spell[k] for k in ("exact", "loose", "tail")}
-        index["ops"] = _Ops(folder, spell["ids"])
+        with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+        index: dict = {k: _Spell(folder, k) for k in ("exact", "loose", "tail")}
+        index["ops"] = _Ops(folder, meta["ids"])
         return index
     except (OSError, ValueError, KeyError):
         pass
