@@ -50,6 +50,25 @@ def cell_text(api: str, cell: dict[str, Any]) -> list[str]:
     return ["    " + ln if ln else ln for ln in text.rstrip("\n").split("\n")]
 
 
+def keep_seed(old: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+    """A correction adds a source (and an erratum); it never drops what a seed said: the old
+    cell's seed citations and raw ``seed`` text are carried into the new cell."""
+    old_src = old.get("source") or []
+    old_src = [old_src] if isinstance(old_src, str) else list(old_src)
+    src = cell.get("source") or []
+    src = [src] if isinstance(src, str) else list(src)
+    lost = [x for x in old_src if x.startswith("seed:") and x not in src]
+    if not lost and ("seed" not in old or "seed" in cell):
+        return cell
+    cell = dict(cell)
+    if lost:
+        src = src + lost
+        cell["source"] = src[0] if len(src) == 1 else src
+    if "seed" in old and "seed" not in cell:
+        cell["seed"] = old["seed"]
+    return cell
+
+
 def _add_errata(op_id: str, block: list[str], errata: list[dict[str, Any]]) -> list[str]:
     have = (yaml.safe_load("\n".join(block))[0] or {}).get("errata") or []
     add = [e for e in errata if e not in have]
@@ -110,6 +129,8 @@ def merge(text: str, cells: dict[str, dict[str, Any]]) -> str:
             if cell is None:
                 new.pop(api, None)
             else:
+                if api in new:
+                    cell = keep_seed(yaml.safe_load("\n".join(ln[4:] for ln in new[api]))[api], cell)
                 new[api] = cell_text(api, cell)
         body = [ln for api in sorted(new, key=lambda a: order.get(a, len(order))) for ln in new[api]]
         block = block[:b + 1] + body + block[b_end:]
