@@ -7,8 +7,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
-VENV="${TOSA_VENV:-.venv-tosa}"
-PINS="tosa-tools==2026.8.0 numpy==2.1.3 flatbuffers==25.2.10 ml-dtypes==0.5.3 jsonschema==4.24.0 semver==3.0.4"
+VENV="${OPBRIDGE_TOSA_VENV:-.venv-tosa}"
+PINS="tosa-tools==2026.8.0 numpy==2.1.3 flatbuffers==25.2.10 ml-dtypes==0.5.3 jsonschema==4.24.0 semver==3.0.4 \
+  attrs==26.1.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 typing_extensions==4.16.0"
 STAMP="$VENV/.stamp"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS" ]; then
     echo "$VENV is up to date ($PINS)"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,7 +75,8 @@ def _run(req: dict) -> dict:
         cfg.write_text(json.dumps({"tosa_file": str(fb),
                                    "shapes": {f"TosaInput_{k}": list(x.shape) for k, x in enumerate(inputs)}}))
         p = subprocess.run([str(INFER), str(cfg)], cwd=work, capture_output=True, text=True, timeout=60)
-        resolved = work / f"resolved_{fb.name}"
+        m = re.search(r'saved as "([^"]+)"', p.stdout + p.stderr)
+        resolved = (work / m.group(1)) if m else work / f"resolved_{fb.name}"
         if p.returncode != 0 or not resolved.exists():
             raise RuntimeError(f"infer_shapes failed: {_tail(p.stdout + p.stderr)}")
         err = work / "child.err"

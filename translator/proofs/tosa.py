@@ -148,6 +148,7 @@ def _tensor_literal(t: str) -> Ty:
 ELTWISE = {"add", "sub", "mul", "maximum", "minimum", "pow", "select", "equal", "greater", "greater_equal",
            "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "intdiv",
            "arithmetic_right_shift", "logical_left_shift", "logical_right_shift"}
+CHAINED = {"add", "maximum", "minimum"}
 BOOL_OUT = {"equal", "greater", "greater_equal"}
 SHAPE_OPERANDS = {"reshape": (1,), "tile": (1,), "pad": (1,), "slice": (1, 2), "resize": (1, 2, 3)}
 RANK4 = {"conv2d", "depthwise_conv2d", "transpose_conv2d", "avg_pool2d", "max_pool2d", "resize"}
@@ -253,7 +254,14 @@ def _dense(arr: np.ndarray) -> str:
         vals = [str(int(v)) for v in flat]
     if arr.ndim == 0:
         return vals[0]
-    return "[" + ", ".join(vals) + "]"
+
+    def nest(flat: list[str], shape: tuple[int, ...]) -> str:
+        if len(shape) == 1:
+            return "[" + ", ".join(flat) + "]"
+        step = len(flat) // shape[0] if shape[0] else 0
+        return "[" + ", ".join(nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
+
+    return nest(vals, arr.shape)
 
 
 def _np_input(x: np.ndarray) -> np.ndarray:
@@ -386,6 +394,14 @@ def build(op: Any, cell: Any, sample: Any, out_dtypes: list[np.dtype] | None = N
             if v not in env:
                 raise ProofError(f"{v} is not defined before tosa.{opname}")
         operands = list(operands)
+        if opname in CHAINED and len(operands) > 2:  # a variadic sum/max/min: a chain of binary ops
+            acc = operands[0]
+            for v in operands[1:-1]:
+                nv = fresh()
+                lines.append(f"{nv} = tosa.{opname} {acc}, {v} : ({env[acc].mlir()}, {env[v].mlir()}) -> {env[acc].mlir()}")
+                env[nv] = env[acc]
+                acc = nv
+            operands = [acc, operands[-1]]
         tys = [env[v] for v in operands]
         if opname in ELTWISE:
             n = 3 if opname == "select" else 2
@@ -435,7 +451,10 @@ def build(op: Any, cell: Any, sample: Any, out_dtypes: list[np.dtype] | None = N
         if len(res) > 1:
             sig_out = f"({sig_out})"
         lhs = ", ".join(res)
-        lines.append(f"{lhs} = tosa.{opname} {', '.join(operands)} {attrs} : ({sig_in}) -> {sig_out}".replace("  ", " "))
+        if opname == "const":  # no custom assembly form: the generic one
+            lines.append(f'{lhs} = "tosa.const"() <{attrs}> : () -> {sig_out}')
+        else:
+            lines.append(f"{lhs} = tosa.{opname} {', '.join(operands)} {attrs} : ({sig_in}) -> {sig_out}".replace("  ", " "))
         outs = res
     if not outs:
         raise ProofError("the snippet has no statement")
