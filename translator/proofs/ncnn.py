@@ -2,37 +2,52 @@
 ``.param`` file, loads it in ``ncnn.Net`` (CPU, one thread) and runs it on the sample.
 
 The snippet (one line, the one snippet grammar of translator/snippets.py) is one or more
-layers separated by ``;``; each layer is
+segments separated by ``;``; each is a layer
 
     Type bottom... -> top... id=value... +weight...
 
-``Type`` is the ncnn layer type (``UnaryOp``, ``BinaryOp``, ``Convolution1D``...), bottoms
-and tops are blob names: an input port placeholder (``{X}``, ``{inputs...}``), a blob of an
-earlier layer of the snippet, or the op's output port names (``Y``, ``output``...): the
-proof extracts the op's outputs under those names, in signature order. ``id=value`` is an
-ncnn parameter: ``value`` is a literal or a small expression over ``{@attr}`` (the node's
-attribute, else the signature default) and the input ports, with these helpers:
+or the directive ``batch {X},{Y}`` (below). ``Type`` is the ncnn layer type (``UnaryOp``,
+``BinaryOp``, ``Convolution1D``...); bottoms and tops are blob names: an input port
+placeholder (``{X}``, ``{inputs...}``), a blob of an earlier layer of the snippet, or the op's
+output port names (``Y``, ``output``...): the proof extracts the op's outputs under those
+names, in signature order (a variadic output port ``outputs`` as ``outputs_0``,
+``outputs_1``...; the top ``outputs*N`` writes N of them). ``id=value`` is an ncnn
+parameter: ``value`` is a literal or a small expression (no spaces) over ``{@attr}`` (the
+node's attribute, else the signature default) and the input ports (their sample values),
+with these helpers:
 
 ``at(v, i, default)``     ``v[i]``, or ``default`` when ``v`` is None or too short
-``pick(v, k0, v0, ...)``  the value paired with ``v`` (string enums: ``pick({@mode},'DCR',0,'CRD',1)``)
+``dflt(v, d)``            ``v``, or ``d`` when ``v`` is None
+``pick(v, k0, v0, ...)``  the value paired with ``v`` (string enums: ``pick({@mode},'DCR',1,'CRD',0)``)
+``isnone(v)`` ``lst(v)``  1 when ``v`` is None; ``v`` as a list of numbers ([] for None)
+``prod(v)`` ``chars(s)``  the product of ``v``; the character codes of ``s``
 ``W(x) H(x) D(x) C(x)``   the ncnn w/h/d/c extent of the input ``x`` as the proof feeds it (-233 absent)
-``wd(v, i)``              the i-th entry of the shape ``v`` counted from the innermost (-233 absent)
+``sw(v) sh(v) sd(v) sc(v)``  the w/h/d/c entry of the shape vector ``v`` (-233 absent)
+``order(perm, rank)``     ONNX ``perm`` as Permute's order_type
+``lead(s, r)`` ``reps(s, t)``  ``s`` with leading 1s up to rank r; Tile repeats broadcasting ``s`` to ``t``
+``padv(pads, side)``      ONNX ``pads`` as Padding's ``'top'``, ``'left'``, ``'front'``... amount
 ``f(v)``                  ``float(v)`` (an ncnn float parameter must be written as a float)
-``len``, ``int``, ``min``, ``max``, ``abs``, ``sum``
+``len``, ``int``, ``min``, ``max``, ``abs``, ``sum``, ``list``, ``range``; ``x.shape``, ``x.size``
 
 A list value is written as an ncnn array parameter (``-23300-id=n,v...``). ``+{port}``
 appends that input's values (float32) to the layer's weights in the ``.bin`` (the layers'
-raw ``load(n, 1)`` weights: norms' gamma/beta, BatchNorm's statistics). An input used as a
-bottom is an ``Input`` blob, or a ``MemoryData`` blob when the sample makes it a constant.
+raw ``load(n, 1)`` weights: norms' gamma/beta, BatchNorm's statistics); ``+0:{port}`` writes
+a ``load(n, 0)`` weight (a 4-byte raw-float32 tag first: convolution kernels). An input used
+as a bottom is an ``Input`` blob, or a ``MemoryData`` blob when the sample makes it a
+constant. A blob read by several layers goes through a ``Split`` layer, as ncnn's
+converters write it (an ncnn blob has one consumer).
 
 Layout: an ncnn blob has at most 4 dimensions and no batch: a sample tensor of shape
 (2, 3, 4) is fed as c=2, h=3, w=4 (every dimension kept, so the ONNX-like axes equal the
-ncnn axes, both counted from the outermost). Ops with a spatial/per-channel layout trait
-(conv, pooling, norms over channels) take NCHW-like tensors: their first input's batch
-dimension is dropped and the net runs once per batch item (the outputs stacked), which is
-how an ncnn program runs a batch. Every blob is float32 (ncnn's blob interface), so the
+ncnn axes, both counted from the outermost). ``batch {X}`` marks inputs whose first
+dimension is the batch of an NC... tensor (conv, pooling, norms over channels): that
+dimension is dropped from the blob and the net runs once per batch item, the outputs
+stacked, which is how an ncnn program runs a batch (the parameters then see one item:
+``C({X})`` is its channel count). Every blob is float32 (ncnn's blob interface), so the
 column's float cells are constrained to float32; an op whose reference output is bool gets
-ncnn's 0/1 float mask, checked to hold only 0 and 1 before it is read as bool.
+ncnn's 0/1 float mask, checked to hold only 0 and 1 before it is read as bool. An ncnn
+result that drops or adds size-1 dimensions (a global pooling's 1-D blob of channels) is
+read in the reference's shape when the other dimensions agree.
 
 ``provable`` requires every name of the cell to be the type of some layer of the snippet,
 and ``run`` checks that the loaded net has those layer types.
@@ -51,9 +66,6 @@ from . import ProofError, dist_version
 
 API = "ncnn"
 EXTRA = "ncnn"
-
-#: layout traits whose ops take a batched tensor (batch looped, dropped in the blob)
-_BATCHED = ("layout_spatial", "layout_per_channel")
 
 
 def missing() -> str | None:
@@ -85,7 +97,7 @@ def provable(op, cell) -> bool:
     text = getattr(cell, "snippet", None)
     if not text or op.signature is None:
         return False
-    types = {layer.split()[0] for layer in _layers(text)}
+    types = {layer.split()[0] for layer in _layers(text) if layer.split()[0] != "batch"}
     return all(n in types for n in cell.names)
 
 
@@ -104,11 +116,6 @@ def _pick(v, *pairs):
     raise ProofError(f"no ncnn value for {v!r} (known: {list(pairs[::2])})")
 
 
-def _wd(v, i):
-    v = list(np.asarray(v).reshape(-1).tolist()) if not isinstance(v, (list, tuple)) else list(v)
-    return int(v[-1 - i]) if i < len(v) else -233
-
-
 def _extent(k):
     def get(x):
         shape = np.asarray(x).shape
@@ -118,8 +125,80 @@ def _extent(k):
     return get
 
 
-_FUNCS = {"at": _at, "pick": _pick, "wd": _wd, "f": float, "len": len, "int": int, "min": min, "max": max,
-          "abs": abs, "sum": sum, "W": _extent("w"), "H": _extent("h"), "D": _extent("d"), "C": _extent("c")}
+def _isnone(v):
+    return 1 if v is None else 0
+
+
+def _lst(v):
+    if v is None:
+        return []
+    return [int(x) if float(x).is_integer() else float(x) for x in np.asarray(v).reshape(-1).tolist()]
+
+
+def _prod(v):
+    return int(np.prod(_lst(v))) if v is not None else 1
+
+
+def _chars(text):
+    return [ord(ch) for ch in str(text)]
+
+
+#: Permute order types by rank (operators.md#permute), named innermost first as ncnn does
+_ORDERS = {2: ["WH", "HW"], 3: ["WHC", "HWC", "WCH", "CWH", "HCW", "CHW"],
+           4: ["WHDC", "HWDC", "WDHC", "DWHC", "HDWC", "DHWC", "WHCD", "HWCD", "WCHD", "CWHD", "HCWD", "CHWD",
+               "WDCH", "DWCH", "WCDH", "CWDH", "DCWH", "CDWH", "HDCW", "DHCW", "HCDW", "CHDW", "DCHW", "CDHW"]}
+
+
+def _order(perm, rank):
+    """ONNX ``perm`` (output dim i is input dim perm[i], outermost first) as a Permute order_type."""
+    letters = {2: "HW", 3: "CHW", 4: "CDHW"}[int(rank)]
+    perm = list(range(int(rank)))[::-1] if perm is None else [int(p) % int(rank) for p in perm]
+    return _ORDERS[int(rank)].index("".join(letters[p] for p in reversed(perm)))
+
+
+def _padv(pads, side):
+    """ONNX ``pads`` (begins then ends, outermost first) as the Padding side ``side``."""
+    v = _lst(pads)
+    r = len(v) // 2
+    dims = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}[r]
+    which = {"top": ("h", 0), "bottom": ("h", 1), "left": ("w", 0), "right": ("w", 1),
+             "front": ("c" if r == 3 else "d", 0), "behind": ("c" if r == 3 else "d", 1)}
+    if r == 4 and (v[0] or v[4]):
+        raise ProofError("Padding cannot pad the channel dimension of a 4-D blob")
+    d, end = which[side]
+    return v[dims.index(d) + end * r] if d in dims else 0
+
+
+def _sdim(k):
+    def get(v):
+        v = _lst(v)
+        order = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}.get(len(v), "")
+        return v[order.index(k)] if k in order else -233
+    return get
+
+
+def _lead(shape, r):
+    """``shape`` with 1s in front up to rank ``r`` (numpy broadcasting's alignment)."""
+    v = _lst(shape)
+    return [1] * (int(r) - len(v)) + v
+
+
+def _reps(shape, target):
+    """Tile repeats broadcasting ``shape`` to ``target`` (both aligned to the longer rank)."""
+    r = max(len(_lst(shape)), len(_lst(target)))
+    return [t if s == 1 else 1 for s, t in zip(_lead(shape, r), _lead(target, r))]
+
+
+def _dflt(v, d):
+    return d if v is None else v
+
+
+_FUNCS = {"lead": _lead, "reps": _reps, "dflt": _dflt, "isnone": _isnone, "lst": _lst, "prod": _prod,
+          "chars": _chars, "order": _order, "padv": _padv, "at": _at, "pick": _pick,
+          "sw": _sdim("w"), "sh": _sdim("h"), "sd": _sdim("d"), "sc": _sdim("c"),
+          "W": _extent("w"), "H": _extent("h"), "D": _extent("d"), "C": _extent("c"),
+          "f": float, "len": len, "int": int, "min": min, "max": max, "abs": abs, "sum": sum, "list": list,
+          "range": range}
 _NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.UAdd, ast.BinOp,
           ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Subscript, ast.Call, ast.Name, ast.Load,
           ast.Slice, ast.Attribute)
@@ -205,15 +284,24 @@ def _blob(x: np.ndarray) -> np.ndarray:
     return a
 
 
-def _build(op, cell, sample, feeds: dict[str, np.ndarray]) -> tuple[str, bytes, list[str], list[str]]:
-    """(.param text, .bin bytes, input blob names, output blob names)."""
+def _expand(op, cell, sample) -> tuple[str, list[str]]:
+    """The snippet filled in for the sample: (layer lines, the inputs named by ``batch``)."""
     from ..snippets import SnippetError, expand
 
     try:
         text = expand(cell.snippet, _node(op, sample), op, _Binder())
     except SnippetError as e:
         raise ProofError(str(e)) from e
-    env = dict(feeds)
+    text = text.replace(", ", ",")
+    segs = _layers(text)
+    batched = [b for seg in segs if seg.split()[0] == "batch" for t in seg.split()[1:] for b in t.split(",") if b]
+    return ";".join(seg for seg in segs if seg.split()[0] != "batch"), batched
+
+
+def _build(op, cell, sample, feeds: dict[str, np.ndarray],
+           env: dict[str, Any]) -> tuple[str, bytes, list[str], list[str]]:
+    """(.param text, .bin bytes, input blob names, output blob names)."""
+    text, _ = _expand(op, cell, sample)
     consts = {f"x{i}" for i in (sample.const or ())}
     weights = bytearray()
     defined: set[str] = set()
@@ -227,13 +315,24 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray]) -> tuple[str, bytes, 
         arrow = toks.index("->")
         bottoms = [b for t in toks[1:arrow] for b in t.split(",") if b]
         rest = toks[arrow + 1:]
-        tops = [t for t in rest if "=" not in t and not t.startswith("+")]
+        tops = []
+        for t in rest:
+            if "=" in t or t.startswith("+"):
+                continue
+            if "*" in t:  # ``name*N``: N tops name_0 .. name_{N-1} (a variadic output)
+                stem, n = t.split("*", 1)
+                tops += [f"{stem}_{i}" for i in range(int(_eval(n, env)))]
+            else:
+                tops.append(t)
         params = []
         for t in rest:
             if t.startswith("+"):
-                name = t[1:]
+                tagged = t.startswith("+0:")  # a ``load(n, 0)`` weight: a 4-byte tag (0: raw float32) first
+                name = t[3:] if tagged else t[1:]
                 if name not in feeds:
                     raise ProofError(f"weight {t!r}: no such input")
+                if tagged:
+                    weights += b"\0\0\0\0"
                 weights += np.ascontiguousarray(feeds[name], dtype="<f4").tobytes()
             elif "=" in t:
                 key, expr = t.split("=", 1)
@@ -248,7 +347,8 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray]) -> tuple[str, bytes, 
         if p.name in defined:
             outs.append(p.name)
         else:  # a variadic output: its values are the blobs ``name_0``, ``name_1``...
-            many = sorted((int(m.group(1)), b) for b in defined if (m := re.fullmatch(re.escape(p.name) + r"_(\d+)", b)))
+            pat = re.compile(re.escape(p.name) + r"_(\d+)")
+            many = sorted((int(m.group(1)), b) for b in defined if (m := pat.fullmatch(b)))
             outs += [b for _, b in many]
     if not outs:
         raise ProofError(f"the snippet makes none of {op.id}'s outputs ({[p.name for p in op.signature.outputs]})")
@@ -293,10 +393,10 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray]) -> tuple[str, bytes, 
     return param, bytes(bin_head + weights), inputs, outs
 
 
-def _run_once(op, cell, sample, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any]) -> list[np.ndarray]:
     import ncnn
 
-    param, weights, inputs, outs = _build(op, cell, sample, feeds)
+    param, weights, inputs, outs = _build(op, cell, sample, feeds, env)
     with tempfile.TemporaryDirectory(prefix="opbridge-ncnn-") as d:
         pp, bp = os.path.join(d, "op.param"), os.path.join(d, "op.bin")
         with open(pp, "w") as fh:
@@ -354,18 +454,22 @@ def run(op, cell, sample) -> list[np.ndarray]:
     if sample.outputs is not None:
         ref = ref[: sample.outputs]
     feeds = {f"x{i}": _blob(x) for i, x in enumerate(sample.inputs) if x is not None}
-    batched = any(t in op.traits for t in _BATCHED)
+    env = {f"x{i}": np.asarray(x) for i, x in enumerate(sample.inputs) if x is not None}
+    _, batched = _expand(op, cell, sample)
     try:
         if batched:
-            x0 = np.asarray(sample.inputs[0])
+            sizes = {env[b].shape[0] for b in batched if b in env}
+            if len(sizes) != 1:
+                raise ProofError(f"the batched inputs {batched} disagree on the batch size ({sizes})")
             per = []
-            for n in range(x0.shape[0]):
-                f = dict(feeds)
-                f["x0"] = _blob(x0[n])
-                per.append(_run_once(op, cell, sample, f))
+            for n in range(sizes.pop()):
+                f, e = dict(feeds), dict(env)
+                for b in batched:
+                    f[b], e[b] = _blob(env[b][n]), env[b][n]
+                per.append(_run_once(op, cell, sample, f, e))
             outs = [np.stack([p[k] for p in per]) for k in range(len(per[0]))]
         else:
-            outs = _run_once(op, cell, sample, feeds)
+            outs = _run_once(op, cell, sample, feeds, env)
     except ProofError:
         raise
     except Exception as e:  # noqa: BLE001 - the runtime's rejection is the proof's result
