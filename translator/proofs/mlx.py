@@ -3,18 +3,21 @@
 
 A proven cell carries a ``snippet``: one Python expression over ``mx`` and ``nn`` in the
 one snippet grammar (translator/snippets.py). Inputs are bound as ``mx.array`` values under
-identifiers this module chooses (``x0``, ``x1``...; an omitted optional input is ``None``),
+identifiers this module chooses (``_in0``, ``_in1``...; an omitted optional input is ``None``),
 attributes are rendered as Python literals, ``{$T}`` as ``mx.<dtype>``. Inputs that MLX
 takes as Python values (shapes, axes, pads) are read in the snippet with ``.tolist()``.
 The expression's value is an array or a tuple/list of arrays (the op's outputs in order).
 
 ``provable`` requires every name of the cell to appear in the snippet (``mlx.core.abs`` as
-``mx.abs``, ``mlx.nn.gelu`` as ``nn.gelu``): the proof runs the named functions.
+``mx.abs``, ``mlx.nn.gelu`` as ``nn.gelu``, an array method or property such as
+``mlx.core.array.shape`` as ``.shape``): the proof runs the named functions. Every output
+must be an ``mx.array`` that MLX computed (``mx.eval``), converted to NumPy afterwards.
 """
 from __future__ import annotations
 
 import builtins
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -73,11 +76,21 @@ def provable(op, cell) -> bool:
     text = getattr(cell, "snippet", None)
     if not text or op.signature is None:
         return False
-    for n in cell.names:
-        short = _spelled(n)
-        if short is None or not re.search(r"(?<![\w.])" + re.escape(short) + r"(?!\w)", text):
-            return False
-    return True
+    return all(_used(n, text) for n in cell.names)
+
+
+def _used(name: str, text: str) -> bool:
+    """Whether the snippet calls ``name``: ``mlx.core.abs`` as ``mx.abs``; a method or property of
+    an array (``mlx.core.array.shape``) as ``.shape``; an ``x.at[...]`` method
+    (``mlx.core.ArrayAt.add``) as ``.at[...].add``."""
+    for cls in ("mlx.core.array.", "mlx.core.ArrayAt."):
+        if name.startswith(cls):
+            attr = re.escape(name[len(cls):])
+            if cls.endswith("ArrayAt.") and ".at[" not in text:
+                return False
+            return re.search(r"\." + attr + r"(?!\w)", text) is not None
+    short = _spelled(name)
+    return short is not None and re.search(r"(?<![\w.])" + re.escape(short) + r"(?!\w)", text) is not None
 
 
 class _Binder:
@@ -105,7 +118,7 @@ def _node(op, sample):
             ins.append(None)
             continue
         a = np.asarray(x)
-        ins.append(Value(f"x{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
+        ins.append(Value(f"_in{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
     outs = []
     to = sample.attrs.get("to")
     for k, _ in enumerate(op.signature.outputs):
@@ -127,12 +140,20 @@ def run(op, cell, sample) -> list[np.ndarray]:
     env: dict[str, Any] = {"__builtins__": _BUILTINS, "mx": mx, "nn": nn}
     for i, x in enumerate(sample.inputs):
         if x is not None:
-            env[f"x{i}"] = mx.array(np.asarray(x))
+            env[f"_in{i}"] = mx.array(np.asarray(x))
     try:
-        out = eval(compile(code, f"<mlx snippet of {op.id}>", "eval"), env)  # noqa: S307 - the table's snippet
+        with warnings.catch_warnings():  # a dead branch such as None[0] (an omitted input) warns at compile time
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compiled = compile(code, f"<mlx snippet of {op.id}>", "eval")
+        out = eval(compiled, env)  # noqa: S307 - the table's snippet, inputs bound by name
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        foreign = [type(o).__name__ for o in outs if o is not None and not isinstance(o, mx.array)]
+        if foreign:  # every output must be an array MLX computed
+            raise ProofError(f"the snippet returned {foreign}, not mlx arrays")
         arrays = [o for o in outs if isinstance(o, mx.array)]
         mx.eval(*arrays)
+    except ProofError:
+        raise
     except Exception as e:  # noqa: BLE001 - the runtime's rejection is the proof's result
         raise ProofError(f"mlx rejected {code!r}: {type(e).__name__}: {e}") from e
     res = []
