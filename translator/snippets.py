@@ -20,7 +20,7 @@ and attributes through ``render.literal``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from .ir import Node, Value
@@ -133,13 +133,13 @@ def attr_value(node: "Node", op: "Op", name: str) -> Any:
     return a.default if a is not None else None
 
 
-def expand(text: str, node: "Node", op: "Op", binder: Binder) -> str:
-    """The snippet filled in for ``node``; a dtype the node leaves unbound is a SnippetError."""
-    ins, _ = ports(node, op)
-    types: dict[str, str] | None = None
-
+def substitute(text: str, attr: "Callable[[str], str]", dtype: "Callable[[str], str]",
+               value: "Callable[[str, bool], str]") -> str:
+    """The grammar itself: ``{{``/``}}`` become braces, and each placeholder the callback's text:
+    ``attr(name)`` for ``{@name}``, ``dtype(name)`` for ``{$name}``, ``value(port, variadic)`` for
+    ``{port}`` / ``{port...}``. ``expand`` binds them to an IR node; the provers
+    (translator/proofs) to a sample."""
     def sub(m: re.Match[str]) -> str:
-        nonlocal types
         whole = m.group(0)
         if whole == "{{":
             return "{"
@@ -147,19 +147,34 @@ def expand(text: str, node: "Node", op: "Op", binder: Binder) -> str:
             return "}"
         sigil, name, variadic = m.group(1), m.group(2), m.group(3)
         if sigil == "@":
-            return binder.attr(name, attr_value(node, op, name))
+            return attr(name)
         if sigil == "$":
-            if types is None:
-                types = type_bindings(node, op)
-            if name not in types:
-                raise SnippetError(f"{op.id}: the dtype {name!r} is unknown on node {node.name!r}")
-            return binder.dtype(types[name])
+            return dtype(name)
+        return value(name, bool(variadic))
+
+    return PLACEHOLDER.sub(sub, text)
+
+
+def expand(text: str, node: "Node", op: "Op", binder: Binder) -> str:
+    """The snippet filled in for ``node``; a dtype the node leaves unbound is a SnippetError."""
+    ins, _ = ports(node, op)
+    types: dict[str, str] | None = None
+
+    def dtype(name: str) -> str:
+        nonlocal types
+        if types is None:
+            types = type_bindings(node, op)
+        if name not in types:
+            raise SnippetError(f"{op.id}: the dtype {name!r} is unknown on node {node.name!r}")
+        return binder.dtype(types[name])
+
+    def value(name: str, variadic: bool) -> str:
         vals = ins.get(name, [None])
         if variadic:
             return ", ".join(binder.value(v) for v in vals)
         return binder.value(vals[0] if vals else None)
 
-    return PLACEHOLDER.sub(sub, text)
+    return substitute(text, lambda name: binder.attr(name, attr_value(node, op, name)), dtype, value)
 
 
 def names_used(text: str) -> set[str]:

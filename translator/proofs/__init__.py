@@ -57,3 +57,37 @@ def dist_version(*dists: str) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+def importable(*modules: str, hint: str) -> str | None:
+    """None when every module imports here, else one line: which failed, why, and ``hint``
+    (how to install it). A prover's ``missing()`` for a runtime that lives in this venv."""
+    import importlib
+
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except Exception as e:  # noqa: BLE001 - any import failure means the runtime does not run here
+            return f"{m} is not importable here ({type(e).__name__}: {e}); {hint}"
+    return None
+
+
+def sample_node(op, sample, prefix: str):
+    """The op applied to ``sample`` as one IR node (inputs ``<prefix>0``, ``<prefix>1``... typed by
+    the sample's arrays; a Cast-like ``to`` types output 0), for ``snippets.expand``."""
+    import numpy as np
+
+    from ..dtypes import dtype_id, onnx_enum
+    from ..ir import Node, TensorType, Value
+
+    ins = []
+    for i, x in enumerate(sample.inputs):
+        if x is None:
+            ins.append(None)
+            continue
+        a = np.asarray(x)
+        ins.append(Value(f"{prefix}{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
+    to = sample.attrs.get("to")
+    outs = [Value(f"y{k}", TensorType(onnx_enum().get(to) if (k == 0 and isinstance(to, int)) else None))
+            for k, _ in enumerate(op.signature.outputs)]
+    return Node(op.id, ins, outs, dict(sample.attrs))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ProofError, dist_version
+from . import ProofError, dist_version, importable, sample_node
 
 API = "mlx"
 EXTRA = "mlx"
@@ -34,12 +34,7 @@ _BUILTINS = {n: getattr(builtins, n) for n in ("len", "range", "tuple", "list", 
 
 
 def missing() -> str | None:
-    try:
-        import mlx.core  # noqa: F401
-        import mlx.nn  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure means the runtime does not run here
-        return f"mlx is not importable here ({type(e).__name__}: {e}); pip install 'mlx[cpu]'"
-    return None
+    return importable("mlx.core", "mlx.nn", hint="pip install 'opbridge[mlx]'")
 
 
 def version() -> str:
@@ -108,25 +103,6 @@ class _Binder:
         return f"mx.{'bool_' if dtype_id == 'bool' else dtype_id}"
 
 
-def _node(op, sample):
-    from ..dtypes import dtype_id, onnx_enum
-    from ..ir import Node, TensorType, Value
-
-    ins = []
-    for i, x in enumerate(sample.inputs):
-        if x is None:
-            ins.append(None)
-            continue
-        a = np.asarray(x)
-        ins.append(Value(f"_in{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
-    outs = []
-    to = sample.attrs.get("to")
-    for k, _ in enumerate(op.signature.outputs):
-        dt = onnx_enum().get(to) if (k == 0 and isinstance(to, int)) else None
-        outs.append(Value(f"y{k}", TensorType(dt)))
-    return Node(op.id, ins, outs, dict(sample.attrs))
-
-
 def run(op, cell, sample) -> list[np.ndarray]:
     import mlx.core as mx
     import mlx.nn as nn
@@ -134,7 +110,7 @@ def run(op, cell, sample) -> list[np.ndarray]:
     from ..snippets import SnippetError, expand
 
     try:
-        code = expand(cell.snippet, _node(op, sample), op, _Binder())
+        code = expand(cell.snippet, sample_node(op, sample, "_in"), op, _Binder())
     except SnippetError as e:
         raise ProofError(str(e)) from e
     env: dict[str, Any] = {"__builtins__": _BUILTINS, "mx": mx, "nn": nn}

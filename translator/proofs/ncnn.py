@@ -62,18 +62,14 @@ from typing import Any
 
 import numpy as np
 
-from . import ProofError, dist_version
+from . import ProofError, dist_version, importable, sample_node
 
 API = "ncnn"
 EXTRA = "ncnn"
 
 
 def missing() -> str | None:
-    try:
-        import ncnn  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure means the runtime does not run here
-        return f"ncnn is not importable here ({type(e).__name__}: {e}); pip install ncnn"
-    return None
+    return importable("ncnn", hint="pip install 'opbridge[ncnn]'")
 
 
 def version() -> str:
@@ -260,21 +256,6 @@ def _lit(v: Any) -> str:
     return repr(v)
 
 
-def _node(op, sample):
-    from ..dtypes import dtype_id
-    from ..ir import Node, TensorType, Value
-
-    ins = []
-    for i, x in enumerate(sample.inputs):
-        if x is None:
-            ins.append(None)
-            continue
-        a = np.asarray(x)
-        ins.append(Value(f"x{i}", TensorType(dtype_id(a.dtype), tuple(a.shape))))
-    outs = [Value(p.name, TensorType(None)) for p in op.signature.outputs]
-    return Node(op.id, ins, outs, dict(sample.attrs))
-
-
 def _blob(x: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(np.asarray(x), dtype=np.float32)
     if a.ndim == 0:
@@ -289,7 +270,7 @@ def _expand(op, cell, sample) -> tuple[str, list[str]]:
     from ..snippets import SnippetError, expand
 
     try:
-        text = expand(cell.snippet, _node(op, sample), op, _Binder())
+        text = expand(cell.snippet, sample_node(op, sample, "x"), op, _Binder())
     except SnippetError as e:
         raise ProofError(str(e)) from e
     text = text.replace(", ", ",")

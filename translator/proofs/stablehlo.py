@@ -114,32 +114,28 @@ def _source(op: Any, cell: Any, sample: Any) -> tuple[str, list[str], list[Any],
             return "None"
         return names[i]
 
-    def sub(m: re.Match[str]) -> str:
-        whole = m.group(0)
-        if whole == "{{":
-            return "{"
-        if whole == "}}":
-            return "}"
-        sigil, name, variadic = m.group(1), m.group(2), m.group(3)
-        if sigil == "@":
-            if name in sample.attrs:
-                v = sample.attrs[name]
-            else:
-                a = sig.attribute(name)
-                v = a.default if a is not None else None
-            if isinstance(v, np.ndarray):
-                v = v.tolist()
-            return str(literal(v))
-        if sigil == "$":
-            if name not in dtypes:
-                raise ProofError(f"{op.id}: the dtype {name!r} is unbound in this sample")
-            return "jnp." + _DTYPES[dtypes[name]]
+    def attr(name: str) -> str:
+        if name in sample.attrs:
+            v = sample.attrs[name]
+        else:
+            a = sig.attribute(name)
+            v = a.default if a is not None else None
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        return str(literal(v))
+
+    def dtype(name: str) -> str:
+        if name not in dtypes:
+            raise ProofError(f"{op.id}: the dtype {name!r} is unbound in this sample")
+        return "jnp." + _DTYPES[dtypes[name]]
+
+    def value(name: str, variadic: bool) -> str:
         idx = ports.get(name, [None])
         if variadic:
             return ", ".join(val(i) for i in idx)
         return val(idx[0] if idx else None)
 
-    body = snippets.PLACEHOLDER.sub(sub, cell.snippet)
+    body = snippets.substitute(cell.snippet, attr, dtype, value)
     return body, args, vals, consts
 
 

@@ -301,25 +301,20 @@ def build(op: Any, cell: Any, sample: Any, out_dtypes: list[np.dtype] | None = N
     def name_of(i: int, p: str, n: int) -> str:
         return f"%{p}" if n == 1 else f"%{p}_{i}"
 
-    def sub(m: re.Match) -> str:
-        whole = m.group(0)
-        if whole == "{{":
-            return "{"
-        if whole == "}}":
-            return "}"
-        sigil, name, variadic = m.group(1), m.group(2), m.group(3)
-        if sigil == "@":
-            return _attr_literal(name, snippets.attr_value(_FakeNode(sample.attrs), op, name), rank0)
-        if sigil == "$":
-            if name not in types:
-                raise ProofError(f"the dtype {name!r} is unbound")
-            return ELEM[types[name]]
+    def dtype(name: str) -> str:
+        if name not in types:
+            raise ProofError(f"the dtype {name!r} is unbound")
+        return ELEM[types[name]]
+
+    def value(name: str, variadic: bool) -> str:
         idx = [i for i in ports.get(name, []) if smp_inputs[i] is not None]
         if not idx:
             raise ProofError(f"input {name!r} is absent from the sample")
         return ", ".join(name_of(j, name, len(ports[name])) for j, _ in enumerate(idx))
 
-    body = snippets.PLACEHOLDER.sub(sub, cell.snippet)
+    body = snippets.substitute(
+        cell.snippet, lambda name: _attr_literal(name, snippets.attr_value(_FakeNode(sample.attrs), op, name), rank0),
+        dtype, value)
     stmts = [s.strip() for s in body.split(";") if s.strip()]
 
     # which constant inputs feed a shape operand
