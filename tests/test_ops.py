@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 from translator import target as targets
@@ -21,7 +20,7 @@ from translator.errors import Unsupported
 from translator.harness import compare, single_op_model
 from translator.pipeline import compile
 from translator.registry import supported
-from translator.samples import evaluated, kinds, tolerance
+from translator.samples import op_samples, tolerance, xfail_reasons
 from translator.tables import load_tables
 from translator.target import names
 
@@ -56,16 +55,6 @@ def _supported(backend: str) -> frozenset[str]:
 SUPPORTED = {b: _supported(b) for b in BACKENDS}
 
 
-def _kinds(op) -> list:
-    return kinds(op, TABLES)
-
-
-def _evaluated(op, dt):
-    """``(sample, expected outputs)`` (``samples.evaluated``); raises when the sample does not fit
-    the op: a broken sample is reported by ``test_every_sample_fits_its_op``, never dropped."""
-    return evaluated(op, dt)
-
-
 #: (op id, dtype, error) of every sample the reference could not evaluate (undeclared ops only)
 SAMPLE_ERRORS: list[tuple[str, str, str]] = []
 #: ops with at least one evaluated sample (declared ``no_case`` ops included: a stale declaration shows)
@@ -77,35 +66,22 @@ def _cases():
     for op in TABLES.ops.values():
         if "random" in op.traits:  # the output is random: nothing to compare with the reference
             continue
-        seen = set()
-        for dt in _kinds(op):
-            try:
-                got = _evaluated(op, dt)
-            except Exception as exc:  # noqa: BLE001 - reported by test_every_sample_fits_its_op
-                if op.no_case is None:
-                    SAMPLE_ERRORS.append((op.id, np.dtype(dt).name, f"{type(exc).__name__}: {exc}"))
-                continue
-            if got is None:
-                continue
+
+        def error(dtype: str, exc: Exception, op=op) -> None:  # reported by test_every_sample_fits_its_op
+            if op.no_case is None:
+                SAMPLE_ERRORS.append((op.id, dtype, f"{type(exc).__name__}: {exc}"))
+
+        for dtype, smp, outs in op_samples(op, TABLES, error):
             SAMPLED.add(op.id)
             if op.no_case is not None:
                 continue
-            smp, outs = got
-            # the case's dtype is what the sample's first input really is (a sample may fix it, e.g. uint8)
-            dt = next((np.asarray(x).dtype for x in smp.inputs if x is not None), np.dtype(dt))
-            if np.dtype(dt).name in seen:
-                continue
-            seen.add(np.dtype(dt).name)
             for b in BACKENDS:
-                case_id = f"{op.id}-{b}-{np.dtype(dt).name}"
+                case_id = f"{op.id}-{b}-{dtype}"
                 if op.id not in SUPPORTED[b] and not op.decomposition:
-                    REFUSED.append(pytest.param(op.id, b, np.dtype(dt).name, smp, id=case_id))
+                    REFUSED.append(pytest.param(op.id, b, dtype, smp, id=case_id))
                     continue
-                marks = []
-                for xf in op.xfail:
-                    if xf["backend"] == b and xf.get("dtype") in (None, np.dtype(dt).name):
-                        marks.append(pytest.mark.xfail(reason=xf["reason"], strict=True))
-                yield pytest.param(op.id, b, np.dtype(dt).name, smp, outs, marks=marks, id=case_id)
+                marks = [pytest.mark.xfail(reason=r, strict=True) for r in xfail_reasons(op, b, dtype)]
+                yield pytest.param(op.id, b, dtype, smp, outs, marks=marks, id=case_id)
 
 
 CASES = list(_cases())

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 from translator import proofs
 from translator.harness import compare
-from translator.samples import evaluated, kinds, tolerance
+from translator.samples import op_samples, tolerance, xfail_reasons
 from translator.tables import load_tables
 
 TABLES = load_tables()
@@ -43,27 +42,12 @@ def _cases():
             if not prover.provable(op, cell):
                 continue
             allowed = set(TABLES.expand_dtypes(cell.dtypes)) if cell.dtypes else None
-            seen = set()
-            for dt in kinds(op, TABLES):
-                try:
-                    got = evaluated(op, dt)
-                except Exception:  # noqa: BLE001 - a sample the reference rejects fails test_ops' own check
+            # a sample the reference rejects fails test_ops' own check (test_every_sample_fits_its_op)
+            for name, smp, outs in op_samples(op, TABLES):
+                if allowed is not None and name not in allowed:
                     continue
-                if got is None:
-                    continue
-                smp, outs = got
-                dt = next((np.asarray(x).dtype for x in smp.inputs if x is not None), np.dtype(dt))
-                name = np.dtype(dt).name
-                if name in seen or (allowed is not None and name not in allowed):
-                    continue
-                seen.add(name)
-                marks = []
-                if why is not None:
-                    marks.append(pytest.mark.xfail(reason=why, strict=True))
-                else:
-                    for xf in op.xfail:
-                        if xf["backend"] == api and xf.get("dtype") in (None, name):
-                            marks.append(pytest.mark.xfail(reason=xf["reason"], strict=True))
+                reasons = [why] if why is not None else xfail_reasons(op, api, name)
+                marks = [pytest.mark.xfail(reason=r, strict=True) for r in reasons]
                 yield pytest.param(api, op.id, name, smp, outs, marks=marks, id=f"{op.id}-{api}-{name}")
 
 

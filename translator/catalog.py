@@ -103,23 +103,17 @@ def list_ops(category: str | None = None, backend: str | None = None, missing: b
 
 
 def backends_summary(tables: Tables | None = None) -> list[dict[str, Any]]:
+    """Per API: how many cells are native, composite, unavailable, unknown, and verified by
+    execution: the coverage ``report --table`` computes (one count for both commands)."""
+    from .report import table_matrix
     from .target import names
-
-    from .quick import load_verified
 
     tables = tables or load_tables()
     targets = names(include_reference=False)
-    verified = load_verified()
+    cov = table_matrix(tables)["coverage"]
     n = len(tables.ops)
-    rows = []
-    for api, title in API_TITLES.items():
-        counts = {"native": 0, "composite": 0, "unavailable": 0, "unknown": 0}
-        ver = 0
-        for op in tables.ops.values():
-            cell = op.backends.get(api)
-            counts[cell.status if cell else "unknown"] += 1
-            v = verified.get(op.id, {}).get(api) if api != "numpy" else None  # numpy: our reference itself
-            ver += bool(v and v.get("status") == "numeric" and cell is not None and cell.status in ("native", "composite"))
-        rows.append({"key": api, "title": title, "target": api in targets, "ops": n, **counts,
-                     "verified": ver, "unknown_pct": round(100.0 * counts["unknown"] / n, 1) if n else 0.0})
-    return rows
+    return [{"key": api, "title": title, "target": api in targets, "ops": n, "native": cov[api]["native"],
+             "composite": cov[api]["available"] - cov[api]["native"], "unavailable": cov[api]["unavailable"],
+             "unknown": cov[api]["unknown"], "verified": cov[api]["verified"],
+             "unknown_pct": round(100.0 * cov[api]["unknown"] / n, 1) if n else 0.0}
+            for api, title in API_TITLES.items()]

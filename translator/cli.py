@@ -69,14 +69,16 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
         dec = d["decomposition"]
         out(f"  decomposition: {dec.get('comment') or ''}")
     ver = d.get("verified", {})
-    rows = []
-    unknown = [(a, "not yet mapped (no cell in optable.yaml)") for a in d.get("unmapped", [])]
-    unknown += [(a, c.get("notes") or "no public source") for a, c in d["backends"].items() if c["status"] == "unknown"]
-    if unknown and len(unknown) == len(d["backends"]) + len(d.get("unmapped", [])):
-        for api, why in sorted(unknown, key=lambda x: list(API_TITLES).index(x[0])):  # one line each
-            out(f"  {API_TITLES[api]}: unknown — {why}".replace("\n", " "))
+    cells = dict(d["backends"])  # plus the selected APIs with no cell: not yet mapped
+    cells.update((a, {"status": "unknown", "notes": "not yet mapped (no cell in optable.yaml)"}) for a in d.get("unmapped", []))
+    order = [a for a in API_TITLES if a in cells]
+    if order and all(cells[a]["status"] == "unknown" for a in order):  # one line each
+        for api in order:
+            out(f"  {API_TITLES[api]}: unknown — {cells[api].get('notes') or 'no public source'}".replace("\n", " "))
         return
-    for api, c in d["backends"].items():
+    rows = []
+    for api in order:
+        c = cells[api]
         name = c.get("name", "")
         name = ", ".join(name) if isinstance(name, list) else name
         v = ver.get(api, {}).get("status", "") if isinstance(ver.get(api), dict) else ""
@@ -85,9 +87,6 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
         src = c.get("source")
         src = ", ".join(src) if isinstance(src, list) else src
         rows.append([API_TITLES[api], c["status"], name or "-", _cell_detail(c), v or "-", src or ""])
-    for api in d.get("unmapped", []):
-        rows.append([API_TITLES[api], "unknown", "-", "not yet mapped (no cell in optable.yaml)", "-", ""])
-    rows.sort(key=lambda r: [API_TITLES[a] for a in API_TITLES].index(r[0]))
     out(_table(rows, ["backend", "status", "name", "attributes / constraints / notes", "executed", "source"]))
 
 

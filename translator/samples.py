@@ -180,6 +180,32 @@ def evaluated(op: Op, dt: Any) -> "tuple[Sample, tuple[np.ndarray, ...]] | None"
     return smp, tuple(outs)
 
 
+def op_samples(op: Op, tables: Any, errors: Any = None):
+    """The generated tests' samples of ``op``: ``(dtype name, sample, expected outputs)``, once per
+    dtype the samples really have (a sample may fix it, e.g. uint8). A sample the reference
+    rejects goes to ``errors(dtype name, exception)`` (dropped when ``errors`` is None)."""
+    seen: set[str] = set()
+    for dt in kinds(op, tables):
+        try:
+            got = evaluated(op, dt)
+        except Exception as exc:  # noqa: BLE001 - the caller reports it (tests/test_ops.py)
+            if errors is not None:
+                errors(np.dtype(dt).name, exc)
+            continue
+        if got is None:
+            continue
+        smp, outs = got
+        name = next((np.asarray(x).dtype for x in smp.inputs if x is not None), np.dtype(dt)).name
+        if name not in seen:
+            seen.add(name)
+            yield name, smp, outs
+
+
+def xfail_reasons(op: Op, api: str, dtype: str) -> list[str]:
+    """The reasons of the op's ``xfail`` entries for ``api`` at ``dtype`` (strict in the tests)."""
+    return [xf["reason"] for xf in op.xfail if xf["backend"] == api and xf.get("dtype") in (None, dtype)]
+
+
 def tolerance(op: Op, dtype: str) -> dict:
     """The comparison of a generated case: 1e-3/1e-5 (float16: 2e-2/2e-3), or the op's own."""
     tol = {"rtol": 1e-3, "atol": 1e-5}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ProofError, dist_version
+from . import ProofError, dist_version, importable
 from .. import snippets
 from ..render import literal
 
@@ -26,12 +26,7 @@ EXTRA = "stablehlo"
 
 
 def missing() -> str | None:
-    try:
-        import jax  # noqa: F401
-        from jaxlib.mlir.dialects import stablehlo  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure means the runtime is absent
-        return f"jax/jaxlib not installed ({type(e).__name__}: {e}); pip install jax jaxlib"
-    return None
+    return importable("jax", "jaxlib.mlir.dialects.stablehlo", hint="pip install 'opbridge[stablehlo]'")
 
 
 def version() -> str:

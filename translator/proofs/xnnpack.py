@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ProofError, dist_version
+from . import ProofError, dist_version, importable
 
 API = "xnnpack"
 EXTRA = "litert"
@@ -22,15 +22,8 @@ _DIST = "ai-edge-litert"
 
 
 def missing() -> str | None:
-    try:
-        import ai_edge_litert.interpreter  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - any import failure means the runtime is not here
-        return f"ai-edge-litert (LiteRT, which carries the XNNPACK delegate) is not importable: {exc}"
-    try:
-        import tensorflow  # noqa: F401 - opbridge's TFLite target converts the one-op model
-    except Exception as exc:  # noqa: BLE001
-        return f"the one-op model is built by opbridge's TFLite target, which needs TensorFlow: {exc}"
-    return None
+    return (importable("ai_edge_litert.interpreter", hint="LiteRT carries the XNNPACK delegate: pip install 'opbridge[litert]'")
+            or importable("tensorflow", hint="opbridge's TFLite target builds the one-op model: pip install 'opbridge[tf]'"))
 
 
 def version() -> str:
