@@ -26,10 +26,11 @@ def cmd_check(args: "argparse.Namespace") -> int:
     if unknown:
         raise UserError(f"unknown backend(s) {', '.join(unknown)} (known: {', '.join(names())})")
     try:
-        build = model_loader(args.model)
+        opts = source_opts(args)
+        build = model_loader(args.model, **opts)
         feeds = load_inputs(args.inputs) if args.inputs else None
         say = (lambda s: None) if (args.quiet or args.json) else (lambda s: print(f"[check] {s}", file=sys.stderr))
-        res = check_model(build, backends, feeds, say)
+        res = check_model(build, backends, feeds, say, source=args.model, source_opts=opts)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     out = report_json(res)
@@ -65,6 +66,16 @@ def cmd_check(args: "argparse.Namespace") -> int:
             where = f"node {fd.get('node')!r} (op {fd.get('op')}, value {fd.get('value')!r})" if "node" in fd else fd.get("error")
             print(safe(f"{r['backend']}: first diverging {where}"))
     return code
+
+
+MODEL_HELP = ("model.onnx, model.tflite, a SavedModel folder, model.keras, or a PyTorch "
+              "'pkg.module:factory' (with --example-inputs)")
+
+
+def source_opts(args: "argparse.Namespace") -> "dict[str, Any]":
+    """What a frontend needs besides the model (a PyTorch factory's example inputs)."""
+    ex = getattr(args, "example_inputs", None)
+    return {"example_inputs": ex} if ex else {}
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -111,7 +122,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
     from .check import model_loader
 
     try:
-        model = model_loader(args.model)()
+        model = model_loader(args.model, **source_opts(args))()
         plans = R.plan_model(model, backends)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
@@ -137,13 +148,17 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     package); the CLI asks for them only when the command is ``convert``."""
     register_convert(sub, add, target_options)
     r = add("report", cmd_report, "pre-flight compatibility of a model on every backend, or of the whole table")
-    r.add_argument("model", nargs="?")
+    r.add_argument("model", nargs="?", help=MODEL_HELP)
+    r.add_argument("--example-inputs", metavar="INPUTS.npz",
+                   help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     r.add_argument("--table", action="store_true", help="the operator x API matrix instead of a model")
     r.add_argument("--backends", help="comma-separated (default: all six targets)")
     r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
-    c.add_argument("model")
+    c.add_argument("model", help=MODEL_HELP)
+    c.add_argument("--example-inputs", metavar="INPUTS.npz",
+                   help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     c.add_argument("--backends", default="numpy,onnx", help="comma-separated (default: numpy,onnx)")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
     c.add_argument("--quiet", "-q", action="store_true")
@@ -186,146 +201,35 @@ def _grouped(warnings: "list[str]", show: int = 3) -> "list[str]":
     return out
 
 
-def _staging(final: str) -> "Any":
-    """A scratch folder beside ``final`` (same file system: moving in is a rename)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    parent = Path(os.path.abspath(final)).parent
-    parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=".opbridge-", dir=parent))
-
-
-def _move_into_place(staged: "Any", final: str) -> None:
-    """``staged`` becomes ``final`` by rename (an existing ``final`` is replaced, as each
-    backend's ``save`` does)."""
-    import os
-    import shutil
-    from pathlib import Path
-
-    dest = Path(final)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.is_dir() and not dest.is_symlink():
-        old = staged.with_name(staged.name + ".old")
-        os.replace(dest, old)
-        os.replace(staged, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staged, dest)
-
-
-#: a check status that is a verdict on the artifact (the rest: the check could not run)
-_CHECKED = ("pass", "fail")
-
-
 def cmd_convert(args: "argparse.Namespace") -> int:
     """Convert to each target into a scratch folder, check what was written, then move the
-    artifacts into place. Exit 0: written and checked (or --no-check); 1: written, and the
-    check ran and found a mismatch (kept for inspection); 2: a target cannot be converted
-    or checked, and nothing is left at -o."""
-    import os
-    import shutil
-    import time
-
-    from .check import check_model, load_inputs, model_loader, report_json
-    from .terminal import internal_error_line, safe
+    artifacts into place (``translator.convert``). Exit 0: written and checked (or
+    --no-check); 1: written, and the check ran and found a mismatch (kept for inspection);
+    2: a target cannot be converted or checked, and nothing is left at -o."""
+    from .convert import convert
     from .errors import OpbridgeError
-    from .harness import classify
-    from .pipeline import compile
     from .target import get, names
+    from .terminal import safe
 
-    every = names(include_reference=False)
-    targets = [t.strip() for t in args.to.split(",") if t.strip()]
-    if targets == ["all"]:
-        targets = every
-    unknown = [t for t in targets if t not in every]
-    if unknown:
-        raise UserError(f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, all)")
     quiet = args.quiet or args.json
 
     def say(msg: str) -> None:
         if not quiet:
             print(f"[convert] {safe(msg)}", file=sys.stderr, flush=True)
 
+    targets = [t.strip() for t in args.to.split(",") if t.strip()]
+    every = names(include_reference=False)
+    options = {}
+    for t in (every if targets == ["all"] else [t for t in targets if t in every]):
+        for o in get(t).options:
+            options[o.dest] = getattr(args, o.dest, None)
     try:
-        t0 = time.perf_counter()
-        say(f"reading {args.model}")
-        build = model_loader(args.model)
-        n_nodes = len(build().graph.nodes)
-        say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
-        feeds = load_inputs(args.inputs) if args.inputs else None
+        res = convert(args.model, targets, args.output, check=args.check, inputs=args.inputs,
+                      example_inputs=getattr(args, "example_inputs", None), options=options, progress=say,
+                      verbose=getattr(args, "verbose", False))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
-    stem = os.path.splitext(os.path.basename(args.model))[0]
-    finals = {t: (args.output if len(targets) == 1 else os.path.join(args.output, stem + get(t).suffix)) for t in targets}
-    stage = _staging(args.output)
-    staged: dict[str, "Any"] = {}
-    results = []
-    worst = 0
-    try:
-        for t in targets:
-            rec: dict = {"target": t, "status": "ok"}
-            t1 = time.perf_counter()
-            try:
-                target = get(t)
-                say(f"{t}: lowering and emitting")
-                kwargs = {o.dest: getattr(args, o.dest) for o in target.options
-                          if getattr(args, o.dest, None) not in (None, False)}
-                done = compile(build(), target, **kwargs)
-                artifact = done.artifact
-                staged[t] = stage / t / os.path.basename(finals[t])
-                staged[t].parent.mkdir()
-                saved = str(target.save(artifact, staged[t]))  # atomic; the written path
-                say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
-                if target.version is not None:
-                    rec["library"] = target.version()
-                if done.ctx.layout is not None:
-                    rec["transposes"] = done.ctx.layout.transposes
-                warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
-                warnings += [w for w in getattr(artifact, "warnings", None) or () if w not in warnings]
-                if warnings:
-                    rec["warnings"] = warnings
-            except Exception as exc:  # noqa: BLE001 - reported with a reason code
-                if isinstance(exc, OpbridgeError):
-                    code, detail = classify(exc)[1], str(exc).splitlines()[0]
-                else:  # a bug of ours, not a property of the model
-                    code, detail = "internal_error", internal_error_line(exc)
-                    if getattr(args, "verbose", False):
-                        import traceback
-
-                        traceback.print_exc()
-                rec.update(status="failed", reason=code, detail=detail)
-                say(f"{t}: cannot convert: {detail}")
-                worst = 2
-                results.append(rec)
-                continue
-            if args.check:
-                say(f"{t}: checking against the NumPy reference")
-                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=args.model,
-                                              written={t: saved}))
-                b = res["backends"][0]
-                b["source"] = res.get("source", "")  # "onnxruntime", or why the source could not run
-                rec["check"] = b
-                if b["status"] == "fail":
-                    rec["status"] = "check_failed"
-                    worst = max(worst, 1)
-                elif b["status"] not in _CHECKED and b["reason"] == "structural_only":
-                    rec["check_note"] = f"{b['reason']}: {b['detail']}".strip()
-                elif b["status"] not in _CHECKED:  # the check could not run: not a pass
-                    rec.update(status="check_error", reason=b["reason"] or "runtime_error",
-                               detail=f"the written artifact could not be checked: {b['detail']}")
-                    worst = 2
-            results.append(rec)
-        if worst < 2:
-            for t, path in staged.items():
-                _move_into_place(path, finals[t])
-                rec = next(r for r in results if r["target"] == t)
-                rec["output"] = finals[t]
-                if rec["status"] == "check_failed":
-                    rec["kept"] = "kept for inspection: the check ran and found a mismatch"
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    results, worst, n_nodes = res["targets"], res["exit"], res["nodes"]
     if args.json:
         _out(args, json.dumps({"model": args.model, "nodes": n_nodes, "targets": results,
                                "written": worst < 2}, indent=2))
@@ -341,7 +245,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 if outs:
                     line += "; max abs vs reference " + ", ".join(f"{o['name']}={o['max_abs']:.3g}" for o in outs)
                     if all("vs_source" in o for o in outs):
-                        line += "; vs onnxruntime " + ", ".join(f"{o['vs_source']['max_abs']:.3g}" for o in outs)
+                        line += f"; vs {r['check'].get('source') or 'the source'} " + ", ".join(f"{o['vs_source']['max_abs']:.3g}" for o in outs)
                 if r["check"].get("first_divergence"):
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:
@@ -366,9 +270,13 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     return worst
 
 
+
+
 def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool = True) -> None:
     c = add("convert", cmd_convert, "convert a model to one or more backends, optionally checking the outputs")
-    c.add_argument("model")
+    c.add_argument("model", help=MODEL_HELP)
+    c.add_argument("--example-inputs", metavar="INPUTS.npz",
+                   help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     from .target import names
 
     c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")

@@ -83,6 +83,10 @@ class Cell:
     snippet: str | None = None
     #: why opbridge's emitter has no code for a native/composite cell yet (a declared gap: the lint accepts it)
     unimplemented: str | None = None
+    #: the op names of this API's *graphs* that its frontend reads into this op, when they differ
+    #: from ``names`` (TensorFlow graph ops such as ``AddV2`` for ``tf.math.add``; ATen overloads
+    #: such as ``aten.add.Tensor`` for ``torch.add``): ``reverse_index`` (the frontends' mapping)
+    reads: tuple[str, ...] = ()
 
     @property
     def name(self) -> str | None:
@@ -101,6 +105,8 @@ class Cell:
             d["dtypes"] = list(self.dtypes)
         if self.rank is not None:
             d["rank"] = dict(self.rank)
+        if self.reads:
+            d["reads"] = list(self.reads)
         d["source"] = self.sources[0] if len(self.sources) == 1 else list(self.sources)
         return d
 
@@ -206,7 +212,7 @@ class DType:
     line: int = 0
 
 
-_EXPAND_MEMO: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
+_EXPAND_MEMO: dict[tuple[Any, ...], Any] = {}
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,23 @@ class Tables:
 
     def op(self, op_id: str) -> Op:
         return self.ops[op_id]
+
+    def reverse_index(self, api: str) -> dict[str, list[tuple[str, Cell]]]:
+        """A frontend's mapping: the op names of ``api``'s graphs → [(IR op id, cell)], in table
+        order, from the API's native and composite cells (a cell's ``reads``, else its
+        ``names``). The query shows the same cells, so the two cannot disagree."""
+        key = (id(self), "reverse", api)
+        hit = _EXPAND_MEMO.get(key)
+        if hit is None:
+            hit = {}
+            for op in self.ops.values():
+                cell = op.backends.get(api)
+                if cell is None or cell.status not in ("native", "composite"):
+                    continue
+                for name in cell.reads or cell.names:
+                    hit.setdefault(name, []).append((op.id, cell))
+            _EXPAND_MEMO[key] = hit
+        return hit
 
     def expand_dtypes(self, names: Iterable[str]) -> tuple[str, ...]:
         """Dtype ids and group names → dtype ids, in ``dtypes.yaml`` order (memoized)."""
@@ -313,7 +336,7 @@ def _freeze(v: Any) -> Any:
     return v
 
 
-_CELL_KEYS = ("name", "seed", "attrs", "dtypes", "rank", "notes", "verified", "snippet", "unimplemented")
+_CELL_KEYS = ("name", "seed", "attrs", "dtypes", "rank", "notes", "verified", "snippet", "unimplemented", "reads")
 
 
 def _parse_cell(ctx: _Ctx, node: Any, where: str, api: str, dtype_names: set[str] | None) -> dict[str, Any]:
@@ -352,6 +375,7 @@ def _parse_cell(ctx: _Ctx, node: Any, where: str, api: str, dtype_names: set[str
         attrs=_freeze(_plain(attrs)), dtypes=dtypes, rank=_freeze(_plain(rank)) if rank else None,
         notes=ctx.text(node, "notes", where), sources=sources, verified=ctx.text(node, "verified", where),
         snippet=_snippet(ctx, node, where), unimplemented=ctx.text(node, "unimplemented", where),
+        reads=ctx.strlist(node, "reads", where),
     )
 
 

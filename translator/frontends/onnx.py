@@ -29,6 +29,10 @@ from .onnx_upgrades import pick_handler
 
 SUPPORTED_DOMAINS = ("", "ai.onnx")
 
+#: the frontend contract (translator/frontends/__init__.py)
+NAME = "onnx"
+RUNTIME = "onnxruntime"
+
 
 # ---------------------------------------------------------------------------- op mapping
 def onnx_op_index(tables: Tables) -> dict[str, list[tuple[str, dict[str, Any]]]]:
@@ -427,3 +431,34 @@ def load_onnx(path: str | os.PathLike[str], tables: Tables | None = None) -> Mod
     return from_proto(proto, Path(path).resolve().parent, str(path), tables)
 
 
+
+
+# ---------------------------------------------------------------------------- frontend contract
+def matches(source: Any) -> bool:
+    return isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".onnx")
+
+
+def load(source: str | os.PathLike[str], **opts: Any) -> Model:
+    """The validated IR of an ONNX file (``opts`` are not used by this frontend)."""
+    p = Path(source)
+    proto = read_model_proto(p)
+    return from_proto(proto, p.resolve().parent, str(source))  # validated: fails early, with a one-line reason
+
+
+def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: list[str], **opts: Any) -> list[Any]:
+    """The original file run by onnxruntime on the CPU."""
+    from . import SourceUnavailable
+
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise SourceUnavailable("onnxruntime is not installed") from None
+    try:
+        from ..ort_run import session_options
+
+        sess = ort.InferenceSession(str(source), session_options(), providers=["CPUExecutionProvider"])
+        wanted = {i.name for i in sess.get_inputs()}
+        return list(sess.run(names, {k: v for k, v in feeds.items() if k in wanted}))
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's own limits; the NumPy reference still decides
+        raise SourceUnavailable(f"onnxruntime cannot run the source: "
+                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None

@@ -1,0 +1,78 @@
+"""opbridge from Python: the same jobs as the CLI.
+
+    import opbridge
+    opbridge.query("conv")                                   # opbridge query conv --json
+    opbridge.report("model.tflite")                          # opbridge report model.tflite --json
+    opbridge.convert("model.onnx", to="tflite,coreml", out="out/")
+    opbridge.convert(module, example_inputs=(x,), to="coreml", out="m.mlpackage")
+    opbridge.check("model.keras", backends="numpy,onnx")
+
+``model`` is anything ``opbridge convert`` reads (an ``.onnx``/``.tflite`` file, a
+SavedModel folder, a ``.keras`` file, ``"pkg.module:factory"``), or a ``torch.nn.Module``
+with ``example_inputs``. Importing this package imports no ML framework.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from translator import __version__, backends, dtype, load_tables, ops, query
+
+
+def _quiet() -> None:
+    """Framework log lines off (as the CLI without ``-v``), unless ``OPBRIDGE_VERBOSE`` is set."""
+    import os
+
+    if not os.environ.get("OPBRIDGE_VERBOSE"):
+        from translator.cli import quiet_frameworks
+
+        quiet_frameworks()
+
+
+__all__ = ["convert", "query", "report", "check", "dtype", "ops", "backends", "load_tables", "__version__"]
+
+
+def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out: str, check: bool = True,
+            inputs: Any = None, options: dict[str, Any] | None = None, progress: Any = None) -> dict[str, Any]:
+    """``opbridge convert MODEL --to TO -o OUT [--no-check]``: the ``--json`` record as a dict
+    (``written`` False means a target failed and nothing was written)."""
+    from translator.convert import convert as _convert
+
+    _quiet()
+
+    return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
+                    progress=progress)
+
+
+def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None) -> dict[str, Any]:
+    """``opbridge report MODEL --json`` (per target: what converts, what is decomposed, what is
+    refused and why); without ``model``, the whole operator table (``report --table --json``)."""
+    import json
+
+    from translator import report as R
+
+    _quiet()
+
+    if model is None:
+        return json.loads(R.dumps(R.table_matrix()))
+    from translator.check import model_loader
+    from translator.target import names
+
+    opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
+    ir = model_loader(model, **opts)()
+    plans = R.plan_model(ir, list(backends) if backends else names(include_reference=False))
+    shown = model if isinstance(model, str) else type(model).__name__
+    return json.loads(R.dumps(R.model_json(str(shown), plans)))
+
+
+def check(model: Any, example_inputs: Any = None, backends: str | Iterable[str] = "numpy,onnx",
+          inputs: Any = None) -> dict[str, Any]:
+    """``opbridge check MODEL --backends B --json``: each backend against the NumPy reference
+    and the source framework's own runtime."""
+    from translator.check import check_model, load_inputs, model_loader, report_json
+
+    _quiet()
+
+    opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
+    names = [b.strip() for b in backends.split(",")] if isinstance(backends, str) else list(backends)
+    feeds = (load_inputs(inputs) if isinstance(inputs, str) else dict(inputs)) if inputs else None
+    return report_json(check_model(model_loader(model, **opts), names, feeds, source=model, source_opts=opts))

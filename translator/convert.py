@@ -1,0 +1,164 @@
+"""``opbridge convert`` as a function: any source (``translator.frontends``) → one or more
+targets, each written to a scratch folder, checked there, then moved into place.
+
+``convert`` returns the same record the CLI prints (``--json``): per target ``status``
+``ok`` | ``check_failed`` (written, the check ran and found a mismatch: kept for
+inspection) | ``failed`` | ``check_error`` (nothing written for any target), with reason
+codes and details. It never raises for a property of one target; a model that cannot be
+read raises ``OpbridgeError``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+#: a check status that is a verdict on the artifact (the rest: the check could not run)
+CHECKED = ("pass", "fail")
+
+
+def model_stem(model: Any) -> str:
+    """The output file stem for a model path, a SavedModel folder, a ``pkg.module:factory``
+    or an in-memory model (its class name)."""
+    import re
+
+    if not isinstance(model, (str, os.PathLike)):
+        base = type(model).__name__
+    else:
+        model = str(model)
+        base = os.path.basename(os.path.normpath(model)) or "model"
+        if ":" in base and not os.path.exists(model):
+            base = base.replace(":", "_")
+        if os.path.splitext(base)[1].lower() in (".onnx", ".tflite", ".keras"):
+            base = os.path.splitext(base)[0]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", base) or "model"
+
+
+def staging(final: str) -> Path:
+    """A scratch folder beside ``final`` (same file system: moving in is a rename)."""
+    parent = Path(os.path.abspath(final)).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".opbridge-", dir=parent))
+
+
+def move_into_place(staged: Path, final: str) -> None:
+    """``staged`` becomes ``final`` by rename (an existing ``final`` is replaced, as each
+    backend's ``save`` does)."""
+    dest = Path(final)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_dir() and not dest.is_symlink():
+        old = staged.with_name(staged.name + ".old")
+        os.replace(dest, old)
+        os.replace(staged, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, dest)
+
+
+def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
+            example_inputs: Any = None, options: dict[str, Any] | None = None,
+            progress: Callable[[str], None] | None = None, verbose: bool = False) -> dict[str, Any]:
+    """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
+    ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
+    ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
+    dict of arrays for the check (default: seeded random inputs). ``options``: target
+    options by their CLI dest (e.g. ``{"coreml_target": "iOS17"}``).
+
+    Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
+    any target failed (then nothing is left at ``out``)."""
+    from .check import check_model, load_inputs, model_loader, report_json
+    from .errors import OpbridgeError
+    from .harness import classify
+    from .pipeline import compile
+    from .target import get, names
+    from .terminal import internal_error_line
+
+    say = progress or (lambda s: None)
+    every = names(include_reference=False)
+    targets = [t.strip() for t in (to.split(",") if isinstance(to, str) else to) if t.strip()]
+    if targets == ["all"]:
+        targets = every
+    unknown = [t for t in targets if t not in every]
+    if unknown:
+        raise OpbridgeError("bad_option", f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, all)")
+    opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
+    t0 = time.perf_counter()
+    shown = model if isinstance(model, (str, os.PathLike)) else type(model).__name__
+    say(f"reading {shown}")
+    build = model_loader(model, **opts)
+    n_nodes = len(build().graph.nodes)
+    say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
+    feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
+    stem = model_stem(model)
+    finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
+    stage = staging(str(out))
+    staged: dict[str, Path] = {}
+    results: list[dict[str, Any]] = []
+    worst = 0
+    try:
+        for t in targets:
+            rec: dict[str, Any] = {"target": t, "status": "ok"}
+            t1 = time.perf_counter()
+            try:
+                target = get(t)
+                say(f"{t}: lowering and emitting")
+                kwargs = {o.dest: (options or {})[o.dest] for o in target.options
+                          if (options or {}).get(o.dest) not in (None, False)}
+                done = compile(build(), target, **kwargs)
+                artifact = done.artifact
+                staged[t] = stage / t / os.path.basename(finals[t])
+                staged[t].parent.mkdir()
+                saved = str(target.save(artifact, staged[t]))  # atomic; the written path
+                say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
+                if target.version is not None:
+                    rec["library"] = target.version()
+                if done.ctx.layout is not None:
+                    rec["transposes"] = done.ctx.layout.transposes
+                warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
+                warnings += [w for w in getattr(artifact, "warnings", None) or () if w not in warnings]
+                if warnings:
+                    rec["warnings"] = warnings
+            except Exception as exc:  # noqa: BLE001 - reported with a reason code
+                if isinstance(exc, OpbridgeError):
+                    code, detail = classify(exc)[1], str(exc).splitlines()[0]
+                else:  # a bug of ours, not a property of the model
+                    code, detail = "internal_error", internal_error_line(exc)
+                    if verbose:
+                        import traceback
+
+                        traceback.print_exc()
+                rec.update(status="failed", reason=code, detail=detail)
+                say(f"{t}: cannot convert: {detail}")
+                worst = 2
+                results.append(rec)
+                continue
+            if check:
+                say(f"{t}: checking against the NumPy reference and the source's runtime")
+                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=model,
+                                              written={t: saved}, source_opts=opts))
+                b = res["backends"][0]
+                b["source"] = res.get("source", "")  # the source runtime, or why it could not run
+                rec["check"] = b
+                if b["status"] == "fail":
+                    rec["status"] = "check_failed"
+                    worst = max(worst, 1)
+                elif b["status"] not in CHECKED and b["reason"] == "structural_only":
+                    rec["check_note"] = f"{b['reason']}: {b['detail']}".strip()
+                elif b["status"] not in CHECKED:  # the check could not run: not a pass
+                    rec.update(status="check_error", reason=b["reason"] or "runtime_error",
+                               detail=f"the written artifact could not be checked: {b['detail']}")
+                    worst = 2
+            results.append(rec)
+        if worst < 2:
+            for t, path in staged.items():
+                move_into_place(path, finals[t])
+                rec = next(r for r in results if r["target"] == t)
+                rec["output"] = finals[t]
+                if rec["status"] == "check_failed":
+                    rec["kept"] = "kept for inspection: the check ran and found a mismatch"
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return {"model": str(shown), "nodes": n_nodes, "targets": results, "written": worst < 2, "exit": worst}
