@@ -172,7 +172,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     src_model = build_ir()
     src, src_note = (source_outputs(src_model, source, feeds, out_names, **(source_opts or {}))
                      if source is not None else (None, ""))
-    runtime = _runtime_name(src_model)
+    runtime = _runtime_name(src_model) if source is not None else ""
     decisive = src_model.source_format != "onnx"  # the source runtime is the oracle of a non-ONNX frontend
     if source is not None:
         say(f"source: {runtime} on the original model" + (f" ({src_note})" if src_note else ""))
