@@ -231,3 +231,30 @@ def test_flatten_takes_an_axis_equal_to_the_rank(axis):
     got = tfe.run(convert("tensorflow", model), feeds)[0]
     lead = int(np.prod(x.shape[:axis if axis >= 0 else axis + x.ndim]))
     np.testing.assert_array_equal(got, x.reshape(lead, -1))
+
+
+def test_layer_norm_with_large_mean_is_exact_under_onednn(tmp_path):
+    """A [1, N] LayerNorm after a MatMul whose values sit far from zero (mean 50, spread ~1):
+    with oneDNN's graph rewrite on (TensorFlow's x86 default) a ``tf.nn.moments`` layer norm
+    was 5e-3 off; the emitted two-pass Sub/Mul form stays within float32 rounding."""
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    from translator.check import check_model, model_loader
+
+    assert os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"  # the runtime's default settings
+    rng = np.random.default_rng(0)
+    n = 256
+    inits = [nh.from_array((rng.standard_normal((128, n)) * 0.05).astype(np.float32), "W"),
+             nh.from_array(np.full(n, 50.0, np.float32), "c"), nh.from_array(np.ones(n, np.float32), "g"),
+             nh.from_array(np.zeros(n, np.float32), "b")]
+    nodes = [h.make_node("MatMul", ["x", "W"], ["m0"]), h.make_node("Add", ["m0", "c"], ["m"]),
+             h.make_node("LayerNormalization", ["m", "g", "b"], ["y"], axis=-1, epsilon=1e-5)]
+    g = h.make_graph(nodes, "ln", [h.make_tensor_value_info("x", T.FLOAT, [1, 128])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, n])], inits)
+    path = tmp_path / "ln.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    res = check_model(model_loader(str(path)), ["tensorflow"], source=str(path))
+    rep = res["backends"][0]
+    assert rep.status == "pass", (rep.reason, rep.detail, [o.diff.reason for o in rep.outputs])
+    assert rep.outputs[0].diff.max_abs < 1e-4

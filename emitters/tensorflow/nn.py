@@ -664,9 +664,16 @@ def layer_normalization(c: Any) -> list[str]:
     a = norm_axis(c.attr("axis", -1), r)
     eps = float(c.attr("epsilon", 1e-5))
     x = c.i(0)
-    mean, var, inv = c.tmp("mean"), c.tmp("var"), c.tmp("inv_std")
-    y = f"({x} - {mean}) * {inv} * {c.i(1)}" + (f" + {c.i(2)}" if c.has(2) else "")
-    lines = [f"{mean}, {var} = tf.nn.moments({x}, axes={list(range(a, r))}, keepdims=True)",
+    mean, var, inv, d = c.tmp("mean"), c.tmp("var"), c.tmp("inv_std"), c.tmp("centered")
+    axes = list(range(a, r))
+    y = f"{d} * {inv} * {c.i(1)}" + (f" + {c.i(2)}" if c.has(2) else "")
+    # Two-pass variance from the centered values, spelled as Sub/Mul (not tf.nn.moments): with
+    # oneDNN on (TensorFlow's x86 default) the moments pattern is rewritten into a fused layer
+    # norm that loses precision when |mean| >> std (2e-2 relative error on a [1, N] input whose
+    # mean is 50x its spread; tests/test_emit_tensorflow.py::test_layer_norm_with_large_mean).
+    lines = [f"{mean} = tf.math.reduce_mean({x}, axis={axes}, keepdims=True)",
+             f"{d} = tf.math.subtract({x}, {mean})",
+             f"{var} = tf.math.reduce_mean(tf.math.multiply({d}, {d}), axis={axes}, keepdims=True)",
              f"{inv} = tf.math.rsqrt({var} + {c.lit(eps)})", f"{c.o(0)} = {y}"]
     for k, stat in ((1, mean), (2, inv)):  # statistics: stash_type float32 unless typed otherwise
         if len(c.node.outputs) > k:
