@@ -388,23 +388,46 @@ def _cum_sum(gen: Gen, node: Node) -> None:
              f"name={gen.name(node)})")
 
 
+def _trilu_k(node: Node) -> int | None:
+    """k as a constant (0 when omitted), or None when it is computed at run time."""
+    if len(node.inputs) < 2 or node.inputs[1] is None:
+        return 0
+    return int(const_of(node.inputs[1]).reshape(-1)[0]) if node.inputs[1].is_const else None
+
+
 def _trilu_check(node: Node) -> Refusal | None:
-    why = need_const(1)(node)
-    if why:
-        return why
-    k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
-    upper = int(node.attrs.get("upper", 1))
-    if (upper and k > 0) or (not upper and k < 0):
-        return Refusal("unsupported_attribute_value", "band_part keeps whole diagonals: upper needs k <= 0, lower k >= 0")
+    k, upper = _trilu_k(node), int(node.attrs.get("upper", 1))
+    if k is not None and not ((upper and k > 0) or (not upper and k < 0)):
+        return None  # band_part keeps whole diagonals
+    shape = static_shape(node.inputs[0])
+    if shape is None or None in shape[-2:]:
+        return Refusal("dynamic_shape", "band_part keeps whole diagonals only (upper needs k <= 0, lower k >= 0); "
+                       "any other or a run-time k compares a constant column-minus-row grid over static trailing dims")
     return None
 
 
 @rule("trilu", check=_trilu_check)
 def _trilu(gen: Gen, node: Node) -> None:
-    k = int(const_of(node.inputs[1]).reshape(-1)[0]) if len(node.inputs) > 1 and node.inputs[1] is not None else 0
-    lower, upper = (-k, -1) if int(gen.attr(node, "upper")) else (-1, k)
-    gen.emit(f"{gen.out(node)} = mb.band_part(x={gen.var(node.inputs[0])}, lower={lit(lower)}, upper={lit(upper)}, "
-             f"name={gen.name(node)})")
+    """``band_part`` when it keeps whole diagonals; else ``select`` over the band (j - i >= k
+    for upper, <= k for lower) of the static trailing [H, W], broadcast over the leading
+    dims: a constant mask for a constant k, a comparison with a run-time k."""
+    k, upper = _trilu_k(node), int(gen.attr(node, "upper"))
+    x = gen.var(node.inputs[0])
+    if k is not None and not ((upper and k > 0) or (not upper and k < 0)):
+        lower, up = (-k, -1) if upper else (-1, k)
+        gen.emit(f"{gen.out(node)} = mb.band_part(x={x}, lower={lit(lower)}, upper={lit(up)}, name={gen.name(node)})")
+        return
+    h, w = static_shape(node.inputs[0])[-2:]
+    diff = np.arange(w, dtype=np.int32)[None, :] - np.arange(h, dtype=np.int32)[:, None]  # j - i
+    if k is not None:
+        keep = gen.const(node, "band", diff >= k if upper else diff <= k)
+    else:
+        keep, kn = gen.tmp(node, "band")
+        kk = gen.var(node.inputs[1])
+        gen.emit(f"{keep} = mb.{'greater_equal' if upper else 'less_equal'}(x={gen.const(node, 'diag', diff)}, "
+                 f"y={kk}, name={kn})")
+    zero = np_lit(0, node.inputs[0].type.dtype)
+    gen.emit(f"{gen.out(node)} = mb.select(cond={keep}, a={x}, b={zero}, name={gen.name(node)})")
 
 
 @rule("dropout", check=lambda n: Refusal("unsupported_attribute_value", "training mode")
