@@ -104,6 +104,7 @@ def _lower_in(graph: Graph, ctx: Any, supported: frozenset[str], have: "Mapping[
 
 def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[str], have: "Mapping[str, Rule]",
                 depth: int) -> None:
+    from . import unroll
     from .registry import Refusal
 
     tables, name = ctx.tables, ctx.target.name
@@ -113,6 +114,14 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             ctx.how.setdefault(node.name, "native")
             continue
         op = tables.ops.get(node.op)
+        if (op is None or not op.decomposition) and depth < MAX_DEPTH and node.op in unroll.OPS \
+                and unroll.why_not(node) is None:  # a decomposition over static shapes (translator/unroll.py)
+            new_nodes = unroll.expand(graph, node)
+            ctx.decomposed.append((node.name, node.op))
+            ctx.how[node.name] = "decomposed"
+            _settle(graph, new_nodes, ctx)
+            _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
+            continue
         why_not = applies(op, node) if op is not None and op.decomposition else None
         if op is None or not op.decomposition or why_not is not None or depth >= MAX_DEPTH:
             refusal = why
