@@ -114,6 +114,12 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             ctx.how.setdefault(node.name, "native")
             continue
         op = tables.ops.get(node.op)
+        widened = _widened(graph, node, op, ctx) if op is not None and why.code == "unsupported_dtype" else None
+        if widened is not None:  # per-op dtype legalization of an op that only moves data
+            ctx.how[node.name] = "legalized"
+            _settle(graph, widened, ctx)
+            _lower_list(graph, widened, ctx, supported, have, depth + 1)
+            continue
         if (op is None or not op.decomposition) and depth < MAX_DEPTH and node.op in unroll.OPS \
                 and unroll.why_not(node) is None:  # a decomposition over static shapes (translator/unroll.py)
             new_nodes = unroll.expand(graph, node)
@@ -141,6 +147,71 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
         ctx.how[node.name] = "decomposed"
         _settle(graph, new_nodes, ctx)
         _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
+
+
+def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
+    """A ``moves_data`` op whose data dtype the target's cell lacks (a bool gather on Core ML),
+    computed in a dtype the cell has and cast back: exact, since every output element is a
+    copy of an input element. Returns the inserted nodes (casts in, the op, casts out), or
+    None when the op or dtype does not allow it."""
+    from .dtypes import onnx_dtype_map
+    from .passes.legalize_dtypes import SUBSTITUTES
+
+    cell = op.backends.get(ctx.target.name)
+    sig = op.signature
+    if "moves_data" not in op.traits or cell is None or cell.dtypes is None or sig is None or not node.outputs:
+        return None
+    if str(node.attrs.get("reduction", "none")) != "none":  # a scatter that combines values is arithmetic
+        return None
+    tv = sig.outputs[0].type
+    d = node.outputs[0].type.dtype
+    allowed = set(ctx.tables.expand_dtypes(cell.dtypes))
+    if d is None or d in allowed:
+        return None
+    sub = next((s for s in (*SUBSTITUTES.get(d, ()), "int32") if s in allowed and (ctx.legal is None or s in ctx.legal)),
+               None)
+    if sub is None:
+        return None
+    data: list[int] = []
+    k = 0
+    for port in sig.inputs:
+        span = range(k, len(node.inputs)) if port.variadic else range(k, k + 1)
+        if port.type == tv:
+            data.extend(i for i in span if i < len(node.inputs))
+        k = span.stop
+    enum = {v: key for key, v in onnx_dtype_map(ctx.tables).items()}
+    inserted: list[Node] = []
+    ins = list(node.inputs)
+    for i in data:
+        v = ins[i]
+        if v is not None and v.type.dtype == d:
+            c = graph.add_node("cast", [v], {"to": enum[sub]}, outputs=[f"{v.name}_as_{sub}"], name=f"{node.name}/to_{sub}{i}",
+                               types=[TensorType(sub, v.type.shape)], before=node)
+            ins[i] = c.outputs[0]
+            inserted.append(c)
+    outs = [TensorType(sub, o.type.shape) if o.type.dtype == d else o.type for o in node.outputs]
+    new = graph.add_node(node.op, ins, dict(node.attrs), outputs=[f"{o.name}_as_{sub}" for o in node.outputs],
+                         name=f"{node.name}/{sub}", types=outs, before=node)
+    new.meta.update(node.meta)
+    inserted.append(new)
+    results: list[Value] = []
+    for old, w in zip(node.outputs, new.outputs):
+        if w.type.dtype != sub or old.type.dtype != d:
+            results.append(w)
+            continue
+        back = graph.add_node("cast", [w], {"to": enum[d]}, outputs=[f"{old.name}_back"], name=f"{node.name}/to_{d}",
+                              types=[old.type], before=node)
+        inserted.append(back)
+        results.append(back.outputs[0])
+    for old, new_v in zip(node.outputs, results):
+        if any(o is old for o in graph.outputs):  # keep the model's output names
+            old_name = old.name
+            old.name, new_v.name = f"{old_name}__replaced", old_name
+        graph.replace_all_uses_with(old, new_v)
+    graph.remove_node(node)
+    ctx.warn(f"{ctx.target.name}: node {node.name!r} ({node.op}) moves {d} data as {sub} "
+             f"(the target's {node.op} lacks {d}; exact, cast back)")
+    return inserted
 
 
 def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:

@@ -52,6 +52,9 @@ TRAITS = MappingProxyType({
     "elementwise": "output element i is computed from the input elements at index i (after broadcasting)",
     "widen_half": "float16/bfloat16 arithmetic is computed in float32 and rounded back after the op",
     "random": "the output is random: no reference value to compare with",
+    "moves_data": ("every output element of the data type is a copy of an input element of that type (or a "
+                   "constant fill): computing it in a wider dtype and casting back is exact (dtype legalization "
+                   "per op: a bool gather where the backend's gather lacks bool)"),
     "layout_unary": "layout pass: input 0 and output 0 follow the node's layout (other inputs must be scalars)",
     "layout_broadcasting": "layout pass: every same-rank (or constant) input and output 0 follow the node's layout",
     "layout_reduce": "layout pass: a keepdims reduction; its constant axes input is remapped",
