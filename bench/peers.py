@@ -25,8 +25,19 @@ alternately. TFLite: one interpreter each at TFLite's default thread count (onnx
 in its venv, timed on ``invoke``; ours through ``tflite.runner``, whose calls also copy
 the inputs in and the outputs out).
 
-    python bench/peers.py [--models suite|a,b] [--backends pytorch,tflite,openvino] [-n 20] [--threads 1]
-                          [--json out.json]
+Recurrent models (``--models recurrent``, or ``lstm_2l_h256`` / ``gru_2l_h256`` by name): a
+2-layer ``nn.LSTM`` / ``nn.GRU`` (input 64, hidden 256, sequence 100, batch 1, seed 0)
+exported in this run with ``torch.onnx.export`` (the TorchScript exporter), converted by
+opbridge to PyTorch; the emitted module (through its runner: NumPy in, NumPy out) and
+onnxruntime on the original ONNX file are timed alternately in this process, with
+``torch.set_num_threads(T)`` and onnxruntime's ``intra_op_num_threads=T``
+(``inter_op_num_threads=1``, sequential), T = ``--threads``; the row prints the ratio
+opbridge / onnxruntime (the goal: ≤ 1.5), the exported torch module's own latency for
+reference, and with T = 1 also the medians of the calling thread's CPU time (both sides run
+on it), which other processes' load on a shared machine does not inflate.
+
+    python bench/peers.py [--models suite|recurrent|a,b] [--backends pytorch,tflite,openvino] [-n 20]
+                          [--threads 1] [--json out.json]
 """
 from __future__ import annotations
 
@@ -119,18 +130,20 @@ def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, flo
     return target, art, convert_s
 
 
-def timed(calls: dict[str, Any], n: int) -> dict[str, float]:
+def timed(calls: dict[str, Any], n: int, clock: Any = time.perf_counter) -> dict[str, float]:
     """Median seconds of each zero-argument callable: warmed up, then called alternately
-    (n times each), so a burst of load from another process hits all of them alike."""
+    (n times each), so a burst of load from another process hits all of them alike.
+    ``clock``: wall-clock by default; ``time.thread_time`` counts only this thread's CPU time
+    (what a single-threaded call costs whatever else the machine runs)."""
     for fn in calls.values():
         for _ in range(WARMUP):
             fn()
     times: dict[str, list[float]] = {k: [] for k in calls}
     for _ in range(n):
         for k, fn in calls.items():
-            s = time.perf_counter()
+            s = clock()
             fn()
-            times[k].append(time.perf_counter() - s)
+            times[k].append(clock() - s)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -239,6 +252,83 @@ def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Pa
     return ours, theirs
 
 
+#: recurrent models built in the run: name → (torch.nn class, layers, input, hidden, sequence, batch)
+RECURRENT = {"lstm_2l_h256": ("LSTM", 2, 64, 256, 100, 1), "gru_2l_h256": ("GRU", 2, 64, 256, 100, 1)}
+
+
+def export_recurrent(name: str, out_dir: Path) -> tuple[Path, Any]:
+    """The recurrent model ``name`` (a torch module, seed 0) and its export with
+    torch.onnx.export (the TorchScript exporter)."""
+    import warnings
+
+    import torch
+
+    kind, layers, inp, hidden, seq, batch = RECURRENT[name]
+    torch.manual_seed(0)
+    layer = getattr(torch.nn, kind)(inp, hidden, num_layers=layers).eval()
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = layer
+
+        def forward(self, x: Any) -> Any:
+            return self.rnn(x)[0]
+
+    path = out_dir / f"{name}.onnx"
+    net = Net().eval()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and batch-size notes
+        torch.onnx.export(net, (torch.zeros(seq, batch, inp),), str(path), dynamo=False,
+                          input_names=["x"], output_names=["y"])
+    return path, net
+
+
+def compare_recurrent(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path, threads: int,
+                      module: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """opbridge's emitted PyTorch module against onnxruntime on the original file, timed
+    alternately in this process with the same thread count on both sides; ``module`` (the
+    torch module that was exported) is timed alongside as a reference (``torch_module_s``)."""
+    import onnxruntime as ort
+    import torch
+
+    torch.set_num_threads(threads)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    theirs: dict[str, Any] = {"ok": True, "outputs": sess.run(None, feeds)}
+    calls = {"onnxruntime": lambda: sess.run(None, feeds)}
+    try:
+        target, art, convert_s = convert_ours("pytorch", path, out_dir)
+        call = target.prepared(art)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": call(feeds),
+                                "native_kernel": "_rnn_native(" in art.source.split("\nclass ")[-1]}
+        calls["ours"] = lambda: call(feeds)
+    except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; onnxruntime is still timed
+        ours = failed(exc)
+    if module is not None:
+        args = [torch.from_numpy(v) for v in feeds.values()]
+
+        def direct() -> Any:
+            with torch.no_grad():
+                return module(*args)
+
+        calls["torch_module"] = direct
+    lat = timed(calls, n)
+    theirs["latency_s"] = lat["onnxruntime"]
+    if "torch_module" in lat:
+        theirs["torch_module_s"] = lat["torch_module"]
+    if "ours" in lat:
+        ours["latency_s"] = lat["ours"]
+    if threads == 1:  # both run on the calling thread: its CPU time is immune to other processes' load
+        cpu = timed(calls, n, time.thread_time)
+        theirs["cpu_s"] = cpu["onnxruntime"]
+        if "ours" in cpu:
+            ours["cpu_s"] = cpu["ours"]
+    return ours, theirs
+
+
 def failed(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}
 
@@ -275,6 +365,35 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}"
 
 
+def recurrent_row(name: str, tmp: Path, n: int, threads: int) -> dict[str, Any]:
+    """Export, convert, check and time one recurrent model; prints its row."""
+    out_dir = tmp / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"{name}: exporting, converting, timing ({n} runs)", file=sys.stderr, flush=True)
+    path, module = export_recurrent(name, out_dir)
+    feeds = inputs_for(path)
+    ours, theirs = compare_recurrent(path, feeds, n, out_dir, threads, module)
+    expected = theirs.pop("outputs")
+    if ours.get("ok"):
+        ours["max_abs"] = max_abs(expected, ours.pop("outputs"))
+        ours["save_s"] = SAVE_S.pop("pytorch", None)
+    o, t = ours, theirs
+    kind, layers, inp, hidden, seq, batch = RECURRENT[name]
+    print(f"{name:20s} pytorch   ours: {'ok' if o['ok'] else 'FAIL'} "
+          f"{'torch kernel' if o.get('native_kernel') else 'python loop'} conv {o.get('convert_s', float('nan')):.2f}s "
+          f"lat {1000 * o.get('latency_s', float('nan')):.2f}ms diff {o.get('max_abs')} | onnxruntime (original): "
+          f"lat {1000 * t['latency_s']:.2f}ms | ratio lat {ratio(o.get('latency_s'), t['latency_s'])} (goal <= 1.5) | "
+          f"torch.nn.{kind} itself {1000 * t.get('torch_module_s', float('nan')):.2f}ms | thread CPU time: ours "
+          f"{1000 * o.get('cpu_s', float('nan')):.2f}ms onnxruntime {1000 * t.get('cpu_s', float('nan')):.2f}ms ratio "
+          f"{ratio(o.get('cpu_s'), t.get('cpu_s'))} ("
+          f"{kind} {layers} layers, input {inp}, hidden {hidden}, seq {seq}, batch {batch}, {threads} thread(s) each)",
+          flush=True)
+    if not o["ok"]:
+        print(f"    ours: {o['error']}")
+    return {"model": name, "backend": "pytorch", "peer": "onnxruntime", "threads": threads, "ours": ours,
+            "peer_result": theirs}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="suite")
@@ -283,10 +402,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="inference threads, the same for opbridge and the peer")
     ap.add_argument("--json", dest="json_out")
     args = ap.parse_args()
-    models = SUITE if args.models == "suite" else args.models.split(",")
+    models = SUITE if args.models == "suite" else tuple(RECURRENT) if args.models == "recurrent" \
+        else args.models.split(",")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in models:
+            if name in RECURRENT:
+                rows.append(recurrent_row(name, Path(tmp), args.n, args.threads))
+                continue
             path = MODELS / f"{name}.onnx"
             if not path.exists():
                 print(f"{name}: missing {path} (run bench/export_models.py --models suite in bench/.venv-peers)")

@@ -419,3 +419,124 @@ def test_mel_weight_matrix_matches_the_reference(args):
     (want,) = _reference(lambda: single_op_model("mel_weight_matrix", ins, {})[0], feeds)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.allclose(got, want, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- recurrences on torch's kernels
+_NEEDS_ORT = pytest.mark.xfail(__import__("importlib").util.find_spec("onnxruntime") is None, strict=True,
+                               reason="onnxruntime is not installed (the oracle of these tests)")
+
+
+def _ort_run(path, feeds):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _export_rnn(module, args, path, names):
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and batch-size notes
+        torch.onnx.export(module.eval(), args, str(path), dynamo=False, input_names=names)
+    return path
+
+
+def _forward(art):
+    """The generated ``forward`` (what runs; the copied helpers above it are not)."""
+    return art.source.split("\nclass ", 1)[1]
+
+
+@_NEEDS_ORT
+def test_two_layer_lstm_runs_on_torchs_kernel_and_matches_onnxruntime(tmp_path):
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(16, 32, num_layers=2)
+
+        def forward(self, x):
+            return self.rnn(x)
+
+    path = _export_rnn(Net(), (torch.zeros(12, 2, 16),), tmp_path / "lstm.onnx", ["x"])
+    art = pt.emit(load_onnx(path))
+    body = _forward(art)
+    assert body.count("_rnn_native('lstm'") == 2 and "_recurrence(" not in body
+    assert "torch.lstm(" in art.source
+    x = _x(12, 2, 16)
+    got, want = pt.run(art, {"x": x}), _ort_run(path, {"x": x})
+    assert len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        assert g.dtype == np.float32 and g.shape == w.shape
+        assert np.abs(g - w).max() <= 1e-5
+    again = pt.emit(load_onnx(path))  # deterministic: the same source and buffers
+    assert again.source == art.source and list(again.weights) == list(art.weights)
+    assert all(again.weights[k].tobytes() == art.weights[k].tobytes() for k in art.weights)
+    model = art.instantiate()
+    ep = torch.export.export(model, (torch.from_numpy(x),))
+    assert torch.allclose(ep.module()(torch.from_numpy(x))[0], model(torch.from_numpy(x))[0])
+
+
+@_NEEDS_ORT
+def test_bidirectional_gru_runs_on_torchs_kernel_and_matches_onnxruntime(tmp_path):
+    """batch_first with an initial state: linear_before_reset=1 (what torch exports) is torch.gru."""
+    torch.manual_seed(1)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.GRU(8, 24, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x, h):
+            return self.rnn(x, h)
+
+    path = _export_rnn(Net(), (torch.zeros(3, 10, 8), torch.zeros(4, 3, 24)), tmp_path / "gru.onnx", ["x", "h"])
+    art = pt.emit(load_onnx(path))
+    body = _forward(art)
+    assert body.count("_rnn_native('gru'") == 2 and "_recurrence(" not in body
+    assert "torch.gru(" in art.source
+    feeds = {"x": _x(3, 10, 8), "h": _x(4, 3, 24)}
+    got, want = pt.run(art, feeds), _ort_run(path, feeds)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and np.abs(g - w).max() <= 1e-5
+
+
+def _rnn_node_model(op, gates, attrs, hidden=5, steps=4, batch=2, size=3, dirs=1, peepholes=False):
+    """One ONNX RNN/GRU/LSTM node whose W, R, B (and P) are graph inputs (known at run time only)."""
+    f = TensorProto.FLOAT
+    shapes = {"X": [steps, batch, size], "W": [dirs, gates * hidden, size], "R": [dirs, gates * hidden, hidden],
+              "B": [dirs, 2 * gates * hidden]}
+    if peepholes:
+        shapes["P"] = [dirs, 3 * hidden]
+    names = ["X", "W", "R", "B"] + (["", "", "", "P"] if peepholes else [])
+    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, names, outs, hidden_size=hidden, **attrs)
+    m = _onnx_model([node], [helper.make_tensor_value_info(k, f, s) for k, s in shapes.items()],
+                    [helper.make_tensor_value_info(o, f, None) for o in outs], opset=14)
+    return m, {k: _x(*s) for k, s in shapes.items()}
+
+
+@_NEEDS_ORT
+@pytest.mark.parametrize("op,gates,attrs,peepholes,native", [
+    ("LSTM", 4, {"direction": "reverse"}, False, True),
+    ("GRU", 3, {"direction": "bidirectional", "linear_before_reset": 1}, False, True),
+    ("RNN", 1, {"direction": "bidirectional", "activations": ["Relu", "Relu"]}, False, True),
+    ("GRU", 3, {"linear_before_reset": 0}, False, False),  # torch's GRU is linear_before_reset=1 only
+    ("LSTM", 4, {}, True, False),  # peepholes
+    ("LSTM", 4, {"clip": 0.5}, False, False),
+    ("RNN", 1, {"activations": ["Sigmoid"]}, False, False),
+])
+def test_recurrence_kernel_choice_matches_onnxruntime(tmp_path, op, gates, attrs, peepholes, native):
+    """Torch's kernel where ONNX means the same (run-time weights reordered by _rnn_flat_weights),
+    the exact float64 loop otherwise; both agree with onnxruntime."""
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    m, feeds = _rnn_node_model(op, gates, attrs, dirs=dirs, peepholes=peepholes)
+    path = tmp_path / "rnn.onnx"
+    path.write_bytes(m.SerializeToString())
+    art = pt.emit(from_proto(m))
+    body = _forward(art)
+    assert ("_rnn_native(" in body) is native and ("_recurrence(" in body) is not native
+    got, want = pt.run(art, feeds), _ort_run(path, feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and np.abs(g - w).max() <= 1e-5

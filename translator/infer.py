@@ -377,6 +377,42 @@ def _center_crop_pad(n: Node) -> list:
     return [tuple(out)]
 
 
+@shape_rule("pad")
+def _pad(n: Node) -> list:
+    """Each padded dim grows by its begin + end pads (negative pads crop); pads ``[b1, …, e1, …]``
+    over ``axes`` (all dims when omitted)."""
+    s = n.inputs[0].type.shape
+    pads = _const_ints(n.inputs[1]) if len(n.inputs) > 1 else None
+    axes = _const_ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else None
+    if s is None or pads is None or (len(n.inputs) > 3 and n.inputs[3] is not None and axes is None):
+        return [None]
+    axes = [a + len(s) if a < 0 else a for a in (axes if axes is not None else range(len(s)))]
+    if len(pads) != 2 * len(axes):
+        return [None]
+    out = list(s)
+    for i, a in enumerate(axes):
+        out[a] = out[a] + pads[i] + pads[i + len(axes)] if isinstance(out[a], int) else None
+    return [tuple(out)]
+
+
+@shape_rule("resize")
+def _resize(n: Node) -> list:
+    """Constant ``sizes`` give the shape; constant ``scales`` give ``floor(dim * scale)`` (ONNX)."""
+    s = n.inputs[0].type.shape
+    if s is None or n.attrs.get("axes") is not None:
+        return [None]
+    sizes = _const(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else None
+    if sizes is not None and sizes.size == len(s):
+        return [tuple(int(d) for d in sizes.reshape(-1))]
+    scales = _const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else None
+    if scales is not None and scales.size == len(s):
+        import math
+
+        return [tuple(int(math.floor(d * float(k))) if isinstance(d, int) else (d if float(k) == 1.0 else None)
+                      for d, k in zip(s, scales.reshape(-1)))]
+    return [None]
+
+
 def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = None) -> list[TensorType]:
     op = tables.ops.get(node.op)
     sig = op.signature if op else None
@@ -462,4 +498,8 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
                 continue
             dtype = v.type.dtype or t.dtype
             shape = v.type.shape if v.type.shape is not None else t.shape
+            if v.type.shape is not None and t.shape is not None and len(t.shape) == len(shape):
+                # a symbolic or unknown dim (e.g. ONNX inference's unk__0 behind a pad whose pads
+                # were only folded later) takes the static size inferred now
+                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) else d for d, k in zip(shape, t.shape))
             v.type = TensorType(dtype, shape)

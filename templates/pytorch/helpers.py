@@ -264,6 +264,64 @@ def _recurrence(kind, x, w, r, b, lens, h0, c0, p, acts, alphas, betas, clip, di
     return y.to(dtype), h_final.to(dtype), c_final.to(dtype)
 
 
+def _rnn_flat_weights(order, w, r, b):
+    """ONNX W (D, G*H, I), R (D, G*H, H), B (D, 2*G*H) known only at run time as torch's
+    flat weights, per direction [w_ih, w_hh, b_ih, b_hh]: the gate blocks put in torch's order
+    (``order``: ONNX block index of each torch block); no B → no biases."""
+    num_dir, hidden, gates = w.shape[0], r.shape[-1], len(order)
+    idx = torch.tensor(order, dtype=torch.int64)
+
+    def blocks(m):
+        return m.unflatten(1, (gates, hidden)).index_select(1, idx).flatten(1, 2).contiguous()
+
+    w, r = blocks(w), blocks(r)
+    if b is not None:
+        wb = blocks(b[:, :gates * hidden].unsqueeze(-1)).squeeze(-1)
+        rb = blocks(b[:, gates * hidden:].unsqueeze(-1)).squeeze(-1)
+    out = []
+    for d in range(num_dir):
+        out += [w[d], r[d]] + ([] if b is None else [wb[d], rb[d]])
+    return out
+
+
+def _rnn_native(kind, x, weights, h0, c0, bidirectional, reverse, layout):
+    """ONNX RNN / GRU / LSTM with the default activations through torch's own recurrent
+    kernels (torch.lstm / torch.gru / torch.rnn_tanh / torch.rnn_relu, one layer), computed in
+    the input's dtype. ``weights`` are torch's flat weights (gate blocks already in torch's
+    order, 2 or 4 tensors per direction). Returns (Y, Y_h, Y_c) in the ONNX layout: Y is
+    (T, D, B, H) (layout 1: (B, T, D, H)); Y_c is None except for LSTM."""
+    num_dir = 2 if bidirectional else 1
+    hidden = weights[1].shape[1]
+    time = 1 if layout else 0
+    batch = x.shape[1 - time]
+    if layout:
+        h0 = None if h0 is None else h0.transpose(0, 1)
+        c0 = None if c0 is None else c0.transpose(0, 1)
+    h0 = x.new_zeros(num_dir, batch, hidden) if h0 is None else h0.to(x.dtype).contiguous()
+    if reverse:
+        x = x.flip(time)
+    biases = len(weights) == 4 * num_dir
+    c = None
+    if kind == "lstm":
+        c0 = x.new_zeros(num_dir, batch, hidden) if c0 is None else c0.to(x.dtype).contiguous()
+        y, h, c = torch.lstm(x, (h0, c0), weights, biases, 1, 0.0, False, bidirectional, bool(layout))
+    elif kind == "gru":
+        y, h = torch.gru(x, h0, weights, biases, 1, 0.0, False, bidirectional, bool(layout))
+    elif kind == "rnn_relu":
+        y, h = torch.rnn_relu(x, h0, weights, biases, 1, 0.0, False, bidirectional, bool(layout))
+    else:
+        y, h = torch.rnn_tanh(x, h0, weights, biases, 1, 0.0, False, bidirectional, bool(layout))
+    if reverse:
+        y = y.flip(time)
+    y = y.unflatten(2, (num_dir, hidden))
+    if layout:
+        h = h.transpose(0, 1)
+        c = None if c is None else c.transpose(0, 1)
+    else:
+        y = y.transpose(1, 2)
+    return y, h, c
+
+
 def _resize_coords(out_len, in_len, scale, ctm, roi_start, roi_end):
     """ONNX Resize: the input coordinate of every output index (float32 math, as runtimes do)."""
     i = torch.arange(out_len, dtype=torch.float32)

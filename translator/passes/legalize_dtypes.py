@@ -35,6 +35,13 @@ def _target(dtype: str, legal: frozenset[str], backend: str, what: str) -> str:
     raise Unsupported("cast", backend, "unsupported_dtype", f"{what}: {dtype} has no legal substitute on {backend}")
 
 
+def _only_slice_bounds(v: Value) -> bool:
+    """Whether every use of ``v`` is a slice's starts or ends (TorchScript writes
+    -9223372036854775807 for "from the end"): slice clamps bounds to the dim, so any bound
+    beyond int32's range selects exactly what that range's limit selects."""
+    return bool(v.uses) and all(n.op == "slice" and i in (1, 2) for n, i in v.uses)
+
+
 def _retype(v: Value, new: str) -> None:
     v.type = TensorType(new, v.type.shape, v.type.kind, v.type.elem)
 
@@ -56,6 +63,8 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
         d = v.type.dtype
         if d is None or d in legal or v.type.kind != "tensor":
             continue
+        if v.is_const and not v.uses and v not in graph.outputs:  # left over by folding: never emitted
+            continue
         new = _target(d, legal, backend, f"value {v.name!r}")
         if v.is_const:
             arr = np.asarray(v.const)
@@ -65,6 +74,8 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
                 src = np.iinfo(arr.dtype)
                 # ONNX's "to the end" sentinels (INT64_MAX / INT64_MIN, e.g. slice ends) saturate
                 arr = np.where(arr == src.max, info.max, np.where(arr == src.min, info.min, arr)).astype(arr.dtype)
+                if _only_slice_bounds(v):  # any bound beyond ±2^31 means "past that end": clamp (no dim is longer)
+                    arr = np.clip(arr, info.min, info.max).astype(arr.dtype)
                 if arr.min() < info.min or arr.max() > info.max:
                     raise Unsupported("cast", backend, "unsupported_dtype",
                                       f"constant {v.name!r} ({d}) has values outside {new}'s range")
