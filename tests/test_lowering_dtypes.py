@@ -47,3 +47,27 @@ def test_an_op_that_computes_is_not_widened():
     t = load_tables()
     assert "moves_data" in t.ops["gather"].traits and "moves_data" in t.ops["where"].traits
     assert not any("moves_data" in t.ops[o].traits for o in ("add", "reduce_sum", "cum_sum", "matmul"))
+
+
+def test_torchscript_pad_sentinels_fold_and_clamp(tmp_path):
+    """``F.pad`` as the TorchScript exporter writes it (a Slice with step -1 and end
+    -9223372036854775807 on constant pads, then Transpose/Reshape/Cast) and ``x[:, :, :8]``:
+    the chain folds, the folded leftovers are not range-checked, a live slice's sentinel
+    bounds clamp, and the shape through the reflect pad is static again."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from translator.check import check_model, model_loader
+    from translator.pipeline import plan
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return F.pad(x, (1, 2, 3, 0), mode="reflect")[:, :, 2:] * 2
+
+    path = tmp_path / "pad.onnx"
+    torch.onnx.export(M(), (torch.randn(1, 3, 10, 10),), str(path), dynamo=False, opset_version=17)
+    model = model_loader(str(path))()
+    for target in ("tflite", "coreml"):
+        assert not plan(model, target).refusals, target
+    rep = check_model(lambda: model, ["tflite"])["backends"][0]
+    assert rep.status == "pass", (rep.reason, rep.detail)
