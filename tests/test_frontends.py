@@ -131,3 +131,15 @@ def test_python_api_convert_refuses_without_writing(tmp_path):
     with pytest.raises(OpbridgeError):
         opbridge.convert(str(MODEL), to="no_such_target", out=str(tmp_path / "x"))
     assert not (tmp_path / "x").exists()
+
+
+def test_the_bundled_tflite_converts_back_quietly(tmp_path):
+    """`make demo`'s non-ONNX step: the bundled .tflite (TensorFlow's own converter) to ONNX,
+    checked against the TFLite interpreter; no third-party log line without -v."""
+    out = tmp_path / "m.onnx"
+    p = subprocess.run([sys.executable, "-m", "translator.cli", "convert", "examples/models/tiny_cnn.tflite",
+                        "--to", "onnx", "-o", str(out), "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", p.stderr
+    assert p.stdout.startswith("onnx: ok") and "vs LiteRT" in p.stdout, p.stdout
+    assert out.is_file()

@@ -269,7 +269,8 @@ def filter_native_stderr() -> None:
 
     global _NATIVE_LOG
     _NATIVE_LOG = re.compile(rb"^(WARNING: All log messages before absl::InitializeLog\(\)|"
-                             rb"[IWE]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] )")
+                             rb"[IWE]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] |"
+                             rb"INFO: (Created|Initialized|Replacing) TensorFlow Lite )")  # TFLite's minimal logger
     try:
         sys.stderr.flush()
         real = os.dup(2)
