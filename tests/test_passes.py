@@ -89,3 +89,35 @@ def test_verifier_rejects(build, code):
     with pytest.raises(VerifyError) as ei:
         verify.run(g)
     assert ei.value.code == code
+
+
+def test_a_constant_resize_folds_and_shapes_follow(tmp_path):
+    """DETR's default pixel mask: a Resize whose inputs are all constants (64x64 -> 2x2
+    nearest) folds like shape arithmetic, and a ``shape`` of what it feeds folds next."""
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    from translator.frontends.onnx import load_onnx
+    from translator.pipeline import fold
+
+    inits = [nh.from_array(np.ones((1, 1, 64, 64), np.float32), "mask"),
+             nh.from_array(np.array([1, 1, 1 / 32, 1 / 32], np.float32), "scales")]
+    nodes = [h.make_node("Resize", ["mask", "", "scales"], ["small"], mode="nearest"),
+             h.make_node("Mul", ["x", "small"], ["y"]), h.make_node("Shape", ["small"], ["s"])]
+    g = h.make_graph(nodes, "m", [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 2, 2])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 1, 2, 2]), h.make_tensor_value_info("s", T.INT64, [4])],
+                     inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    model = load_onnx(path)
+    fold(model.graph)
+    assert [n.op for n in model.graph.nodes] == ["mul"]
+    s = next(v for v in model.graph.outputs if v.name == "s")
+    assert s.is_const and s.const.tolist() == [1, 1, 2, 2]
+
+
+def test_random_and_quantize_ops_never_fold():
+    from translator.passes.fold_constants import foldable
+
+    assert foldable("resize") and foldable("matmul") and foldable("shape")
+    assert not foldable("random_normal") and not foldable("dequantize_linear") and not foldable("loop")

@@ -1,9 +1,10 @@
-"""Constant folding of shape subgraphs.
+"""Constant folding.
 
 ``shape``/``size`` of a value whose shape is static become constants; then every node
-of a foldable op whose inputs are all constants is evaluated once with the NumPy
-reference and replaced by its result. Only small results are folded (shape arithmetic,
-not weights): at most ``MAX_ELEMENTS`` elements per output.
+whose inputs are all constants is evaluated once with the NumPy reference and replaced by
+its result: any deterministic op (shape arithmetic, a constant Resize of a default mask…)
+except quantize/dequantize (quantized weights stay so) and control flow. Only small
+results are folded: at most ``MAX_ELEMENTS`` elements per output (weights stay as given).
 """
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ from ..dtypes import dtype_id
 from ..ir import Graph, Node
 
 MAX_ELEMENTS = 1 << 16
-FOLDABLE = frozenset({
-    "shape", "size", "gather", "concat", "unsqueeze", "squeeze", "slice", "cast", "reshape", "add", "sub", "mul",
-    "div", "range", "constant_of_shape", "reduce_prod", "reduce_sum", "equal", "where", "identity", "constant",
-    "expand", "transpose", "floor", "ceil", "neg", "abs", "min", "max", "logical_not", "greater", "less", "flatten",
-    # index arithmetic of exported attention (`(-1) % 3` of torch's chunk, `sqrt(head_dim)` of the scale)
-    "floor_mod", "trunc_mod", "sqrt", "pow", "reciprocal", "sign", "greater_equal", "less_equal", "not_equal",
-    "logical_and", "logical_or",
-})
+#: never folded, whatever their inputs: quantized weights stay quantized (the artifact keeps
+#: int8 weights and their scales), and the Python-level control flow keeps its subgraphs
+KEPT = frozenset({"quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "if", "loop", "scan"})
+
+
+def foldable(op: str) -> bool:
+    """Any deterministic op with a reference function (the table's ``random`` trait is not)."""
+    from ..tables import load_tables
+
+    entry = load_tables().ops.get(op)
+    return entry is not None and op not in KEPT and "random" not in entry.traits
 
 
 def _replace(graph: Graph, node: Node, arrays: list[np.ndarray]) -> None:
@@ -39,7 +43,8 @@ def _replace(graph: Graph, node: Node, arrays: list[np.ndarray]) -> None:
 def run(graph: Graph) -> int:
     folded = 0
     for node in list(graph.nodes):
-        if node.op not in FOLDABLE or any(True for _ in node.subgraphs()):
+        if not foldable(node.op) or any(True for _ in node.subgraphs()) \
+                or any(v.type.kind != "tensor" for v in node.outputs):
             continue
         if node.op in ("shape", "size") and node.inputs[0] is not None and node.inputs[0].type.is_static \
                 and not node.inputs[0].is_const:
@@ -74,7 +79,7 @@ def run(graph: Graph) -> int:
                 continue  # over budget or unsupported here: left to the backend
             raise
         arrays = [np.asarray(r) for r in res]
-        if any(a.size > MAX_ELEMENTS or a.dtype.kind == "O" for a in arrays):
+        if any(a.size > MAX_ELEMENTS or a.dtype.kind in "OUS" for a in arrays):
             continue
         _replace(graph, node, arrays)
         folded += 1
