@@ -143,3 +143,34 @@ def test_the_bundled_tflite_converts_back_quietly(tmp_path):
     assert p.stderr == "", p.stderr
     assert p.stdout.startswith("onnx: ok") and "vs LiteRT" in p.stdout, p.stdout
     assert out.is_file()
+
+
+@pytest.mark.parametrize("step, verdict", [(1, "pass"), (2, "fail")])
+def test_an_int8_output_may_differ_from_its_source_by_the_recorded_steps(tmp_path, monkeypatch, step, verdict):
+    """A quantized output: the targets compute in float and requantize, the source's integer
+    kernels round their own way; the frontend records one step (``source_atol``) and no more passes."""
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    from translator import check as C
+    from translator import frontends
+
+    g = h.make_graph([h.make_node("Mul", ["x", "k"], ["m"]), h.make_node("Cast", ["m"], ["y"], to=T.INT8)], "q",
+                     [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.INT8, [4])],
+                     [nh.from_array(np.array(3.0, np.float32), "k")])
+    path = tmp_path / "q.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    model = frontends.load(str(path))
+    model.source_format = "fake"
+    model.metadata = {"opbridge.source_atol": json.dumps({"y": 1})}
+    feeds = {"x": np.array([0.0, 1.0, 2.0, 3.0], np.float32)}
+
+    def off_by(feeds):  # the source rounds `step` apart on one element
+        y = (feeds["x"] * 3).astype(np.int8)
+        y[1] += step
+        return [y]
+
+    real_get = frontends.get
+    monkeypatch.setattr(frontends, "get", lambda name: _fake_frontend(off_by) if name == "fake" else real_get(name))
+    rep = C.check_model(lambda: model, ["numpy"], feeds, source="q.fake")["backends"][0]
+    assert rep.status == verdict, (rep.reason, rep.detail)

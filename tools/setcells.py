@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from translator.constants import API_KEYS  # noqa: E402
 
 KEY_ORDER = ("status", "name", "seed", "attrs", "dtypes", "rank", "notes", "source", "verified", "snippet",
-             "unimplemented")
+             "unimplemented", "reads")
 _OP_RE = re.compile(r"^- id: (\S+)\s*$")
 _CELL_RE = re.compile(r"^    ([a-z0-9_]+):\s*$")
 

@@ -33,6 +33,21 @@ def session_options() -> Any:
     return so
 
 
+#: onnxruntime graph optimizers opbridge turns off: QDQS8ToU8Transformer rewrites int8
+#: QuantizeLinear nodes to uint8 and then rejects the model at opset >= 21 ("output_dtype INT8
+#: does not match y_zero_point type UINT8"), so every int8 quantized model (e.g. from a
+#: full-int8 .tflite) would fail to load
+DISABLED_OPTIMIZERS = ["QDQS8ToU8Transformer"]
+
+
+def session(model: Any) -> Any:
+    """An onnxruntime CPU session on ``model`` (a path or serialized bytes) as opbridge runs it."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model, session_options(), providers=["CPUExecutionProvider"],
+                                disabled_optimizers=DISABLED_OPTIMIZERS)
+
+
 def _needs_ortvalue(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.name in _BY_NAME
 

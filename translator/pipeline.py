@@ -71,11 +71,27 @@ def _every_graph(g: Graph) -> list[Graph]:
     return out
 
 
-def fold(g: Graph) -> None:
+def fold(g: Graph, rounds: int = 4) -> None:
+    """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
+    whose ``shape`` then folds in turn), until nothing more folds."""
+    from .infer import infer
     from .passes import fold_constants
 
+    for _ in range(rounds):
+        if not sum(fold_constants.run(sub) for sub in _every_graph(g)):
+            return
+        try:
+            infer(g)
+        except Exception:  # noqa: BLE001 - the pipeline's own infer step reports a bad graph with its reason
+            return
+
+
+def _sink_transposes(g: Graph, ctx: Compilation) -> None:
+    """Sink and cancel transposes (a channels-last frontend's NHWC↔NCHW pairs): ``passes/transposes``."""
+    from .passes import transposes
+
     for sub in _every_graph(g):
-        fold_constants.run(sub)
+        transposes.run(sub, ctx.tables)
 
 
 def legalize(g: Graph, ctx: Compilation) -> None:
@@ -102,6 +118,7 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
     before = {id(n): n.name for n in g.walk()}
     if target.fold:
         fold(g)
+    _sink_transposes(g, ctx)
     kept = {id(n) for n in g.walk()}
     ctx.how.update({name: "folded" for i, name in before.items() if i not in kept})
     for n in g.walk():  # what the model computes in, before legalization (saturating casts need it)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from translator.ir import Graph
-from translator.ort_run import session_options
+from translator.ort_run import session as ort_session
 from translator.registry import Refusal
 from translator.target import OutputPort
 
@@ -29,7 +29,6 @@ from .registry import NAME
 def runtime_limits() -> tuple[int, int]:
     """(newest opset, newest IR version) the installed onnxruntime loads."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
 
     def ok(opset: int, irv: int) -> bool:
@@ -38,7 +37,7 @@ def runtime_limits() -> tuple[int, int]:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv)
         try:
-            ort.InferenceSession(m.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+            ort_session(m.SerializeToString())
             return True
         except Exception:  # noqa: BLE001 - the probe's failure is the answer
             return False
@@ -111,7 +110,6 @@ def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> b
     into initializers. Only its NOT_IMPLEMENTED answer counts against the op: other
     complaints (a probe without the op's attributes) are about the probe."""
     import onnx
-    import onnxruntime as ort
     from onnx import helper
 
     names = [f"i{k}" if t else "" for k, t in enumerate(inputs)]
@@ -123,7 +121,7 @@ def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> b
         [onnx.ValueInfoProto(name="y")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=runtime_limits()[1])
     try:
-        ort.InferenceSession(model.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+        ort_session(model.SerializeToString())
     except Exception as exc:  # noqa: BLE001 - the probe's answer
         return "NOT_IMPLEMENTED" not in str(exc)
     return True
@@ -271,11 +269,10 @@ def load(path: Path, artifact: Any = None) -> Any:
 
 def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
     """Run with onnxruntime's CPU provider; returns outputs in graph order."""
-    import onnxruntime as ort
 
     from translator.ort_run import run_session
 
-    sess = ort.InferenceSession(proto.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+    sess = ort_session(proto.SerializeToString())
     names = [i.name for i in sess.get_inputs()]
     feed = {k: v for k, v in inputs.items() if k in names}
     return run_session(sess, feed)

@@ -450,13 +450,13 @@ def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: lis
     from . import SourceUnavailable
 
     try:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401 - installed?
     except ImportError:
         raise SourceUnavailable("onnxruntime is not installed") from None
     try:
-        from ..ort_run import session_options
+        from ..ort_run import session as ort_session
 
-        sess = ort.InferenceSession(str(source), session_options(), providers=["CPUExecutionProvider"])
+        sess = ort_session(str(source))
         wanted = {i.name for i in sess.get_inputs()}
         return list(sess.run(names, {k: v for k, v in feeds.items() if k in wanted}))
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own limits; the NumPy reference still decides

@@ -1,0 +1,205 @@
+"""The TFLite frontend: models written by TensorFlow's own converter, checked against LiteRT.
+
+Every model here is built by ``tf.lite.TFLiteConverter`` (float32 and full-integer int8 with a
+representative dataset of random inputs), read by ``translator/frontends/tflite.py`` and
+checked with ``translator.check.check_model`` on several targets, where the LiteRT
+interpreter's outputs on the original file decide (``source_mismatch`` otherwise).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+tf = pytest.importorskip("tensorflow")  # noqa: F841 - installed in the venv; the models are built with it
+
+#: onnxruntime 1.32's QDQS8ToU8Transformer rewrites an int8 QuantizeLinear of opset >= 21 into
+#: a node ORT's own type inference rejects ("output_dtype INT8 does not match y_zero_point type UINT8")
+def _keras_to_tflite(model, path: Path, int8: str | None = None, shape=None) -> Path:
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    if int8:
+        rng = np.random.default_rng(0)
+
+        def rep():
+            for _ in range(16):
+                yield [rng.standard_normal(shape).astype(np.float32)]
+
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = rep
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if int8 in ("io", "uint8"):
+            conv.inference_input_type = conv.inference_output_type = tf.int8 if int8 == "io" else tf.uint8
+    elif shape == "float16":
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.target_spec.supported_types = [tf.float16]
+    path.write_bytes(conv.convert())
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tflite")
+    tf.keras.utils.set_random_seed(7)
+    L = tf.keras.layers
+    cnn = tf.keras.Sequential([tf.keras.Input((12, 12, 3), batch_size=1), L.Conv2D(6, 3, padding="same", activation="relu"),
+                               L.MaxPool2D(), L.Conv2D(8, 3, strides=2, padding="valid", activation="relu"),
+                               L.Flatten(), L.Dense(5)])
+    dw = tf.keras.Sequential([tf.keras.Input((9, 9, 4), batch_size=1),
+                              L.DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2, activation="relu6"),
+                              L.AveragePooling2D(2, padding="same"), L.GlobalAveragePooling2D()])
+    a = tf.keras.Input((4, 6), batch_size=1, name="left")
+    b = tf.keras.Input((4, 6), batch_size=1, name="right")
+    c = L.Concatenate(axis=-1)([a, b])
+    c = L.Reshape((6, 8))(c)
+    c = L.Softmax(axis=-1)(c)
+    cat = tf.keras.Model([a, b], [c, L.Add()([a, b])])
+    q = tf.keras.Sequential([tf.keras.Input((10, 10, 3), batch_size=1), L.Conv2D(8, 3, padding="same", activation="relu"),
+                             L.DepthwiseConv2D(3, padding="same"), L.MaxPool2D(), L.Flatten(), L.Dense(4), L.Softmax()])
+    return {
+        "cnn": _keras_to_tflite(cnn, d / "cnn.tflite"),
+        "dw": _keras_to_tflite(dw, d / "dw.tflite"),
+        "cat": _keras_to_tflite(cat, d / "cat.tflite"),
+        "int8": _keras_to_tflite(q, d / "int8.tflite", int8="io", shape=(1, 10, 10, 3)),
+        "int8_float_io": _keras_to_tflite(q, d / "int8f.tflite", int8="float", shape=(1, 10, 10, 3)),
+        "uint8_io": _keras_to_tflite(q, d / "uint8.tflite", int8="uint8", shape=(1, 10, 10, 3)),
+        "float16_weights": _keras_to_tflite(q, d / "fp16.tflite", shape="float16"),
+    }
+
+
+def _check(path: Path, backends: list[str]) -> dict:
+    from translator.check import check_model, model_loader
+
+    res = check_model(model_loader(str(path)), backends, source=str(path))
+    assert res["source"] == "LiteRT interpreter", res["source"]
+    return {r.backend: r for r in res["backends"]}
+
+
+def _assert_pass(reports: dict, backend: str) -> None:
+    r = reports[backend]
+    assert r.status == "pass", f"{backend}: {r.reason} {r.detail} {r.first_divergence}"
+    assert all(o.vs_source is not None and o.vs_source.ok for o in r.outputs)
+
+
+# ----------------------------------------------------------------------------- the table is the mapping
+def test_every_handler_resolves_in_the_reverse_index():
+    from translator.frontends import tflite_ops
+    from translator.tables import load_tables
+
+    rev = load_tables().reverse_index("tflite")
+    assert [b for b in tflite_ops.HANDLERS if b not in rev] == []
+    assert tflite_ops.check_handlers() == []  # each builtin's IR op is one of its cells
+
+
+# ----------------------------------------------------------------------------- float models
+def test_cnn_matches_litert_on_four_targets(models):
+    reports = _check(models["cnn"], ["numpy", "onnx", "pytorch", "openvino"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+def test_cnn_transposes_cancel(models):
+    from translator.frontends import tflite
+    from translator.pipeline import compile
+
+    m = tflite.load(str(models["cnn"]))
+    before = sum(1 for n in m.graph.nodes if n.op == "transpose")
+    after = sum(1 for n in compile(m, "onnx").model.graph.nodes if n.op == "transpose")
+    # two convolutions and a pool, each wrapped in two; left: the input's NHWC→NCHW and the one before Flatten's reshape
+    assert (before, after) == (6, 2)
+
+
+def test_depthwise_and_pooling(models):
+    reports = _check(models["dw"], ["numpy", "onnx"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+def test_signature_names_and_order_are_kept(models):
+    from translator.frontends import tflite
+
+    m = tflite.load(str(models["cat"]))
+    assert sorted(v.name for v in m.graph.inputs) == ["left", "right"]
+    _, outs, sd = tflite.io_names(tflite.read_model(str(models["cat"]))[1])
+    assert sd is not None and [v.name for v in m.graph.outputs] == [n for _, n in outs]
+    reports = _check(models["cat"], ["numpy", "onnx"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+# ----------------------------------------------------------------------------- quantized models
+def test_int8_model_is_carried_as_qdq(models):
+    from translator.frontends import tflite
+
+    m = tflite.load(str(models["int8"]))
+    hist = m.op_histogram()
+    assert hist.get("quantize_linear", 0) >= 4 and hist.get("dequantize_linear", 0) >= 4
+    assert [v.type.dtype for v in m.graph.inputs] == ["int8"] and [v.type.dtype for v in m.graph.outputs] == ["int8"]
+    atol = json.loads(m.metadata["opbridge.source_atol"])
+    assert list(atol) == [m.graph.outputs[0].name]
+
+
+@pytest.mark.parametrize("which", ["int8", "int8_float_io", "uint8_io"])
+def test_int8_matches_litert(models, which):
+    reports = _check(models[which], ["numpy", "openvino"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+def test_float16_weights_become_casts(models):
+    from translator.frontends import tflite
+
+    assert tflite.load(str(models["float16_weights"])).op_histogram().get("cast", 0) >= 3
+    reports = _check(models["float16_weights"], ["numpy", "onnx"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+def test_int8_on_onnxruntime(models):
+    """onnxruntime's QDQS8ToU8Transformer rejects int8 QuantizeLinear at opset >= 21; opbridge
+    turns it off (translator.ort_run.DISABLED_OPTIMIZERS)."""
+    _assert_pass(_check(models["int8_float_io"], ["onnx"]), "onnx")
+
+
+# ----------------------------------------------------------------------------- hostile input
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "identifier", "empty"])
+def test_hostile_files_exit_2_with_one_line_and_write_nothing(models, tmp_path, damage):
+    data = models["cnn"].read_bytes()
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes({"truncated": data[: len(data) // 3], "identifier": data[:4] + b"XXXX" + data[8:],
+                     "empty": b""}[damage])
+    out = tmp_path / "out"
+    p = _cli("convert", str(bad), "--to", "onnx", "-o", str(out), "--quiet")
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "bad.tflite" in lines[0] and "[bad_model]" in lines[0], p.stderr
+    assert not out.exists()
+
+
+def test_unmapped_builtins_are_all_named_in_one_line(tmp_path):
+    from translator.errors import FrontendError
+    from translator.frontends import tflite
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([4], tf.int32)])
+    def f(x, seg):
+        return tf.math.segment_sum(x, seg), tf.linalg.diag(x)
+
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f)
+    path = tmp_path / "unmapped.tflite"
+    path.write_bytes(conv.convert())
+    with pytest.raises(FrontendError) as e:
+        tflite.load(str(path))
+    msg = str(e.value)
+    assert e.value.code == "unsupported_op" and "\n" not in msg
+    assert "SEGMENT_SUM" in msg and "MATRIX_DIAG" in msg and "node '" in msg

@@ -1,0 +1,810 @@
+"""Per-builtin handlers of the TFLite frontend: options → IR attributes, layout, fused activations.
+
+``HANDLERS[builtin](ctx, op) -> [Value per output]``; ``IR_OPS[builtin]`` is the IR op the
+handler emits for it, which must be one of the builtin's entries in
+``load_tables().reverse_index("tflite")`` (``check_handlers``; the frontend refuses a builtin
+that has no entry). Handlers compute on float views of quantized tensors (``ctx.input``);
+the frontend quantizes their results. Channels-last ops transpose into NCHW and back
+(``ctx.nchw``/``ctx.nhwc``); the pipeline's ``transposes`` pass cancels the pairs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Value
+
+Handler = Callable[[Any, Any], list]
+HANDLERS: dict[str, Handler] = {}
+IR_OPS: dict[str, str] = {}
+
+
+def handles(*builtins: str, ir: str) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        for b in builtins:
+            HANDLERS[b] = fn
+            IR_OPS[b] = ir
+        return fn
+
+    return deco
+
+
+def check_handlers(tables: Any = None) -> list[str]:
+    """Handlers whose builtin/IR op pair is not in the table's reverse index (should be none)."""
+    from ..tables import load_tables
+
+    rev = (tables or load_tables()).reverse_index("tflite")
+    return [f"{b} → {ir}" for b, ir in sorted(IR_OPS.items()) if ir not in [o for o, _ in rev.get(b, [])]]
+
+
+def _opts(op: Any) -> Any:
+    return op.builtinOptions
+
+
+def _opt(op: Any, name: str, default: Any = None) -> Any:
+    o = op.builtinOptions
+    v = getattr(o, name, None) if o is not None else None
+    return default if v is None else v
+
+
+def _ins(ctx: Any, op: Any) -> list[Value | None]:
+    return [ctx.input(int(i)) for i in op.inputs]
+
+
+# ----------------------------------------------------------------------------- elementwise
+_BINARY = {"ADD": "add", "SUB": "sub", "MUL": "mul", "DIV": "div", "POW": "pow", "MAXIMUM": "max", "MINIMUM": "min",
+           "FLOOR_MOD": "floor_mod", "EQUAL": "equal", "NOT_EQUAL": "not_equal", "GREATER": "greater",
+           "GREATER_EQUAL": "greater_equal", "LESS": "less", "LESS_EQUAL": "less_equal", "LOGICAL_AND": "logical_and",
+           "LOGICAL_OR": "logical_or", "BITWISE_XOR": "bitwise_xor", "RIGHT_SHIFT": "bit_shift_right"}
+
+
+def _binary(ctx: Any, op: Any) -> list:
+    a, b = _ins(ctx, op)[:2]
+    y = ctx.emit(IR_OPS[ctx.builtin], [a, b])[0]
+    return [ctx.activation(y, _opt(op, "fusedActivationFunction", 0))]
+
+
+for _b, _ir in _BINARY.items():
+    handles(_b, ir=_ir)(_binary)
+
+_UNARY = {"ABS": "abs", "CEIL": "ceil", "COS": "cos", "EXP": "exp", "FLOOR": "floor", "HARD_SWISH": "hard_swish",
+          "LOG": "log", "LOGICAL_NOT": "logical_not", "LOGISTIC": "sigmoid", "NEG": "neg", "RELU": "relu",
+          "SIGN": "sign", "SIN": "sin", "SQRT": "sqrt", "TANH": "tanh", "ROUND": "round", "ELU": "elu"}
+
+
+def _unary(ctx: Any, op: Any) -> list:
+    return ctx.emit(IR_OPS[ctx.builtin], _ins(ctx, op)[:1])
+
+
+for _b, _ir in _UNARY.items():
+    handles(_b, ir=_ir)(_unary)
+
+
+@handles("LEAKY_RELU", ir="leaky_relu")
+def _leaky_relu(ctx: Any, op: Any) -> list:
+    return ctx.emit("leaky_relu", _ins(ctx, op)[:1], {"alpha": float(_opt(op, "alpha", 0.2))})
+
+
+@handles("GELU", ir="gelu")
+def _gelu(ctx: Any, op: Any) -> list:
+    return ctx.emit("gelu", _ins(ctx, op)[:1], {"approximate": "tanh" if _opt(op, "approximate", False) else "none"})
+
+
+@handles("RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", ir="clip")
+def _relu_n(ctx: Any, op: Any) -> list:
+    x = _ins(ctx, op)[0]
+    lo, hi = {"RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}[ctx.builtin]
+    dt = np.dtype(x.type.dtype or "float32")
+    return ctx.emit("clip", [x, ctx.const(np.asarray(lo, dt), "lo"), ctx.const(np.asarray(hi, dt), "hi")])
+
+
+@handles("PRELU", ir="prelu")
+def _prelu(ctx: Any, op: Any) -> list:
+    return ctx.emit("prelu", _ins(ctx, op)[:2])
+
+
+@handles("SQUARE", ir="mul")
+def _square(ctx: Any, op: Any) -> list:
+    x = _ins(ctx, op)[0]
+    return ctx.emit("mul", [x, x])
+
+
+@handles("SQUARED_DIFFERENCE", ir="mul")
+def _squared_difference(ctx: Any, op: Any) -> list:
+    a, b = _ins(ctx, op)[:2]
+    d = ctx.emit("sub", [a, b])[0]
+    return ctx.emit("mul", [d, d])
+
+
+@handles("FLOOR_DIV", ir="div")
+def _floor_div(ctx: Any, op: Any) -> list:
+    """Floats: floor(a / b); integers: (a - floor_mod(a, b)) / b, which divides exactly."""
+    a, b = _ins(ctx, op)[:2]
+    if (a.type.dtype or "float32").startswith(("float", "bfloat")):
+        return ctx.emit("floor", [ctx.emit("div", [a, b])[0]])
+    r = ctx.emit("floor_mod", [a, b])[0]
+    return ctx.emit("div", [ctx.emit("sub", [a, r])[0], b])
+
+
+@handles("RSQRT", ir="sqrt")
+def _rsqrt(ctx: Any, op: Any) -> list:
+    r = ctx.emit("sqrt", _ins(ctx, op)[:1])[0]
+    return ctx.emit("reciprocal", [r])
+
+
+@handles("ADD_N", ir="sum")
+def _add_n(ctx: Any, op: Any) -> list:
+    return ctx.emit("sum", _ins(ctx, op))
+
+
+@handles("CAST", ir="cast")
+def _cast(ctx: Any, op: Any) -> list:
+    return [ctx.cast(_ins(ctx, op)[0], ctx.dtype(int(op.outputs[0])))]
+
+
+@handles("SELECT", "SELECT_V2", ir="where")
+def _select(ctx: Any, op: Any) -> list:
+    return ctx.emit("where", _ins(ctx, op)[:3])
+
+
+@handles("DEQUANTIZE", ir="dequantize_linear")
+def _dequantize(ctx: Any, op: Any) -> list:
+    i = int(op.inputs[0])
+    x = ctx.input(i)  # a quantized tensor's float view is its dequantization
+    if ctx.quant(i) is None and x.type.dtype != "float32":  # float16 weights
+        return [ctx.cast(x, ctx.dtype(int(op.outputs[0])))]
+    return [x]
+
+
+@handles("QUANTIZE", ir="quantize_linear")
+def _quantize(ctx: Any, op: Any) -> list:
+    return [ctx.input(int(op.inputs[0]))]  # the frontend quantizes with the output tensor's parameters
+
+
+# ----------------------------------------------------------------------------- softmax & normalization
+@handles("SOFTMAX", ir="softmax")
+def _softmax(ctx: Any, op: Any) -> list:
+    x = _ins(ctx, op)[0]
+    beta = float(_opt(op, "beta", 1.0))
+    if beta != 1.0:
+        x = ctx.emit("mul", [x, ctx.const(np.asarray(beta, np.float32), "beta")])[0]
+    return ctx.emit("softmax", [x], {"axis": -1})
+
+
+@handles("LOG_SOFTMAX", ir="log_softmax")
+def _log_softmax(ctx: Any, op: Any) -> list:
+    return ctx.emit("log_softmax", _ins(ctx, op)[:1], {"axis": -1})
+
+
+@handles("L2_NORMALIZATION", ir="lp_normalization")
+def _l2norm(ctx: Any, op: Any) -> list:
+    y = ctx.emit("lp_normalization", _ins(ctx, op)[:1], {"axis": -1, "p": 2})[0]
+    return [ctx.activation(y, _opt(op, "fusedActivationFunction", 0))]
+
+
+@handles("LOCAL_RESPONSE_NORMALIZATION", ir="lrn")
+def _lrn(ctx: Any, op: Any) -> list:
+    r = int(_opt(op, "radius", 5))
+    size = 2 * r + 1
+    y = ctx.emit("lrn", [ctx.nchw(_ins(ctx, op)[0])], {"size": size, "bias": float(_opt(op, "bias", 1.0)),
+                                                       "alpha": float(_opt(op, "alpha", 1.0)) * size,
+                                                       "beta": float(_opt(op, "beta", 0.5))})[0]
+    return [ctx.nhwc(y)]
+
+
+# ----------------------------------------------------------------------------- convolution & pooling
+def _same_pads(ins: tuple[int, ...], ks: list[int], strides: list[int], dils: list[int]) -> list[int]:
+    """TFLite's SAME padding as explicit begins + ends (the extra pixel at the end)."""
+    begins, ends = [], []
+    for n, k, s, d in zip(ins, ks, strides, dils):
+        out = -(-n // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+    return begins + ends
+
+
+def _pads(ctx: Any, op: Any, spatial: tuple[int, ...], ks: list[int], strides: list[int], dils: list[int]) -> list[int]:
+    pad = ctx.pad_names.get(_opt(op, "padding", 0), "SAME")
+    if pad == "VALID":
+        return [0] * (2 * len(spatial))
+    if pad != "SAME":
+        raise ctx.fail("unsupported_attribute_value", f"padding {pad}")
+    return _same_pads(spatial, ks, strides, dils)
+
+
+@handles("CONV_2D", ir="conv")
+def _conv2d(ctx: Any, op: Any) -> list:
+    xi, wi, bi = (list(op.inputs) + [-1])[:3]
+    x = ctx.input(int(xi))
+    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, OHWI
+    ks = list(wshape[1:3])
+    strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
+    w = ctx.weight(int(wi), [0, 3, 1, 2])
+    group = ishape[3] // wshape[3] if wshape[3] else 1
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": group,
+             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
+    y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+@handles("DEPTHWISE_CONV_2D", ir="conv")
+def _depthwise(ctx: Any, op: Any) -> list:
+    xi, wi, bi = (list(op.inputs) + [-1])[:3]
+    x = ctx.input(int(xi))
+    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, 1 H W (C*M)
+    ks = list(wshape[1:3])
+    strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
+    w = ctx.weight(int(wi), [3, 0, 1, 2])  # (C*M) 1 H W: group = C
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": int(ishape[3]),
+             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
+    y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+@handles("TRANSPOSE_CONV", ir="conv_transpose")
+def _transpose_conv(ctx: Any, op: Any) -> list:
+    si, wi, xi, bi = (list(op.inputs) + [-1])[:4]
+    out_shape = [int(d) for d in ctx.const_of(int(si), "output shape")]  # NHWC
+    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, O H W I
+    ks = list(wshape[1:3])
+    strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    pad = ctx.pad_names.get(_opt(op, "padding", 0), "SAME")
+    begins, ends, extra = [], [], []
+    for n, o, k, s in zip(ishape[1:3], out_shape[1:3], ks, strides):
+        total = max((n - 1) * s + k - o, 0) if pad == "SAME" else 0
+        b, e = total // 2, total - total // 2
+        full = (n - 1) * s + k - b - e
+        begins.append(b)
+        ends.append(e)
+        extra.append(o - full)
+    if any(e < 0 for e in extra):  # VALID with a smaller output: TFLite crops the end
+        ends = [e - min(x, 0) for e, x in zip(ends, extra)]
+        extra = [max(x, 0) for x in extra]
+    w = ctx.weight(int(wi), [3, 0, 1, 2])  # I O H W
+    attrs = {"kernel_shape": ks, "strides": strides, "pads": begins + ends, "output_padding": extra}
+    y = ctx.emit("conv_transpose", [ctx.nchw(ctx.input(int(xi))), w, ctx.input(int(bi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+@handles("AVERAGE_POOL_2D", ir="average_pool")
+@handles("MAX_POOL_2D", ir="max_pool")
+def _pool(ctx: Any, op: Any) -> list:
+    xi = int(op.inputs[0])
+    ishape = ctx.shape(xi)
+    ks = [int(_opt(op, "filterHeight", 1)), int(_opt(op, "filterWidth", 1))]
+    strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    attrs: dict[str, Any] = {"kernel_shape": ks, "strides": strides,
+                             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, [1, 1])}
+    if ctx.builtin == "AVERAGE_POOL_2D":
+        attrs["count_include_pad"] = 0
+    y = ctx.emit(IR_OPS[ctx.builtin], [ctx.nchw(ctx.input(xi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+@handles("FULLY_CONNECTED", ir="gemm")
+def _fully_connected(ctx: Any, op: Any) -> list:
+    """Gemm on the input flattened to [-1, depth]; keep_num_dims restores the leading dims."""
+    xi, wi, bi = (list(op.inputs) + [-1])[:3]
+    x0, w, b = ctx.input(int(xi)), ctx.input(int(wi)), ctx.input(int(bi))
+    units, depth = ctx.shape(int(wi))
+    x = x0
+    if len(ctx.shape(int(xi))) != 2:
+        x = ctx.emit("reshape", [x0, ctx.i64([-1, depth], "shape")])[0]
+    y = ctx.emit("gemm", [x, w, b], {"transB": 1})[0]
+    y = ctx.activation(y, _opt(op, "fusedActivationFunction", 0))
+    r = len(ctx.shape(int(xi)))
+    if _opt(op, "keepNumDims", False) and r != 2:
+        y = ctx.emit("reshape", [y, ctx.i64([*ctx.shape(int(xi))[:-1], units], "shape")])[0]
+    return [y]
+
+
+@handles("BATCH_MATMUL", ir="matmul")
+def _batch_matmul(ctx: Any, op: Any) -> list:
+    a, b = _ins(ctx, op)[:2]
+
+    def adj(v: Value) -> Value:
+        r = len(ctx.shape_of(v))
+        return ctx.transpose(v, [*range(r - 2), r - 1, r - 2])
+
+    if _opt(op, "adjX", False):
+        a = adj(a)
+    if _opt(op, "adjY", False):
+        b = adj(b)
+    return ctx.emit("matmul", [a, b])
+
+
+# ----------------------------------------------------------------------------- shapes & data movement
+@handles("RESHAPE", ir="reshape")
+def _reshape(ctx: Any, op: Any) -> list:
+    """The shape operand when there is one (constant or not), else the option, else the output's shape."""
+    x = ctx.input(int(op.inputs[0]))
+    if len(op.inputs) > 1 and op.inputs[1] >= 0:
+        shape = ctx.data(int(op.inputs[1]))
+        if shape is None:
+            return ctx.emit("reshape", [x, ctx.as_int64(ctx.input(int(op.inputs[1])))])
+        dims = [int(d) for d in np.asarray(shape).reshape(-1)]
+    elif _opt(op, "newShape", None) is not None and len(_opt(op, "newShape")):
+        dims = [int(d) for d in _opt(op, "newShape")]
+    else:
+        dims = list(ctx.shape(int(op.outputs[0])))
+    xshape = ctx.shape(int(op.inputs[0]))
+    if not dims and xshape and all(d == 1 for d in xshape):  # to a scalar: squeeze (some runtimes crash on shape [])
+        return ctx.emit("squeeze", [x, ctx.i64(list(range(len(xshape))), "axes")])
+    return ctx.emit("reshape", [x, ctx.i64(dims, "shape")], {"allowzero": 1} if 0 in dims else {})
+
+
+@handles("SQUEEZE", ir="squeeze")
+def _squeeze(ctx: Any, op: Any) -> list:
+    x = ctx.input(int(op.inputs[0]))
+    r = len(ctx.shape(int(op.inputs[0])))
+    dims = [int(d) % r for d in (_opt(op, "squeezeDims", None) if _opt(op, "squeezeDims", None) is not None else [])]
+    if not dims:
+        dims = [i for i, d in enumerate(ctx.shape(int(op.inputs[0]))) if d == 1]
+    return ctx.emit("squeeze", [x, ctx.i64(dims, "axes")])
+
+
+@handles("EXPAND_DIMS", ir="unsqueeze")
+def _expand_dims(ctx: Any, op: Any) -> list:
+    x = ctx.input(int(op.inputs[0]))
+    axis = int(np.asarray(ctx.const_of(int(op.inputs[1]), "axis")).reshape(-1)[0])
+    r = len(ctx.shape(int(op.inputs[0]))) + 1
+    return ctx.emit("unsqueeze", [x, ctx.i64([axis % r], "axes")])
+
+
+@handles("TRANSPOSE", ir="transpose")
+def _transpose(ctx: Any, op: Any) -> list:
+    perm = [int(p) for p in ctx.const_of(int(op.inputs[1]), "permutation")]
+    return [ctx.transpose(ctx.input(int(op.inputs[0])), perm)]
+
+
+@handles("CONCATENATION", ir="concat")
+def _concat(ctx: Any, op: Any) -> list:
+    ins = _ins(ctx, op)
+    r = len(ctx.shape(int(op.outputs[0])))
+    y = ctx.emit("concat", ins, {"axis": int(_opt(op, "axis", 0)) % max(r, 1)})[0]
+    return [ctx.activation(y, _opt(op, "fusedActivationFunction", 0))]
+
+
+@handles("PACK", ir="concat")
+def _pack(ctx: Any, op: Any) -> list:
+    r = len(ctx.shape(int(op.outputs[0])))
+    axis = int(_opt(op, "axis", 0)) % r
+    parts = [ctx.emit("unsqueeze", [v, ctx.i64([axis], "axes")])[0] for v in _ins(ctx, op)]
+    return ctx.emit("concat", parts, {"axis": axis})
+
+
+@handles("SPLIT", ir="split")
+def _split(ctx: Any, op: Any) -> list:
+    axis = int(np.asarray(ctx.const_of(int(op.inputs[0]), "axis")).reshape(-1)[0])
+    x = ctx.input(int(op.inputs[1]))
+    r = len(ctx.shape(int(op.inputs[1])))
+    n = len(op.outputs)
+    return ctx.emit("split", [x], {"axis": axis % r, "num_outputs": n}, n=n)
+
+
+@handles("SPLIT_V", ir="split")
+def _split_v(ctx: Any, op: Any) -> list:
+    x = ctx.input(int(op.inputs[0]))
+    shape = ctx.shape(int(op.inputs[0]))
+    axis = int(np.asarray(ctx.const_of(int(op.inputs[2]), "axis")).reshape(-1)[0]) % len(shape)
+    if ctx.data(int(op.inputs[1])) is None:  # computed sizes (no -1 among them: TFLite resolves it statically)
+        return ctx.emit("split", [x, ctx.as_int64(ctx.input(int(op.inputs[1])))], {"axis": axis}, n=len(op.outputs))
+    sizes = [int(s) for s in ctx.const_of(int(op.inputs[1]), "size_splits")]
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = shape[axis] - sum(s for s in sizes if s != -1)
+    n = len(op.outputs)
+    return ctx.emit("split", [x, ctx.i64(sizes, "split")], {"axis": axis}, n=n)
+
+
+@handles("SLICE", ir="slice")
+def _slice(ctx: Any, op: Any) -> list:
+    xi = int(op.inputs[0])
+    shape = ctx.shape(xi)
+    if ctx.data(int(op.inputs[1])) is None or ctx.data(int(op.inputs[2])) is None:  # computed: size -1 = to the end
+        b, size = (ctx.as_int64(ctx.input(int(op.inputs[k]))) for k in (1, 2))
+        big = ctx.i64([np.iinfo(np.int64).max] * len(shape), "big")
+        e = ctx.emit("where", [ctx.emit("equal", [size, ctx.i64(-1, "m1")])[0], big, ctx.emit("add", [b, size])[0]])[0]
+        return ctx.emit("slice", [ctx.input(xi), b, e, ctx.i64(list(range(len(shape))), "axes")])
+    begin = [int(b) for b in ctx.const_of(int(op.inputs[1]), "begin")]
+    size = [int(s) for s in ctx.const_of(int(op.inputs[2]), "size")]
+    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, shape)]
+    return ctx.emit("slice", [ctx.input(xi), ctx.i64(begin, "starts"), ctx.i64(end, "ends"),
+                              ctx.i64(list(range(len(begin))), "axes")])
+
+
+def _dynamic_strided_slice(ctx: Any, op: Any) -> list:
+    """Computed begin/end/strides: the masks pick constants in place of the computed entries."""
+    xi = int(op.inputs[0])
+    begin, end = (ctx.as_int64(ctx.input(int(op.inputs[k]))) for k in (1, 2))
+    n = ctx.shape(int(op.inputs[1]))[0]
+    strides = ctx.as_int64(ctx.input(int(op.inputs[3]))) if len(op.inputs) > 3 else ctx.i64([1] * n, "steps")
+    bits = {k: [bool(int(_opt(op, k, 0)) >> i & 1) for i in range(n)] for k in ("beginMask", "endMask", "shrinkAxisMask")}
+    big = np.iinfo(np.int64).max
+    if bool(_opt(op, "offset", False)):
+        end = ctx.emit("add", [begin, end])[0]
+    if any(bits["shrinkAxisMask"]):
+        sm = ctx.const(np.asarray(bits["shrinkAxisMask"]), "shrink")
+        end = ctx.emit("where", [sm, ctx.emit("add", [begin, ctx.i64(1, "one")])[0], end])[0]
+        strides = ctx.emit("where", [sm, ctx.i64([1] * n, "ones"), strides])[0]
+    neg = ctx.emit("less", [strides, ctx.i64(0, "zero")])[0]
+    if any(bits["beginMask"]):
+        first = ctx.emit("where", [neg, ctx.i64([-1] * n, "m1"), ctx.i64([0] * n, "z")])[0]
+        begin = ctx.emit("where", [ctx.const(np.asarray(bits["beginMask"]), "bm"), first, begin])[0]
+    if any(bits["endMask"]):
+        last = ctx.emit("where", [neg, ctx.i64([-big] * n, "lo"), ctx.i64([big] * n, "hi")])[0]
+        end = ctx.emit("where", [ctx.const(np.asarray(bits["endMask"]), "em"), last, end])[0]
+    y = ctx.emit("slice", [ctx.input(xi), begin, end, ctx.i64(list(range(n)), "axes"), strides])[0]
+    if any(bits["shrinkAxisMask"]):
+        y = ctx.emit("reshape", [y, ctx.i64(list(ctx.shape(int(op.outputs[0]))), "shape")])[0]
+    return [y]
+
+
+@handles("STRIDED_SLICE", ir="slice")
+def _strided_slice(ctx: Any, op: Any) -> list:
+    xi = int(op.inputs[0])
+    shape = ctx.shape(xi)
+    if int(_opt(op, "ellipsisMask", 0)) == 0 and int(_opt(op, "newAxisMask", 0)) == 0 and \
+            any(ctx.data(int(i)) is None for i in list(op.inputs)[1:]):
+        return _dynamic_strided_slice(ctx, op)
+    begin = [int(b) for b in ctx.const_of(int(op.inputs[1]), "begin")]
+    end = [int(e) for e in ctx.const_of(int(op.inputs[2]), "end")]
+    strides = [int(s) for s in ctx.const_of(int(op.inputs[3]), "strides")] if len(op.inputs) > 3 else [1] * len(begin)
+    bm, em = int(_opt(op, "beginMask", 0)), int(_opt(op, "endMask", 0))
+    sm = int(_opt(op, "shrinkAxisMask", 0))
+    if int(_opt(op, "ellipsisMask", 0)) or int(_opt(op, "newAxisMask", 0)):
+        raise ctx.fail("unsupported_attribute_value", "STRIDED_SLICE with ellipsis or new-axis masks")
+    offset = bool(_opt(op, "offset", False))
+    starts, ends, steps = [], [], []
+    big = np.iinfo(np.int64).max
+    for k, (b, e, s) in enumerate(zip(begin, end, strides)):
+        if offset:
+            e = b + e
+        if sm >> k & 1:
+            b = b % shape[k] if shape[k] else b
+            e, s = b + 1, 1
+        else:
+            if bm >> k & 1:
+                b = 0 if s > 0 else -1
+            if em >> k & 1:
+                e = big if s > 0 else -big
+        starts.append(b)
+        ends.append(e)
+        steps.append(s)
+    y = ctx.emit("slice", [ctx.input(xi), ctx.i64(starts, "starts"), ctx.i64(ends, "ends"),
+                           ctx.i64(list(range(len(starts))), "axes"), ctx.i64(steps, "steps")])[0]
+    if sm:
+        y = ctx.emit("reshape", [y, ctx.i64(list(ctx.shape(int(op.outputs[0]))), "shape")])[0]
+    return [y]
+
+
+@handles("GATHER", ir="gather")
+def _gather(ctx: Any, op: Any) -> list:
+    x, idx = _ins(ctx, op)[:2]
+    r = len(ctx.shape(int(op.inputs[0])))
+    axis = int(_opt(op, "axis", 0)) % r
+    b = int(_opt(op, "batchDims", 0))
+    if b:  # batched: gather_nd on the axis right after the batch dims
+        b %= len(ctx.shape(int(op.inputs[1]))) or 1
+        if axis != b:
+            raise ctx.fail("unsupported_attribute_value", f"GATHER with batch_dims {b} and axis {axis} (only axis = batch_dims)")
+        ind = ctx.emit("unsqueeze", [ctx.as_int64(idx), ctx.i64([-1], "last")])[0]
+        return ctx.emit("gather_nd", [x, ind], {"batch_dims": b})
+    return ctx.emit("gather", [x, idx], {"axis": axis})
+
+
+@handles("GATHER_ND", ir="gather_nd")
+def _gather_nd(ctx: Any, op: Any) -> list:
+    x, idx = _ins(ctx, op)[:2]
+    return ctx.emit("gather_nd", [x, ctx.as_int64(idx)])
+
+
+@handles("TILE", ir="tile")
+def _tile(ctx: Any, op: Any) -> list:
+    x, reps = _ins(ctx, op)[:2]
+    return ctx.emit("tile", [x, ctx.as_int64(reps)])
+
+
+@handles("BROADCAST_TO", ir="expand")
+def _broadcast_to(ctx: Any, op: Any) -> list:
+    x, shape = _ins(ctx, op)[:2]
+    return ctx.emit("expand", [x, ctx.as_int64(shape)])
+
+
+@handles("PAD", "PADV2", ir="pad")
+def _pad(ctx: Any, op: Any) -> list:
+    ins = _ins(ctx, op)
+    data = ctx.data(int(op.inputs[1]))
+    if data is None:  # [[before, after]] per axis, computed: befores then afters, as int64
+        pads = ctx.emit("reshape", [ctx.transpose(ctx.as_int64(ins[1]), [1, 0]), ctx.i64([-1], "flat")])[0]
+    else:
+        p = np.asarray(data).astype(np.int64).reshape(-1, 2)
+        pads = ctx.i64(np.concatenate([p[:, 0], p[:, 1]]), "pads")
+    value = ins[2] if len(ins) > 2 else None
+    if value is not None and value.type.shape not in ((), None):
+        value = ctx.emit("reshape", [value, ctx.i64([], "scalar")])[0]
+    return ctx.emit("pad", [ins[0], pads, value], {"mode": "constant"})
+
+
+@handles("MIRROR_PAD", ir="pad")
+def _mirror_pad(ctx: Any, op: Any) -> list:
+    mode = _enum_name(ctx.s.MirrorPadMode, _opt(op, "mode", 0))
+    if mode != "REFLECT":
+        raise ctx.fail("unsupported_attribute_value", f"MIRROR_PAD mode {mode} (only REFLECT has an IR form)")
+    p = np.asarray(ctx.const_of(int(op.inputs[1]), "paddings")).astype(np.int64).reshape(-1, 2)
+    return ctx.emit("pad", [ctx.input(int(op.inputs[0])), ctx.i64(np.concatenate([p[:, 0], p[:, 1]]), "pads")],
+                    {"mode": "reflect"})
+
+
+def _enum_name(enum_cls: Any, value: int) -> str:
+    return next((k for k, v in vars(enum_cls).items() if v == value and not k.startswith("_")), str(value))
+
+
+# ----------------------------------------------------------------------------- reductions & indices
+_REDUCE = {"MEAN": "reduce_mean", "SUM": "reduce_sum", "REDUCE_MAX": "reduce_max", "REDUCE_MIN": "reduce_min",
+           "REDUCE_PROD": "reduce_prod"}
+
+
+def _reduce(ctx: Any, op: Any) -> list:
+    r = len(ctx.shape(int(op.inputs[0])))
+    keep = 1 if _opt(op, "keepDims", False) else 0
+    data = ctx.data(int(op.inputs[1]))
+    if data is None:  # computed axes (negative ones count from the end, as in the IR)
+        axes = ctx.emit("reshape", [ctx.as_int64(ctx.input(int(op.inputs[1]))), ctx.i64([-1], "flat")])[0]
+    else:
+        axes = ctx.i64(sorted({int(a) % r for a in np.asarray(data).reshape(-1)}), "axes")
+    return ctx.emit(IR_OPS[ctx.builtin], [ctx.input(int(op.inputs[0])), axes], {"keepdims": keep})
+
+
+for _b, _ir in _REDUCE.items():
+    handles(_b, ir=_ir)(_reduce)
+
+
+@handles("ARG_MAX", ir="arg_max")
+@handles("ARG_MIN", ir="arg_min")
+def _arg(ctx: Any, op: Any) -> list:
+    r = len(ctx.shape(int(op.inputs[0])))
+    axis = int(np.asarray(ctx.const_of(int(op.inputs[1]), "axis")).reshape(-1)[0]) % r
+    y = ctx.emit(IR_OPS[ctx.builtin], [ctx.input(int(op.inputs[0]))], {"axis": axis, "keepdims": 0})[0]
+    return [ctx.cast(y, ctx.dtype(int(op.outputs[0])))]
+
+
+@handles("TOPK_V2", ir="top_k")
+def _topk(ctx: Any, op: Any) -> list:
+    x, k = _ins(ctx, op)[:2]
+    k = ctx.emit("reshape", [ctx.as_int64(k), ctx.i64([1], "shape")])[0]
+    vals, idx = ctx.emit("top_k", [x, k], {"axis": -1, "largest": 1, "sorted": 1}, n=2)
+    return [vals, ctx.cast(idx, ctx.dtype(int(op.outputs[1])))]
+
+
+@handles("CUMSUM", ir="cum_sum")
+def _cumsum(ctx: Any, op: Any) -> list:
+    x, axis = _ins(ctx, op)[:2]
+    return ctx.emit("cum_sum", [x, axis], {"exclusive": int(bool(_opt(op, "exclusive", False))),
+                                           "reverse": int(bool(_opt(op, "reverse", False)))})
+
+
+@handles("REVERSE_V2", ir="slice")
+def _reverse(ctx: Any, op: Any) -> list:
+    """A slice with step -1 on each axis (every target has slice; few have a reverse op)."""
+    r = len(ctx.shape(int(op.inputs[0])))
+    axes = sorted({int(a) % r for a in np.asarray(ctx.const_of(int(op.inputs[1]), "axes")).reshape(-1)})
+    big = np.iinfo(np.int64).max
+    return ctx.emit("slice", [ctx.input(int(op.inputs[0])), ctx.i64([-1] * len(axes), "starts"),
+                              ctx.i64([-big] * len(axes), "ends"), ctx.i64(axes, "axes"), ctx.i64([-1] * len(axes), "steps")])
+
+
+@handles("ONE_HOT", ir="one_hot")
+def _one_hot(ctx: Any, op: Any) -> list:
+    idx, depth, on, off = _ins(ctx, op)[:4]
+    flat = [ctx.emit("reshape", [v, ctx.i64([1], "one")])[0] for v in (off, on)]
+    values = ctx.emit("concat", flat, {"axis": 0})[0]
+    return ctx.emit("one_hot", [idx, depth, values], {"axis": int(_opt(op, "axis", -1))})
+
+
+@handles("SHAPE", ir="shape")
+def _shape(ctx: Any, op: Any) -> list:
+    y = ctx.emit("shape", [ctx.input(int(op.inputs[0]))])[0]
+    return [ctx.cast(y, ctx.dtype(int(op.outputs[0])))]
+
+
+@handles("RANGE", ir="range")
+def _range(ctx: Any, op: Any) -> list:
+    scalars = [ctx.emit("reshape", [v, ctx.i64([], "scalar")])[0] if v.type.shape not in ((), None) else v
+               for v in _ins(ctx, op)[:3]]
+    return ctx.emit("range", scalars)
+
+
+# ----------------------------------------------------------------------------- spatial (channels-last)
+@handles("RESIZE_BILINEAR", ir="resize")
+@handles("RESIZE_NEAREST_NEIGHBOR", ir="resize")
+def _resize(ctx: Any, op: Any) -> list:
+    xi = int(op.inputs[0])
+    n, _, _, c = ctx.shape(xi)
+    size = [int(s) for s in ctx.const_of(int(op.inputs[1]), "size")]
+    align, half = bool(_opt(op, "alignCorners", False)), bool(_opt(op, "halfPixelCenters", False))
+    nearest = ctx.builtin == "RESIZE_NEAREST_NEIGHBOR"
+    attrs: dict[str, Any] = {"mode": "nearest" if nearest else "linear"}
+    if align:
+        attrs["coordinate_transformation_mode"] = "align_corners"
+        if nearest:
+            attrs["nearest_mode"] = "round_prefer_ceil"
+    elif half:
+        attrs["coordinate_transformation_mode"] = "tf_half_pixel_for_nn" if nearest else "half_pixel"
+        if nearest:
+            attrs["nearest_mode"] = "floor"
+    else:
+        attrs["coordinate_transformation_mode"] = "asymmetric"
+        if nearest:
+            attrs["nearest_mode"] = "floor"
+    y = ctx.emit("resize", [ctx.nchw(ctx.input(xi)), None, None, ctx.i64([n, c, *size], "sizes")], attrs)[0]
+    return [ctx.nhwc(y)]
+
+
+@handles("DEPTH_TO_SPACE", ir="depth_to_space")
+@handles("SPACE_TO_DEPTH", ir="space_to_depth")
+def _depth_space(ctx: Any, op: Any) -> list:
+    attrs = {"blocksize": int(_opt(op, "blockSize", 2))}
+    if ctx.builtin == "DEPTH_TO_SPACE":
+        attrs["mode"] = "DCR"
+    y = ctx.emit(IR_OPS[ctx.builtin], [ctx.nchw(ctx.input(int(op.inputs[0])))], attrs)[0]
+    return [ctx.nhwc(y)]
+
+
+@handles("CONV_3D", ir="conv")
+def _conv3d(ctx: Any, op: Any) -> list:
+    xi, wi, bi = (list(op.inputs) + [-1])[:3]
+    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W I O
+    ks = list(wshape[:3])
+    strides = [int(_opt(op, "strideD", 1)), int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    dils = [int(_opt(op, "dilationDFactor", 1)), int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
+    w = ctx.weight(int(wi), [4, 3, 0, 1, 2])  # O I D H W
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": ishape[4] // wshape[3],
+             "pads": _pads(ctx, op, tuple(ishape[1:4]), ks, strides, dils)}
+    y = ctx.emit("conv", [ctx.nchw(ctx.input(int(xi))), w, ctx.input(int(bi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+# ----------------------------------------------------------------------------- composed from IR ops
+@handles("ATAN2", ir="atan")
+def _atan2(ctx: Any, op: Any) -> list:
+    """atan(y/x) with the quadrant from the signs (x = 0: ±π/2 by y's sign, 0 when y = 0)."""
+    y, x = _ins(ctx, op)[:2]
+    dt = np.dtype(y.type.dtype or "float32")
+    zero, pi, half = (ctx.const(np.asarray(v, dt), n) for v, n in ((0, "zero"), (np.pi, "pi"), (np.pi / 2, "half_pi")))
+    base = ctx.emit("atan", [ctx.emit("div", [y, x])[0]])[0]
+    x_neg = ctx.emit("less", [x, zero])[0]
+    y_neg = ctx.emit("less", [y, zero])[0]
+    shift = ctx.emit("where", [y_neg, ctx.emit("neg", [pi])[0], pi])[0]
+    res = ctx.emit("where", [x_neg, ctx.emit("add", [base, shift])[0], base])[0]
+    x_zero = ctx.emit("equal", [x, zero])[0]
+    axis_val = ctx.emit("mul", [ctx.emit("sign", [y])[0], half])[0]
+    return ctx.emit("where", [x_zero, axis_val, res])
+
+
+@handles("FILL", ir="constant_of_shape")
+def _fill(ctx: Any, op: Any) -> list:
+    dims, value = _ins(ctx, op)[:2]
+    v = ctx.data(int(op.inputs[1]))
+    if v is None:  # a computed value: broadcast it
+        return ctx.emit("expand", [value, ctx.as_int64(dims)])
+    return ctx.emit("constant_of_shape", [ctx.as_int64(dims)], {"value": np.asarray(v).reshape(1)})
+
+
+@handles("WHERE", ir="non_zero")
+def _where(ctx: Any, op: Any) -> list:
+    idx = ctx.emit("non_zero", _ins(ctx, op)[:1])[0]  # [rank, n]
+    return [ctx.cast(ctx.transpose(idx, [1, 0]), ctx.dtype(int(op.outputs[0])))]
+
+
+@handles("SCATTER_ND", ir="scatter_nd")
+def _scatter_nd(ctx: Any, op: Any) -> list:
+    idx, updates, shape = _ins(ctx, op)[:3]
+    zeros = ctx.emit("constant_of_shape", [ctx.as_int64(shape)],
+                     {"value": np.zeros(1, np.dtype(updates.type.dtype or "float32"))})[0]
+    return ctx.emit("scatter_nd", [zeros, ctx.as_int64(idx), updates], {"reduction": "add"})
+
+
+@handles("REVERSE_SEQUENCE", ir="reverse_sequence")
+def _reverse_sequence(ctx: Any, op: Any) -> list:
+    x, lens = _ins(ctx, op)[:2]
+    return ctx.emit("reverse_sequence", [x, ctx.as_int64(lens)],
+                    {"time_axis": int(_opt(op, "seqDim", 0)), "batch_axis": int(_opt(op, "batchDim", 0))})
+
+
+@handles("BITCAST", ir="bit_cast")
+def _bitcast(ctx: Any, op: Any) -> list:
+    return ctx.emit("bit_cast", [ctx.raw(int(op.inputs[0]))], {"to": ctx.onnx_enum(ctx.dtype(int(op.outputs[0])))})
+
+
+def _block_and_pads(ctx: Any, op: Any, what: str) -> tuple[list[int], np.ndarray]:
+    block = [int(b) for b in ctx.const_of(int(op.inputs[1]), "block shape")]
+    pads = np.asarray(ctx.const_of(int(op.inputs[2]), what)).astype(np.int64).reshape(-1, 2)
+    return block, pads
+
+
+@handles("SPACE_TO_BATCH_ND", ir="reshape")
+def _space_to_batch(ctx: Any, op: Any) -> list:
+    """pad → reshape [N, H/bh, bh, W/bw, bw, C] → transpose → reshape [bh·bw·N, H/bh, W/bw, C]."""
+    xi = int(op.inputs[0])
+    shape = list(ctx.shape(xi))
+    block, pads = _block_and_pads(ctx, op, "paddings")
+    m = len(block)
+    x = ctx.input(xi)
+    if pads.any():
+        full = np.zeros((len(shape), 2), np.int64)
+        full[1:1 + m] = pads
+        x = ctx.emit("pad", [x, ctx.i64(np.concatenate([full[:, 0], full[:, 1]]), "pads")], {"mode": "constant"})[0]
+    sp = [shape[1 + k] + int(pads[k].sum()) for k in range(m)]
+    rest = shape[1 + m:]
+    split = [shape[0]] + [d for k in range(m) for d in (sp[k] // block[k], block[k])] + rest
+    x = ctx.emit("reshape", [x, ctx.i64(split, "split")])[0]
+    perm = [2 + 2 * k for k in range(m)] + [0] + [1 + 2 * k for k in range(m)] + list(range(1 + 2 * m, len(split)))
+    x = ctx.transpose(x, perm)
+    out = [int(np.prod(block)) * shape[0]] + [sp[k] // block[k] for k in range(m)] + rest
+    return ctx.emit("reshape", [x, ctx.i64(out, "shape")])
+
+
+@handles("BATCH_TO_SPACE_ND", ir="reshape")
+def _batch_to_space(ctx: Any, op: Any) -> list:
+    """reshape [bh, bw, N, h, w, C] → transpose → reshape [N, h·bh, w·bw, C] → crop."""
+    xi = int(op.inputs[0])
+    shape = list(ctx.shape(xi))
+    block, crops = _block_and_pads(ctx, op, "crops")
+    m = len(block)
+    n = shape[0] // int(np.prod(block))
+    rest = shape[1 + m:]
+    x = ctx.emit("reshape", [ctx.input(xi), ctx.i64(block + [n] + shape[1:], "split")])[0]
+    perm = [m] + [d for k in range(m) for d in (m + 1 + k, k)] + list(range(2 * m + 1, 2 * m + 1 + len(rest)))
+    x = ctx.transpose(x, perm)
+    full = [n] + [shape[1 + k] * block[k] for k in range(m)] + rest
+    y = ctx.emit("reshape", [x, ctx.i64(full, "shape")])[0]
+    if crops.any():
+        starts = [int(crops[k, 0]) for k in range(m)]
+        ends = [full[1 + k] - int(crops[k, 1]) for k in range(m)]
+        y = ctx.emit("slice", [y, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(list(range(1, 1 + m)), "axes")])[0]
+    return [y]
+
+
+@handles("BROADCAST_ARGS", ir="shape")
+def _broadcast_args(ctx: Any, op: Any) -> list:
+    """The broadcast shape of two shapes: the shape of the sum of two zero tensors of those shapes."""
+    zeros = [ctx.emit("constant_of_shape", [ctx.as_int64(v)], {"value": np.zeros(1, np.uint8)})[0] for v in _ins(ctx, op)[:2]]
+    y = ctx.emit("shape", [ctx.emit("add", zeros)[0]])[0]
+    return [ctx.cast(y, ctx.dtype(int(op.outputs[0])))]
+
+
+@handles("CONV_3D_TRANSPOSE", ir="conv_transpose")
+def _conv3d_transpose(ctx: Any, op: Any) -> list:
+    si, wi, xi, bi = (list(op.inputs) + [-1])[:4]
+    out_shape = [int(d) for d in ctx.const_of(int(si), "output shape")]  # NDHWC
+    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W O I
+    ks = list(wshape[:3])
+    strides = [int(_opt(op, "strideD", 1)), int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
+    dils = [int(_opt(op, "dilationDFactor", 1)), int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
+    pad = ctx.pad_names.get(_opt(op, "padding", 0), "SAME")
+    begins, ends, extra = [], [], []
+    for n, o, k, s, d in zip(ishape[1:4], out_shape[1:4], ks, strides, dils):
+        eff = (k - 1) * d + 1
+        total = max((n - 1) * s + eff - o, 0) if pad == "SAME" else 0
+        b, e = total // 2, total - total // 2
+        begins.append(b)
+        ends.append(e)
+        extra.append(o - ((n - 1) * s + eff - b - e))
+    if any(e < 0 for e in extra):
+        ends = [e - min(x, 0) for e, x in zip(ends, extra)]
+        extra = [max(x, 0) for x in extra]
+    w = ctx.weight(int(wi), [4, 3, 0, 1, 2])  # I O D H W
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "pads": begins + ends, "output_padding": extra}
+    y = ctx.emit("conv_transpose", [ctx.nchw(ctx.input(int(xi))), w, ctx.input(int(bi))], attrs)[0]
+    return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
+
+
+@handles("ZEROS_LIKE", ir="constant_of_shape")
+def _zeros_like(ctx: Any, op: Any) -> list:
+    x = ctx.input(int(op.inputs[0]))
+    shape = ctx.emit("shape", [x])[0]
+    return ctx.emit("constant_of_shape", [shape], {"value": np.zeros(1, ctx.np_dtype(int(op.outputs[0])))})
