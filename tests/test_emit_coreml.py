@@ -1,5 +1,5 @@
-"""The Core ML emitter: a standalone builder script, verification by reload and by MIL value
-inference (Linux: no Core ML runtime), hostile names, determinism, atomic saves, legalization."""
+"""The Core ML emitter: a standalone builder script, verification by reload and by the MIL
+evaluator / MIL value inference (Linux: no Core ML runtime), hostile names, determinism, atomic saves, legalization."""
 from __future__ import annotations
 
 import hashlib
@@ -63,15 +63,32 @@ def test_package_reloads_with_the_declared_interface():
     assert spec.WhichOneof("Type") == "mlProgram"
 
 
-def test_ops_without_value_inference_are_structural_only():
+def test_conv_is_computed_by_the_mil_evaluator():
+    """coremltools has no value inference for conv: the project's MIL evaluator computes the
+    written package instead (emitters/coreml/mil_eval.py)."""
     x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
     w = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
     model, feeds = single_op_model("conv", [x, w], {"pads": [1, 1, 1, 1]})
     art = coreml.emit(model)
     assert art.interface["outputs"] == [("out0", "FLOAT32", (1, 3, 5, 5))]
-    with pytest.raises(Unsupported) as ei:
+    (y,) = coreml.run(art, feeds)
+    ref = sum(np.einsum("nchw,oc->nohw", np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])[:, :, i:i + 5, j:j + 5],
+                        w[:, :, i, j]) for i in range(3) for j in range(3))
+    assert compare(ref, y).ok
+
+
+def test_ops_the_evaluator_lacks_are_structural_only(monkeypatch):
+    from emitters.coreml import mil_eval
+
+    x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    w = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    model, feeds = single_op_model("conv", [x, w], {"pads": [1, 1, 1, 1]})
+    art = coreml.emit(model)
+    mil_eval.ensure_registered()
+    monkeypatch.delitem(mil_eval.OPS, "conv")
+    with pytest.raises(Unsupported) as ei:  # nor has coremltools' value inference a conv
         coreml.run(art, feeds)
-    assert ei.value.code == "structural_only" and "conv" in str(ei.value)
+    assert ei.value.code == "structural_only" and "no conv" in str(ei.value)
 
 
 def test_saved_builder_is_standalone(tmp_path):
@@ -328,9 +345,8 @@ def test_quantize_and_dequantize_use_mil_ops_for_constant_parameters():
     model, feeds = single_op_model("dequantize_linear", [q, np.float32(0.05), np.uint8(3)], {}, const=(1, 2))
     art = coreml.emit(model)
     assert "mb.dequantize(" in art.source
-    with pytest.raises(Unsupported) as ei:  # coremltools 9.0: dequantize has no value_inference
-        coreml.run(art, feeds)
-    assert ei.value.code == "structural_only"
+    (y,) = coreml.run(art, feeds)  # the MIL evaluator (coremltools 9.0 has no value_inference for it)
+    assert compare((q.astype(np.float32) - 3) * np.float32(0.05), y).ok
 
 
 def test_quantization_with_runtime_parameters_or_16_bit_data_is_composed():
@@ -540,9 +556,12 @@ def test_lstm_matches_the_reference_under_coremltools_lstm_semantics(monkeypatch
 
 
 def test_rnn_refusals_name_the_attribute():
+    """What neither MIL's gru nor the unrolled cells (translator/unroll.py) take is refused by
+    name; linear_before_reset=1 (MIL's gru lacks reset_after on iOS17) falls back to the cells."""
     x, w, r = _f32(3, 2, 4), _f32(1, 15, 4), _f32(1, 15, 5)
-    for attrs, word in (({"linear_before_reset": 1}, "linear_before_reset"), ({"clip": 3.0}, "clip"),
-                        ({"activations": ["HardSigmoid", "Tanh"]}, "activations")):
+    model, _ = single_op_model("gru", [x, w, r], {"hidden_size": 5, "linear_before_reset": 1}, 2, (1, 2))
+    assert "mb.gru(" not in coreml.emit(model).source
+    for attrs, word in (({"clip": 3.0}, "clip"), ({"activations": ["HardSigmoid", "Tanh"]}, "activations")):
         model, _ = single_op_model("gru", [x, w, r], {"hidden_size": 5, **attrs}, 2, (1, 2))
         with pytest.raises(Unsupported) as ei:
             coreml.emit(model)

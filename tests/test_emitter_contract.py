@@ -97,20 +97,7 @@ def test_a_failed_save_leaves_nothing_behind(name, tiny, tmp_path, monkeypatch):
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name], "a failed overwrite left files behind"
 
 
-def _structural_only_here(name: str) -> list:
-    """Core ML has no runtime on Linux: coremltools' MIL evaluator lacks value inference for conv,
-    so the tiny CNN is built, converted and saved but not run (``structural_only``)."""
-    import sys
-
-    from translator.errors import Unsupported
-
-    if name == "coreml" and sys.platform != "darwin":
-        return [pytest.mark.xfail(reason="Core ML cannot run on Linux and MIL value inference has no conv: "
-                                         "structural_only", raises=Unsupported, strict=True)]
-    return []
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_structural_only_here(n)) for n in TARGETS])
+@pytest.mark.parametrize("name", TARGETS)
 def test_what_was_written_runs_back_like_the_reference(name, tiny):
     from translator.artifact_io import output_ports, run_written
     from translator.check import random_inputs

@@ -9,12 +9,13 @@ names, shapes and dtypes.
 What ``run`` can claim depends on the machine:
 
 * macOS with Core ML: ``predict`` on the saved package (CPU only).
-* elsewhere: coremltools' MIL value inference. The script is built again with the inputs
-  as constants (``mb.const``); ops that implement ``value_inference`` compute their
-  outputs while the program is built. When every output got a value, those numbers are
-  returned ("numerically verified"); otherwise ``run`` raises
-  ``Unsupported(..., "structural_only", ...)`` naming the ops without value inference:
-  the model was built, converted, serialized and reloaded, nothing more.
+* elsewhere: the project's MIL evaluator (``mil_eval``: NumPy, one function per MIL op)
+  reads the written package (program and weights) and computes its outputs. A program
+  with an op type the evaluator lacks falls back to coremltools' MIL value inference (the
+  script built again with the inputs as constants; ops that implement ``value_inference``
+  compute their outputs while the program is built). When neither gives every output,
+  ``run`` raises ``Unsupported(..., "structural_only", ...)`` naming the MIL ops the
+  evaluator lacks: the model was built, converted, serialized and reloaded, nothing more.
 
 Inputs and outputs cross the boundary in their legalized dtypes (``legal`` of each
 ``Port``); ``run`` converts inputs into them (refusing values they cannot hold) and
@@ -302,31 +303,53 @@ def _back(art: CoreMLArtifact, values: list[Any]) -> list[np.ndarray]:
     return out
 
 
+#: when the MIL evaluator lacks an op, try coremltools' value inference before giving up
+VALUE_INFERENCE_FALLBACK = True
+
+
 def run(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> list[np.ndarray]:
-    """Outputs in graph order: Core ML predict on macOS, else MIL value inference, else
-    ``Unsupported(structural_only)``."""
+    """Outputs in graph order: Core ML predict on macOS; elsewhere the project's MIL
+    evaluator on the written package (``mil_eval``), then coremltools' value inference for
+    a program with ops the evaluator lacks, else ``Unsupported(structural_only)`` naming them."""
     feeds = _feeds(art, inputs)
     if _can_predict():
         return _predict(art, feeds)
+    got, why = _evaluate(art, feeds)
+    if why is None:
+        return got
+    if VALUE_INFERENCE_FALLBACK:
+        got = _value_inference(art, feeds)
+        if got is not None:
+            return got
+    raise Unsupported(why[0], NAME, "structural_only", f"built, converted and saved; {why[1]}")
+
+
+def _evaluate(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> tuple[Any, tuple[str, str] | None]:
+    """(outputs, None) from the MIL evaluator on the written package, or (None, (IR op, why))."""
+    from . import mil_eval
+
+    if art.package is None:
+        return None, ("?", "no written package to evaluate")
+    try:
+        prog = mil_eval.load(art.package)
+    except mil_eval.EvalError as exc:
+        return None, ("?", f"the MIL evaluator cannot read the package: {str(exc)[:300]}")
+    missing = mil_eval.missing_ops(prog)
+    if missing:
+        first = art.origin.get(mil_eval.first_op_of(prog, missing), "?")
+        return None, (first, f"the MIL evaluator has no {', '.join(missing)}")
+    try:
+        got = mil_eval.evaluate(prog, feeds)
+    except mil_eval.EvalError as exc:  # e.g. a result unlike the type the program declares
+        return None, ("?", f"the MIL evaluator failed: {str(exc)[:300]}")
+    return _back(art, [got[p.coreml] for p in art.outputs]), None
+
+
+def _value_inference(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray] | None:
+    """coremltools' MIL value inference: the script built again with the inputs as constants."""
     prog = _build(art, feeds)
-    fn = prog.functions["main"]
-    vals = [o.val for o in fn.outputs]
-    if any(v is None for v in vals):
-        missing = sorted({op.op_type for op in fn.operations
-                          if any(o.val is None for o in op.outputs)
-                          and all(getattr(i, "val", None) is not None for i in _op_inputs(op))})
-        first = next((art.origin.get(op.name, "?") for op in fn.operations
-                      if op.op_type in missing and any(o.val is None for o in op.outputs)), "?")
-        raise Unsupported(first, NAME, "structural_only",
-                          f"built, converted and saved; coremltools has no value inference for {', '.join(missing) or '?'}")
-    return _back(art, vals)
-
-
-def _op_inputs(op: Any) -> list[Any]:
-    out = []
-    for v in op.inputs.values():
-        out.extend(v if isinstance(v, (list, tuple)) else [v])
-    return out
+    vals = [o.val for o in prog.functions["main"].outputs]
+    return None if any(v is None for v in vals) else _back(art, vals)
 
 
 def _predict(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
