@@ -33,10 +33,7 @@ SUPPORTED = supported(CORE, TABLES)
 
 
 #: cases where the written program itself is inconsistent (found by this evaluator; emitter fixes pending)
-PROGRAM_DEFECTS = {
-    ("bit_shift_right", "int32"): "the written select(cond[2,3,4], a scalar, b scalar) declares a scalar result: "
-                                  "coremltools 9.0 infers select's type from a and b only, not cond",
-}
+PROGRAM_DEFECTS: dict[tuple[str, str], str] = {}
 
 
 def _cases():

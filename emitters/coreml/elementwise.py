@@ -123,8 +123,11 @@ def _shift(gen: Gen, node: Node) -> None:
     if node.op == "bit_shift_left":
         fill = np_lit(0, dt)
     else:
-        fill = step("sign_fill", "mb.select(cond=" + step("is_negative", f"mb.less(x={gen.var(x)}, y={np_lit(0, dt)}") +
-                    f", a={np_lit(-1, dt)}, b={np_lit(0, dt)}")
+        # -1 where x < 0, else 0: a cast of the comparison (a select of two scalars would be typed
+        # as a scalar by coremltools, whatever the shape of its condition)
+        negative = step("is_negative", f"mb.less(x={gen.var(x)}, y={np_lit(0, dt)}")
+        fill = step("sign_fill", "mb.mul(x=" + step("negative_int", f"mb.cast(x={negative}, dtype={lit(mil_dtype(dt))}")
+                    + f", y={np_lit(-1, dt)}")
     gen.emit(f"{gen.out(node)} = mb.select(cond={outside}, a={fill}, b={shifted}, name={gen.name(node)})")
 
 
