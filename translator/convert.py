@@ -60,12 +60,14 @@ def move_into_place(staged: Path, final: str) -> None:
 
 def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
             example_inputs: Any = None, options: dict[str, Any] | None = None,
-            progress: Callable[[str], None] | None = None, verbose: bool = False) -> dict[str, Any]:
+            progress: Callable[[str], None] | None = None, verbose: bool = False,
+            source_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
     ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
     ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
     dict of arrays for the check (default: seeded random inputs). ``options``: target
-    options by their CLI dest (e.g. ``{"coreml_target": "iOS17"}``).
+    options by their CLI dest (e.g. ``{"coreml_target": "iOS17"}``). ``source_options``: what
+    the frontend takes besides the model (PyTorch ``dynamic_shapes``, TensorFlow ``signature``).
 
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
@@ -84,7 +86,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     unknown = [t for t in targets if t not in every]
     if unknown:
         raise OpbridgeError("bad_option", f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, all)")
-    opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
+    opts = {**(source_options or {}), **({"example_inputs": example_inputs} if example_inputs is not None else {})}
     t0 = time.perf_counter()
     shown = model if isinstance(model, (str, os.PathLike)) else type(model).__name__
     say(f"reading {shown}")
