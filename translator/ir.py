@@ -218,6 +218,22 @@ class Graph:
             node.replace_input(i, new)
         self.outputs = [new if v is old else v for v in self.outputs]
 
+    def replace_node(self, node: Node, results: Sequence[Value | None], keep_types: bool = True) -> None:
+        """``node`` replaced by the values ``results`` (one per output; None: output unused) that
+        nodes inserted before it compute: every use moves over, a graph output keeps its name
+        (the model's interface), ``keep_types`` carries the old output's type over, and the node
+        is removed."""
+        for old, new in zip(node.outputs, results):
+            if new is None:
+                continue
+            if keep_types and old.type.dtype is not None:
+                new.type = old.type
+            if any(o is old for o in self.outputs):
+                name = old.name
+                old.name, new.name = f"{name}__replaced", name
+            self.replace_all_uses_with(old, new)
+        self.remove_node(node)
+
     # ------------------------------------------------------------------ queries
     def values(self) -> Iterator[Value]:
         yield from self.inputs

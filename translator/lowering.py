@@ -203,12 +203,7 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
                               types=[old.type], before=node)
         inserted.append(back)
         results.append(back.outputs[0])
-    for old, new_v in zip(node.outputs, results):
-        if any(o is old for o in graph.outputs):  # keep the model's output names
-            old_name = old.name
-            old.name, new_v.name = f"{old_name}__replaced", old_name
-        graph.replace_all_uses_with(old, new_v)
-    graph.remove_node(node)
+    graph.replace_node(node, results, keep_types=False)
     ctx.warn(f"{ctx.target.name}: node {node.name!r} ({node.op}) moves {d} data as {sub} "
              f"(the target's {node.op} lacks {d}; exact, cast back)")
     return inserted
@@ -358,15 +353,7 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
             env[o] = v
         last_outs = new.outputs
     results = [env.get(p.name) for p in sig.outputs] if sig is not None else list(last_outs)
-    for old, new_v in zip(node.outputs, results):
-        if new_v is None:
-            continue
-        new_v.type = old.type if old.type.dtype is not None else new_v.type
-        if any(o is old for o in graph.outputs):  # keep the model's output names
-            old_name = old.name
-            old.name, new_v.name = f"{old_name}__replaced", old_name
-        graph.replace_all_uses_with(old, new_v)
-    graph.remove_node(node)
+    graph.replace_node(node, results)
     return inserted
 
 

@@ -153,13 +153,7 @@ def expand(graph: Graph, node: Node) -> list[Node]:
                b.op("concat", *hs, axis=1 if layout else 0) if dirs > 1 else hs[0]]
     if node.op == "lstm":
         results.append(b.op("concat", *cs, axis=1 if layout else 0) if dirs > 1 else cs[0])
-    for old, new in zip(node.outputs, results):
-        new.type = old.type if old.type.dtype is not None else new.type
-        if any(o is old for o in graph.outputs):  # keep the model's output names
-            old_name = old.name
-            old.name, new.name = f"{old_name}__replaced", old_name
-        graph.replace_all_uses_with(old, new)
-    graph.remove_node(node)
+    graph.replace_node(node, results)
     return b.nodes
 
 
