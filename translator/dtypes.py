@@ -71,6 +71,11 @@ def onnx_enum() -> dict[int, str]:
     return onnx_dtype_map(load_tables())
 
 
+def onnx_enum_of(tables: Any = None) -> dict[str, int]:
+    """dtype id → ONNX ``TensorProto`` number: ``onnx_dtype_map`` inverted (a Cast node's ``to``)."""
+    return {v: k for k, v in (onnx_dtype_map(tables) if tables is not None else onnx_enum()).items()}
+
+
 def norm_axis(axis: int, rank: int) -> int:
     """A possibly negative axis as a non-negative one (the one copy). ``rank`` itself is let
     through (Flatten's axis may equal the rank); which axes an op takes is checked when the IR

@@ -154,7 +154,7 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
     computed in a dtype the cell has and cast back: exact, since every output element is a
     copy of an input element. Returns the inserted nodes (casts in, the op, casts out), or
     None when the op or dtype does not allow it."""
-    from .dtypes import onnx_dtype_map
+    from .dtypes import onnx_enum_of
     from .passes.legalize_dtypes import SUBSTITUTES
 
     cell = op.backends.get(ctx.target.name)
@@ -179,7 +179,7 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
         if port.type == tv:
             data.extend(i for i in span if i < len(node.inputs))
         k = span.stop
-    enum = {v: key for key, v in onnx_dtype_map(ctx.tables).items()}
+    enum = onnx_enum_of(ctx.tables)
     inserted: list[Node] = []
     ins = list(node.inputs)
     for i in data:

@@ -55,14 +55,16 @@ def _windows(x: np.ndarray, kernel: list[int], strides: list[int], dil: list[int
 
 
 # ----------------------------------------------------------------------------- convolution
-@op("conv")
-def conv(a: Args) -> np.ndarray:
+def _conv_attrs(a: Args) -> tuple[np.ndarray, np.ndarray, int, list[int], list[int], list[int], int]:
+    """conv/conv_transpose: x, weight, spatial rank, kernel, strides, dilations, groups."""
     x, w = _f(a), _f(a, "weight")
     d = x.ndim - 2
-    kernel = list(w.shape[2:])
-    strides = a.ints("strides", [1] * d)
-    dil = a.ints("dilations", [1] * d)
-    g = a.int("groups", 1)
+    return x, w, d, list(w.shape[2:]), a.ints("strides", [1] * d), a.ints("dilations", [1] * d), a.int("groups", 1)
+
+
+@op("conv")
+def conv(a: Args) -> np.ndarray:
+    x, w, d, kernel, strides, dil, g = _conv_attrs(a)
     pads = _pads(a, x.shape[2:], kernel, strides, dil)
     xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + pads)
     win = _windows(xp, kernel, strides, dil)  # [n, C, *out, *k]
@@ -81,12 +83,7 @@ def conv(a: Args) -> np.ndarray:
 
 @op("conv_transpose")
 def conv_transpose(a: Args) -> np.ndarray:
-    x, w = _f(a), _f(a, "weight")
-    d = x.ndim - 2
-    kernel = list(w.shape[2:])
-    strides = a.ints("strides", [1] * d)
-    dil = a.ints("dilations", [1] * d)
-    g = a.int("groups", 1)
+    x, w, d, kernel, strides, dil, g = _conv_attrs(a)
     n, cin = x.shape[:2]
     cin_g, cout_g = cin // g, w.shape[1]
     full = [(i - 1) * s + (k - 1) * dl + 1 for i, s, k, dl in zip(x.shape[2:], strides, kernel, dil)]

@@ -156,10 +156,10 @@ def _kernel_gap(op_type: str, opset: int, bound: dict[str, str], inputs: tuple[i
 # ----------------------------------------------------------------------------- the per-node check
 @lru_cache(maxsize=None)
 def element_types() -> dict[str, int]:
-    """dtype id → ONNX TensorProto number (``translator.dtypes.onnx_enum`` inverted)."""
-    from translator.dtypes import onnx_enum
+    """dtype id → ONNX TensorProto number (``translator.dtypes.onnx_enum_of``, cached)."""
+    from translator.dtypes import onnx_enum_of
 
-    return {v: k for k, v in onnx_enum().items()}
+    return onnx_enum_of()
 
 
 def _type_str(dtype: str) -> str | None:

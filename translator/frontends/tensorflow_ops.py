@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import Value
+from . import blocks
 
 Handler = Callable[[Any], list]
 HANDLERS: dict[str, tuple[str, Handler]] = {}
@@ -554,43 +555,30 @@ def _reverse(ctx: Any) -> list:
 
 @handles("SpaceToBatchND", op="reshape")
 def _space_to_batch(ctx: Any) -> list:
-    """pad → reshape [N, P1/b1, b1, ...] → transpose the blocks to the front → reshape (static shapes)."""
-    shape = ctx.static_in(0)
+    """pad → reshape [N, P1/b1, b1, ...] → transpose the blocks to the front → reshape (static shapes; ``blocks``)."""
     block = [int(v) for v in ctx.ci(1, "block_shape").reshape(-1)]
     pads = np.asarray(ctx.ci(2, "paddings"), np.int64).reshape(-1, 2)
-    m, rank = len(block), len(shape)
+    p = blocks.space_to_batch(list(ctx.static_in(0)), block, pads)
     x = ctx.x(0)
-    if pads.any():
-        full = np.zeros((rank, 2), np.int64)
-        full[1:m + 1] = pads
-        x = ctx.one("pad", [x, ctx.const(np.concatenate([full[:, 0], full[:, 1]]))])
-    padded = [shape[1 + i] + int(pads[i].sum()) for i in range(m)]
-    rest = shape[m + 1:]
-    split = [shape[0]] + [d for i in range(m) for d in (padded[i] // block[i], block[i])] + rest
-    x = ctx.one("reshape", [x, ctx.const(np.asarray(split, np.int64))])
-    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(range(1 + 2 * m, len(split)))
-    x = ctx.transpose(x, perm)
-    out = [shape[0] * int(np.prod(block))] + [padded[i] // block[i] for i in range(m)] + rest
-    return [ctx.one("reshape", [x, ctx.const(np.asarray(out, np.int64))])]
+    if p.pads is not None:
+        x = ctx.one("pad", [x, ctx.const(np.asarray(p.pads, np.int64))])
+    x = ctx.one("reshape", [x, ctx.const(np.asarray(p.split, np.int64))])
+    x = ctx.transpose(x, p.perm)
+    return [ctx.one("reshape", [x, ctx.const(np.asarray(p.out, np.int64))])]
 
 
 @handles("BatchToSpaceND", op="reshape")
 def _batch_to_space(ctx: Any) -> list:
-    """reshape [b1.., N, S1..] → interleave the blocks with the spatial axes → reshape → crop."""
-    shape = ctx.static_in(0)
+    """reshape [b1.., N, S1..] → interleave the blocks with the spatial axes → reshape → crop (``blocks``)."""
     block = [int(v) for v in ctx.ci(1, "block_shape").reshape(-1)]
     crops = np.asarray(ctx.ci(2, "crops"), np.int64).reshape(-1, 2)
-    m = len(block)
-    n = shape[0] // int(np.prod(block))
-    sp, rest = shape[1:m + 1], shape[m + 1:]
-    x = ctx.one("reshape", [ctx.x(0), ctx.const(np.asarray(block + [n] + sp + rest, np.int64))])
-    perm = [m] + [d for i in range(m) for d in (m + 1 + i, i)] + list(range(2 * m + 1, 2 * m + 1 + len(rest)))
-    x = ctx.transpose(x, perm)
-    full = [sp[i] * block[i] for i in range(m)]
-    x = ctx.one("reshape", [x, ctx.const(np.asarray([n] + full + rest, np.int64))])
-    if crops.any():
-        x = _slice_of(ctx, x, [int(c) for c in crops[:, 0]], [full[i] - int(crops[i, 1]) for i in range(m)],
-                      list(range(1, m + 1)), [1] * m)
+    p = blocks.batch_to_space(list(ctx.static_in(0)), block, crops)
+    x = ctx.one("reshape", [ctx.x(0), ctx.const(np.asarray(p.split, np.int64))])
+    x = ctx.transpose(x, p.perm)
+    x = ctx.one("reshape", [x, ctx.const(np.asarray(p.full, np.int64))])
+    if p.crop is not None:
+        starts, ends, axes = p.crop
+        x = _slice_of(ctx, x, starts, ends, axes, [1] * len(axes))
     return [x]
 
 

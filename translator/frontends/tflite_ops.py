@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import Value
+from . import blocks
 
 Handler = Callable[[Any, Any], list]
 HANDLERS: dict[str, Handler] = {}
@@ -728,44 +729,30 @@ def _block_and_pads(ctx: Any, op: Any, what: str) -> tuple[list[int], np.ndarray
 
 @handles("SPACE_TO_BATCH_ND", ir="reshape")
 def _space_to_batch(ctx: Any, op: Any) -> list:
-    """pad → reshape [N, H/bh, bh, W/bw, bw, C] → transpose → reshape [bh·bw·N, H/bh, W/bw, C]."""
+    """pad → reshape [N, H/bh, bh, W/bw, bw, C] → transpose → reshape [bh·bw·N, H/bh, W/bw, C] (``blocks``)."""
     xi = int(op.inputs[0])
-    shape = list(ctx.shape(xi))
     block, pads = _block_and_pads(ctx, op, "paddings")
-    m = len(block)
+    p = blocks.space_to_batch(list(ctx.shape(xi)), block, pads)
     x = ctx.input(xi)
-    if pads.any():
-        full = np.zeros((len(shape), 2), np.int64)
-        full[1:1 + m] = pads
-        x = ctx.emit("pad", [x, ctx.i64(np.concatenate([full[:, 0], full[:, 1]]), "pads")], {"mode": "constant"})[0]
-    sp = [shape[1 + k] + int(pads[k].sum()) for k in range(m)]
-    rest = shape[1 + m:]
-    split = [shape[0]] + [d for k in range(m) for d in (sp[k] // block[k], block[k])] + rest
-    x = ctx.emit("reshape", [x, ctx.i64(split, "split")])[0]
-    perm = [2 + 2 * k for k in range(m)] + [0] + [1 + 2 * k for k in range(m)] + list(range(1 + 2 * m, len(split)))
-    x = ctx.transpose(x, perm)
-    out = [int(np.prod(block)) * shape[0]] + [sp[k] // block[k] for k in range(m)] + rest
-    return ctx.emit("reshape", [x, ctx.i64(out, "shape")])
+    if p.pads is not None:
+        x = ctx.emit("pad", [x, ctx.i64(p.pads, "pads")], {"mode": "constant"})[0]
+    x = ctx.emit("reshape", [x, ctx.i64(p.split, "split")])[0]
+    x = ctx.transpose(x, p.perm)
+    return ctx.emit("reshape", [x, ctx.i64(p.out, "shape")])
 
 
 @handles("BATCH_TO_SPACE_ND", ir="reshape")
 def _batch_to_space(ctx: Any, op: Any) -> list:
-    """reshape [bh, bw, N, h, w, C] → transpose → reshape [N, h·bh, w·bw, C] → crop."""
+    """reshape [bh, bw, N, h, w, C] → transpose → reshape [N, h·bh, w·bw, C] → crop (``blocks``)."""
     xi = int(op.inputs[0])
-    shape = list(ctx.shape(xi))
     block, crops = _block_and_pads(ctx, op, "crops")
-    m = len(block)
-    n = shape[0] // int(np.prod(block))
-    rest = shape[1 + m:]
-    x = ctx.emit("reshape", [ctx.input(xi), ctx.i64(block + [n] + shape[1:], "split")])[0]
-    perm = [m] + [d for k in range(m) for d in (m + 1 + k, k)] + list(range(2 * m + 1, 2 * m + 1 + len(rest)))
-    x = ctx.transpose(x, perm)
-    full = [n] + [shape[1 + k] * block[k] for k in range(m)] + rest
-    y = ctx.emit("reshape", [x, ctx.i64(full, "shape")])[0]
-    if crops.any():
-        starts = [int(crops[k, 0]) for k in range(m)]
-        ends = [full[1 + k] - int(crops[k, 1]) for k in range(m)]
-        y = ctx.emit("slice", [y, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(list(range(1, 1 + m)), "axes")])[0]
+    p = blocks.batch_to_space(list(ctx.shape(xi)), block, crops)
+    x = ctx.emit("reshape", [ctx.input(xi), ctx.i64(p.split, "split")])[0]
+    x = ctx.transpose(x, p.perm)
+    y = ctx.emit("reshape", [x, ctx.i64(p.full, "shape")])[0]
+    if p.crop is not None:
+        starts, ends, axes = p.crop
+        y = ctx.emit("slice", [y, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")])[0]
     return [y]
 
 

@@ -54,9 +54,9 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
     warnings: list[str] = []
     enum_of: dict[str, int] = {}
     try:
-        from ..dtypes import onnx_dtype_map
+        from ..dtypes import onnx_enum_of
 
-        enum_of = {v: k for k, v in onnx_dtype_map(tables).items()}
+        enum_of = onnx_enum_of(tables)
     except ImportError:
         pass
     for v in list(graph.values()):
