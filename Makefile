@@ -10,7 +10,7 @@ PIP_EXTRA ?= torch==2.13.0
 $(VENV)/.stamp: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,proofs,test]' $(PIP_EXTRA)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[all,proofs,test,bench]' $(PIP_EXTRA)
 	sh tools/setup_tosa.sh
 	touch $@
 
