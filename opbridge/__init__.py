@@ -33,18 +33,20 @@ __all__ = ["convert", "query", "report", "check", "dtype", "ops", "backends", "l
 
 def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out: str, check: bool = True,
             inputs: Any = None, options: dict[str, Any] | None = None, progress: Any = None,
-            dynamic_shapes: Any = None, signature: str | None = None) -> dict[str, Any]:
+            dynamic_shapes: Any = None, signature: str | None = None,
+            fix_dims: dict[str, int] | None = None) -> dict[str, Any]:
     """``opbridge convert MODEL --to TO -o OUT [--no-check]``: the ``--json`` record as a dict
     (``written`` False means a target failed and nothing was written). ``dynamic_shapes``:
     ``torch.export``'s, for an ``nn.Module`` (``torch.export.Dim`` dims stay dynamic where the
-    target allows); ``signature``: a SavedModel's signature (default ``serving_default``)."""
+    target allows); ``signature``: a SavedModel's signature (default ``serving_default``);
+    ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``)."""
     from translator.convert import convert as _convert
 
     _quiet()
 
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
     return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
-                    progress=progress, source_options=extra)
+                    progress=progress, source_options=extra, fix_dims=fix_dims)
 
 
 def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None) -> dict[str, Any]:

@@ -69,7 +69,11 @@ class BackendReport:
     seconds: float = 0.0
 
 
-def random_inputs(model: Model, seed: int = 0, dim_default: int = 1) -> dict[str, np.ndarray]:
+def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
+                  sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Seeded random feeds; a symbolic dim takes its size from ``sizes`` (by its
+    ``translator.dims`` label), else ``dim_default``."""
+    from .dims import label
     from .dtypes import numpy_dtype
 
     rng = np.random.default_rng(seed)
@@ -84,7 +88,8 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1) -> dict[str
         if t.dtype is None or t.shape is None:
             raise OpbridgeError("dynamic_shape", f"input {v.name!r} has type {t} (no element type or rank); "
                                 "pass --inputs file.npz")
-        shape = tuple(d if isinstance(d, int) else dim_default for d in t.shape)
+        shape = tuple(d if isinstance(d, int) else (sizes or {}).get(label(v.name, i, d), dim_default)
+                      for i, d in enumerate(t.shape))
         try:
             dt = numpy_dtype(t.dtype)
         except Exception as exc:  # noqa: BLE001 - a dtype NumPy cannot hold

@@ -206,6 +206,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     artifacts into place (``translator.convert``). Exit 0: written and checked (or
     --no-check); 1: written, and the check ran and found a mismatch (kept for inspection);
     2: a target cannot be converted or checked, and nothing is left at -o."""
+    from . import dims
     from .convert import convert
     from .errors import OpbridgeError
     from .target import get, names
@@ -226,7 +227,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     try:
         res = convert(args.model, targets, args.output, check=args.check, inputs=args.inputs,
                       example_inputs=getattr(args, "example_inputs", None), options=options, progress=say,
-                      verbose=getattr(args, "verbose", False))
+                      verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     results, worst, n_nodes = res["targets"], res["exit"], res["nodes"]
@@ -250,6 +251,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:
                 line += f"; transposes {r['transposes']}"
+            if r.get("check", {}).get("sizes"):
+                line += f"; dynamic dims checked at {', '.join(map(str, r['check']['sizes']))}"
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
             if "kept" in r:
@@ -286,6 +289,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
                    help="run source and target on the same inputs and compare (default)")
     g.add_argument("--no-check", dest="check", action="store_false")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
+    c.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
+                   help="fix a symbolic input dim (its symbol, e.g. batch=1, or INPUT:AXIS=SIZE; repeatable); "
+                        "other symbolic dims stay dynamic where the target keeps them and are checked at sizes 1 and 3")
     for flag, (o, owners) in (_target_options() if target_options else {}).items():  # Target.options
         kw: dict = {"dest": o.dest, "help": f"{', '.join(owners)}: {o.help}"}
         if o.action:

@@ -58,20 +58,55 @@ def move_into_place(staged: Path, final: str) -> None:
         os.replace(staged, dest)
 
 
+def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str, Any], artifact: Any, model: Any,
+                    saved: str, opts: dict[str, Any], check_model: Callable[..., Any], report_json: Callable[..., Any],
+                    random_inputs: Callable[..., Any]) -> dict[str, Any]:
+    """The check of one written artifact: on the user's inputs, or on seeded random inputs at
+    each of ``dims.CHECK_SIZES`` for the dims it kept dynamic (fixed dims at their size). The
+    first size that fails decides; the record says which sizes ran."""
+    from . import dims
+
+    if feeds is not None:
+        runs = [(None, feeds)]
+    else:
+        ir = build()
+        fixed = rec.get("fixed_dims") or {}
+        sizes = dims.CHECK_SIZES if rec.get("dynamic_dims") else (None,)
+        runs = [(n, random_inputs(ir, sizes={**dims.sizes_for(ir, n or 1), **fixed})) for n in sizes]
+    b: dict[str, Any] = {}
+    for n, f in runs:
+        res = report_json(check_model(build, [t], f, artifacts={t: artifact}, source=model,
+                                      written={t: saved}, source_opts=opts))
+        b = res["backends"][0]
+        b["source"] = res.get("source", "")  # the source runtime, or why it could not run
+        if n is not None and len(runs) > 1:
+            b["sizes"] = [m for m, _ in runs]
+            b["size"] = n
+            if b["status"] != "pass" and b.get("detail") is not None:
+                b["detail"] = f"at dynamic dims = {n}: {b['detail']}".rstrip(": ")
+        if b["status"] != "pass":
+            break
+    return b
+
+
 def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
             example_inputs: Any = None, options: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None, verbose: bool = False,
-            source_options: dict[str, Any] | None = None) -> dict[str, Any]:
+            source_options: dict[str, Any] | None = None, fix_dims: dict[str, int] | None = None) -> dict[str, Any]:
     """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
     ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
     ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
     dict of arrays for the check (default: seeded random inputs). ``options``: target
     options by their CLI dest (e.g. ``{"coreml_target": "iOS17"}``). ``source_options``: what
     the frontend takes besides the model (PyTorch ``dynamic_shapes``, TensorFlow ``signature``).
+    ``fix_dims``: symbolic input dims to fix, by symbol or ``input:axis`` (``translator.dims``);
+    a target whose artifacts declare static input shapes fixes the others to 1, and says so.
+    Dims that stay dynamic are checked at each of ``dims.CHECK_SIZES`` (random inputs only).
 
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
-    from .check import check_model, load_inputs, model_loader, report_json
+    from . import dims
+    from .check import check_model, load_inputs, model_loader, random_inputs, report_json
     from .errors import OpbridgeError
     from .harness import classify
     from .pipeline import compile
@@ -92,6 +127,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     say(f"reading {shown}")
     build = model_loader(model, **opts)
     n_nodes = len(build().graph.nodes)
+    if fix_dims:
+        dims.fix(build().clone(), fix_dims, every=False)  # an unknown name fails here, once, before any target
     say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
     feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
     stem = model_stem(model)
@@ -109,7 +146,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: lowering and emitting")
                 kwargs = {o.dest: (options or {})[o.dest] for o in target.options
                           if (options or {}).get(o.dest) not in (None, False)}
-                done = compile(build(), target, **kwargs)
+                done = compile(build(), target, **kwargs, **({"fix_dims": fix_dims} if fix_dims else {}))
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
@@ -117,6 +154,11 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 if target.version is not None:
                     rec["library"] = target.version()
+                if done.ctx.fixed_dims:
+                    rec["fixed_dims"] = dict(done.ctx.fixed_dims)
+                kept_dims = dims.symbolic(done.model)
+                if kept_dims:
+                    rec["dynamic_dims"] = kept_dims
                 if done.ctx.layout is not None:
                     rec["transposes"] = done.ctx.layout.transposes
                 warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
@@ -139,10 +181,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 continue
             if check:
                 say(f"{t}: checking against the NumPy reference and the source's runtime")
-                res = report_json(check_model(build, [t], feeds, artifacts={t: artifact}, source=model,
-                                              written={t: saved}, source_opts=opts))
-                b = res["backends"][0]
-                b["source"] = res.get("source", "")  # the source runtime, or why it could not run
+                b = _check_at_sizes(build, t, feeds, rec, artifact, model, saved, opts, check_model, report_json,
+                                    random_inputs)
                 rec["check"] = b
                 if b["status"] == "fail":
                     rec["status"] = "check_failed"

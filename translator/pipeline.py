@@ -86,6 +86,23 @@ def fold(g: Graph, rounds: int = 4) -> None:
             return
 
 
+def _fix_dims(model: Model, ctx: Compilation) -> None:
+    """Symbolic input dims the user named (``fix_dims`` option), and every one for a target
+    whose artifacts declare static input shapes, become sizes before anything folds."""
+    from . import dims
+
+    asked = dict(ctx.options.get("fix_dims") or {})
+    fixed = dims.fix(model, asked, every=not ctx.target.dynamic_dims)
+    if fixed:
+        ctx.fixed_dims = fixed
+        shown = ", ".join(f"{k}={v}" for k, v in fixed.items())
+        if set(fixed) <= set(asked):
+            ctx.warn(f"symbolic input dims fixed as asked: {shown}")
+        else:
+            ctx.warn(f"symbolic input dims fixed: {shown} ({ctx.target.name} artifacts declare static input "
+                     "shapes); pass --fix-dim NAME=SIZE for other sizes")
+
+
 def _sink_transposes(g: Graph, ctx: Compilation) -> None:
     """Sink and cancel transposes (a channels-last frontend's NHWC↔NCHW pairs): ``passes/transposes``."""
     from .passes import transposes
@@ -112,6 +129,7 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
     target, tables = ctx.target, ctx.tables
     g = model.graph
     ctx.model = model
+    _fix_dims(model, ctx)
     prepare(model)
     ctx.source_inputs = [v.type.dtype for v in g.inputs]
     ctx.source_outputs = [v.type.dtype for v in g.outputs]

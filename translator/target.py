@@ -78,6 +78,8 @@ class Target:
     channels_last: Callable[["Node"], bool] | None = None
     #: fold constant and static-shape subgraphs before lowering
     fold: bool = True
+    #: artifacts keep symbolic input dims; False: the pipeline fixes them first (``translator.dims``)
+    dynamic_dims: bool = True
     #: optable columns whose snippets and rules this target emits (default: its own name)
     code_columns: tuple[str, ...] = ()
     #: a backend-wide node check before the op's own rule (value kinds, element types)
@@ -129,6 +131,8 @@ class Compilation:
     layout: Any = None
     #: the lowered IR (``plan`` keeps it for the report)
     model: "Model | None" = None
+    #: symbolic input dims fixed before folding (label → size: ``translator.dims``)
+    fixed_dims: dict[str, int] = field(default_factory=dict)
 
     def warn(self, messages: list[str] | str) -> None:
         for m in [messages] if isinstance(messages, str) else messages:

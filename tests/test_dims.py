@@ -1,0 +1,93 @@
+"""Symbolic input dims end to end (``translator.dims``): kept dynamic where the target keeps
+them and checked at two sizes, fixed (and said so) where it does not, ``--fix-dim`` on demand."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from translator import dims
+from translator.errors import OpbridgeError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mlp(path: Path) -> Path:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    w = nh.from_array(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "W")
+    g = h.make_graph([h.make_node("MatMul", ["x", "W"], ["y0"]), h.make_node("Relu", ["y0"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["batch", 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["batch", 4])], [w])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_parse_and_labels():
+    assert dims.parse(["batch=1", "x:1=16"]) == {"batch": 1, "x:1": 16}
+    for bad in ("batch", "=3", "batch=0", "batch=two"):
+        with pytest.raises(OpbridgeError, match="fix-dim"):
+            dims.parse([bad])
+    assert dims.label("x", 0, "batch") == "batch" and dims.label("x", 2, None) == "x:2"
+
+
+def test_fix_names_unknown_dims():
+    from translator.frontends import load
+
+    with pytest.raises(OpbridgeError, match="no such symbolic input dim .*it has: batch"):
+        dims.fix(load(str(_mlp_tmp())), {"bat": 2}, every=False)
+
+
+def _mlp_tmp() -> Path:
+    import tempfile
+
+    return _mlp(Path(tempfile.mkdtemp()) / "mlp.onnx")
+
+
+def test_dynamic_batch_kept_and_checked_at_two_sizes_fixed_on_coreml(tmp_path):
+    import onnx
+
+    import opbridge
+
+    model = _mlp(tmp_path / "mlp.onnx")
+    res = opbridge.convert(str(model), to="onnx,pytorch,openvino,coreml", out=str(tmp_path / "out"))
+    assert res["written"], res
+    by = {r["target"]: r for r in res["targets"]}
+    for t in ("onnx", "pytorch", "openvino"):
+        assert by[t]["status"] == "ok", by[t]
+        assert by[t]["dynamic_dims"] == {"x": ["batch"]}
+        assert by[t]["check"]["sizes"] == list(dims.CHECK_SIZES) and by[t]["check"]["status"] == "pass"
+        assert "fixed_dims" not in by[t]
+    written = onnx.load(by["onnx"]["output"])
+    assert written.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert by["coreml"]["status"] == "ok" and by["coreml"]["fixed_dims"] == {"batch": 1}
+    assert any("fixed: batch=1" in w for w in by["coreml"]["warnings"])
+    assert "sizes" not in by["coreml"]["check"]
+
+
+def test_fix_dim_on_request_checks_at_that_size(tmp_path):
+    import opbridge
+
+    model = _mlp(tmp_path / "mlp.onnx")
+    res = opbridge.convert(str(model), to="onnx", out=str(tmp_path / "m.onnx"), fix_dims={"batch": 2})
+    rec = res["targets"][0]
+    assert rec["status"] == "ok" and rec["fixed_dims"] == {"batch": 2} and "dynamic_dims" not in rec
+    import onnx
+
+    assert onnx.load(rec["output"]).graph.input[0].type.tensor_type.shape.dim[0].dim_value == 2
+
+
+def test_cli_unknown_fix_dim_is_one_line_exit_2(tmp_path):
+    model = _mlp(tmp_path / "mlp.onnx")
+    out = tmp_path / "o.onnx"
+    p = subprocess.run([sys.executable, "-m", "translator.cli", "convert", str(model), "--to", "onnx", "-o", str(out),
+                        "--fix-dim", "bat=2", "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "bat" in p.stderr and "it has: batch" in p.stderr
+    assert not out.exists()
