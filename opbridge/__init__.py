@@ -18,19 +18,37 @@ from typing import Any, Iterable
 from translator import __version__, backends, dtype, load_tables, ops, query
 
 
-def _quiet() -> None:
-    """Framework log lines off (as the CLI without ``-v``), unless ``OPBRIDGE_VERBOSE`` is set."""
+def _quiet() -> Any:
+    """A context in which framework log lines are off, as in the CLI without ``-v`` (native
+    libraries' stderr lines filtered for the duration of the call only), unless
+    ``OPBRIDGE_VERBOSE`` is set."""
+    import contextlib
     import os
 
-    if not os.environ.get("OPBRIDGE_VERBOSE"):
-        from translator.cli import quiet_frameworks
+    if os.environ.get("OPBRIDGE_VERBOSE"):
+        return contextlib.nullcontext()
+    from translator.cli import native_stderr_filtered, quiet_frameworks
 
-        quiet_frameworks()
+    quiet_frameworks()
+    return native_stderr_filtered()
+
+
+def _quietly(fn: Any) -> Any:
+    """``fn`` run inside ``_quiet()``."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _quiet():
+            return fn(*args, **kwargs)
+
+    return run
 
 
 __all__ = ["convert", "query", "report", "check", "dtype", "ops", "backends", "load_tables", "__version__"]
 
 
+@_quietly
 def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out: str, check: bool = True,
             inputs: Any = None, options: dict[str, Any] | None = None, progress: Any = None,
             dynamic_shapes: Any = None, signature: str | None = None,
@@ -42,13 +60,13 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
     ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``)."""
     from translator.convert import convert as _convert
 
-    _quiet()
 
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
     return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
                     progress=progress, source_options=extra, fix_dims=fix_dims)
 
 
+@_quietly
 def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None) -> dict[str, Any]:
     """``opbridge report MODEL --json`` (per target: what converts, what is decomposed, what is
     refused and why); without ``model``, the whole operator table (``report --table --json``)."""
@@ -56,7 +74,6 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
 
     from translator import report as R
 
-    _quiet()
 
     if model is None:
         return json.loads(R.dumps(R.table_matrix()))
@@ -70,13 +87,13 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
     return json.loads(R.dumps(R.model_json(str(shown), plans)))
 
 
+@_quietly
 def check(model: Any, example_inputs: Any = None, backends: str | Iterable[str] = "numpy,onnx",
           inputs: Any = None) -> dict[str, Any]:
     """``opbridge check MODEL --backends B --json``: each backend against the NumPy reference
     and the source framework's own runtime."""
     from translator.check import check_model, load_inputs, model_loader, report_json
 
-    _quiet()
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
     names = [b.strip() for b in backends.split(",")] if isinstance(backends, str) else list(backends)

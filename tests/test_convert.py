@@ -77,3 +77,18 @@ def test_repeated_warnings_are_grouped_on_the_terminal():
     ws = [f"tflite: constant 'c{i}' int64 -> int32" for i in range(5)] + ["tflite: input 'x' int64 -> int32"]
     assert _grouped(ws) == ["tflite: constants int64 -> int32 — 5 tensors ('c0', 'c1', 'c2', …)",
                             "tflite: input 'x' int64 -> int32"]
+
+
+def test_python_api_is_quiet_and_leaves_stderr_working(tmp_path):
+    """``opbridge.convert`` from Python: no TensorFlow/absl/TFLite native log lines during the
+    call (as the CLI without -v), and the caller's own stderr writes still arrive afterwards."""
+    code = ("import os, sys, opbridge\n"
+            f"r = opbridge.convert({str(MODEL)!r}, to='tflite,tensorflow', out={str(tmp_path / 'out')!r})\n"
+            "assert r['written'], r\n"
+            "print('caller line', file=sys.stderr, flush=True)\n"
+            "os.write(2, b'caller fd line\\n')\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("OPBRIDGE_VERBOSE", "TF_CPP_MIN_LOG_LEVEL")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert lines == ["caller line", "caller fd line"], p.stderr

@@ -6,8 +6,10 @@ Heavy frameworks are imported only by the subcommands that need them.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sys
 
 from .constants import API_TITLES, TableError, UserError
@@ -16,7 +18,7 @@ from .terminal import table as _table
 
 if False:  # typing only (annotations are strings: nothing is imported at run time)
     import argparse
-    from typing import Any, Callable, Sequence
+    from typing import Any, Callable, Iterator, Sequence
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -256,21 +258,24 @@ def quiet_frameworks() -> None:
 
 #: what native libraries print on file descriptor 2 by themselves: absl's pre-init notice
 #: and glog/absl-formatted INFO/WARNING lines (``I0000 00:00:... port.cc:153] ...``)
-_NATIVE_LOG = None
+NATIVE_LOG = re.compile(rb"^(WARNING: All log messages before absl::InitializeLog\(\)|"
+                        rb"[IWE]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] |"
+                        rb"INFO: (Created|Initialized|Replacing) TensorFlow Lite )")  # TFLite's minimal logger
+_FILTERING = False
 
 
-def filter_native_stderr() -> None:
-    """Route file descriptor 2 through a filter that drops native libraries' log lines
-    (TensorFlow's C++ logs through absl before any setting can silence it); Python's own
-    ``sys.stderr`` writes to the terminal directly. Undone at exit, after draining."""
-    import atexit
-    import re
+@contextlib.contextmanager
+def native_stderr_filtered() -> Iterator[None]:
+    """Within the block, file descriptor 2 goes through a filter that drops native libraries'
+    log lines (TensorFlow's C++ logs through absl before any setting can silence it); every
+    other line passes on, in order. Python's ``sys.stderr`` writes to the real stream directly.
+    Nested or already-filtered uses do nothing."""
     import threading
 
-    global _NATIVE_LOG
-    _NATIVE_LOG = re.compile(rb"^(WARNING: All log messages before absl::InitializeLog\(\)|"
-                             rb"[IWE]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] |"
-                             rb"INFO: (Created|Initialized|Replacing) TensorFlow Lite )")  # TFLite's minimal logger
+    global _FILTERING
+    if _FILTERING:
+        yield
+        return
     try:
         sys.stderr.flush()
         real = os.dup(2)
@@ -278,27 +283,41 @@ def filter_native_stderr() -> None:
         os.dup2(w, 2)
         os.close(w)
     except OSError:
+        yield
         return
+    saved_stderr = sys.stderr
     sys.stderr = open(real, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
 
     def pump() -> None:
         with open(r, "rb", buffering=0) as src:
             for line in iter(src.readline, b""):
-                if not _NATIVE_LOG.match(line):
+                if not NATIVE_LOG.match(line):
                     os.write(real, line)
 
     t = threading.Thread(target=pump, name="opbridge-stderr-filter", daemon=True)
     t.start()
-
-    def restore() -> None:
+    _FILTERING = True
+    try:
+        yield
+    finally:
         try:
             sys.stderr.flush()
             os.dup2(real, 2)  # closes the pipe's last write end: the pump drains and stops
         except OSError:
             pass
         t.join(timeout=2)
+        sys.stderr = saved_stderr
+        os.close(real)
+        _FILTERING = False
 
-    atexit.register(restore)
+
+def filter_native_stderr() -> None:
+    """``native_stderr_filtered`` for the rest of the process (the console command), undone at exit."""
+    import atexit
+
+    cm = native_stderr_filtered()
+    cm.__enter__()
+    atexit.register(lambda: cm.__exit__(None, None, None))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
