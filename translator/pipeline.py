@@ -7,7 +7,8 @@
 
 * **clone**: the caller's IR is never rewritten (the frontend builds it once per conversion).
 * **verify** (``passes/verify``): op known, inputs/attributes per signature, dtypes, shapes.
-* **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph.
+* **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph;
+  an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``).
 * **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
   become the first legal substitute, reported.
 * **lower** (``translator.lowering.lower``): per node, the target's rule or snippet when the
@@ -75,10 +76,12 @@ def fold(g: Graph, rounds: int = 4) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
     whose ``shape`` then folds in turn), until nothing more folds."""
     from .infer import infer
-    from .passes import fold_constants
+    from .passes import control, fold_constants
 
     for _ in range(rounds):
-        if not sum(fold_constants.run(sub) for sub in _every_graph(g)):
+        changed = sum(fold_constants.run(sub) for sub in _every_graph(g))
+        changed += sum(control.inline_constant_ifs(sub) for sub in _every_graph(g))
+        if not changed:
             return
         try:
             infer(g)
