@@ -203,3 +203,52 @@ def test_unmapped_builtins_are_all_named_in_one_line(tmp_path):
     msg = str(e.value)
     assert e.value.code == "unsupported_op" and "\n" not in msg
     assert "SEGMENT_SUM" in msg and "MATRIX_DIAG" in msg and "node '" in msg
+
+
+# ----------------------------------------------------------------------------- recurrences: WHILE, UNPACK, hybrid weights
+@pytest.fixture(scope="module")
+def rnn_models(tmp_path_factory):
+    """A Keras LSTM (a WHILE loop in the .tflite), the same with int8 weights only (LiteRT's
+    hybrid FULLY_CONNECTED) and an unrolled one (UNPACK of the sequence)."""
+    d = tmp_path_factory.mktemp("tflite_rnn")
+    tf.keras.utils.set_random_seed(3)
+    L = tf.keras.layers
+    lstm = tf.keras.Sequential([tf.keras.Input((5, 3), batch_size=1), L.LSTM(6), L.Dense(2)])
+    unrolled = tf.keras.Sequential([tf.keras.Input((4, 3), batch_size=1), L.LSTM(5, unroll=True)])
+    hybrid = tf.lite.TFLiteConverter.from_keras_model(lstm)
+    hybrid.optimizations = [tf.lite.Optimize.DEFAULT]  # no representative data: int8 weights, float activations
+    (d / "hybrid.tflite").write_bytes(hybrid.convert())
+    return {"lstm": _keras_to_tflite(lstm, d / "lstm.tflite"), "hybrid": d / "hybrid.tflite",
+            "unrolled": _keras_to_tflite(unrolled, d / "unrolled.tflite")}
+
+
+def test_keras_lstm_while_loop_matches_litert_natively_and_unrolled(rnn_models):
+    """WHILE → the IR loop (cond inlined before the loop and after the body); ONNX keeps the
+    loop, Core ML (no subgraphs in MIL) gets it unrolled: both agree with LiteRT."""
+    from translator.frontends import tflite
+    from translator.pipeline import compile as compile_to
+
+    m = tflite.load(str(rnn_models["lstm"]))
+    (loop,) = [n for n in m.graph.nodes if n.op == "loop"]
+    body = loop.attrs["body"]
+    assert [v.type.dtype for v in body.inputs[:2]] == ["int64", "bool"] and body.outputs[0].type.dtype == "bool"
+    assert "loop" in {n.op for n in compile_to(m, "onnx").model.graph.nodes}
+    reports = _check(rnn_models["lstm"], ["onnx", "coreml"])
+    for b in reports:
+        _assert_pass(reports, b)
+
+
+def test_hybrid_weights_quantize_the_input_per_row_like_litert(rnn_models):
+    """int8 weights with float activations: LiteRT quantizes each input row at run time; the
+    IR spells that out, so the result matches LiteRT to float rounding, not to 1e-3."""
+    reports = _check(rnn_models["hybrid"], ["onnx"])
+    _assert_pass(reports, "onnx")
+    assert max(o.vs_source.max_abs for o in reports["onnx"].outputs) < 1e-5
+
+
+def test_unrolled_lstm_unpack_matches_litert(rnn_models):
+    from translator.frontends import tflite
+
+    assert "split" in tflite.load(str(rnn_models["unrolled"])).op_histogram()
+    reports = _check(rnn_models["unrolled"], ["onnx"])
+    _assert_pass(reports, "onnx")

@@ -120,8 +120,9 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             _settle(graph, widened, ctx)
             _lower_list(graph, widened, ctx, supported, have, depth + 1)
             continue
-        if (op is None or not op.decomposition) and depth < MAX_DEPTH and node.op in unroll.OPS \
-                and unroll.why_not(node) is None:  # a decomposition over static shapes (translator/unroll.py)
+        not_unrolled = unroll.why_not(node) if (op is None or not op.decomposition) and depth < MAX_DEPTH \
+            and node.op in unroll.OPS else "n/a"
+        if not_unrolled is None:  # a decomposition over static shapes (translator/unroll.py)
             new_nodes = unroll.expand(graph, node)
             ctx.decomposed.append((node.name, node.op))
             ctx.how[node.name] = "decomposed"
@@ -138,6 +139,8 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
                     refusal = Refusal("unsupported_op", "decomposition nests too deep")
                 elif op.backends.get(name) is None or op.backends[name].status != "unavailable":
                     refusal = Refusal("unsupported_op", "no native mapping and no decomposition in optable.yaml")
+            if node.op == "loop" and not_unrolled != "n/a":  # why the static unrolling did not apply either
+                refusal = Refusal(refusal.code, f"{refusal.detail}; not unrolled: {not_unrolled}")
             if ctx.refusals is not None:
                 ctx.refusals[node.name] = refusal
                 continue

@@ -20,6 +20,13 @@ third; ``⊙`` element-wise; ``x_t W^T`` etc. with the gate blocks of W/R/B):
   ``o = f(x Wo^T + H Ro^T + Po ⊙ C_t + b_o)``, ``H_t = o ⊙ h(C_t)``
 
 The reverse direction walks the steps backwards and writes each output at its own step.
+
+``loop`` (ONNX Loop semantics) is unrolled when its trip count is known by constant folding:
+a dry run evaluates, iteration by iteration, the body values that depend on constants only
+(the counters, the condition) and must find the condition constant at every step (or a
+constant ``M``); then the body is inlined that many times before the node, folding as it
+goes, and the scan outputs are stacked on a new axis 0. A loop whose condition depends on
+data, or that runs more than ``LOOP_CAP`` times, is not unrolled (``why_not`` says why).
 """
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ _SPEC = {"rnn": (1, ["Tanh"]), "gru": (3, ["Sigmoid", "Tanh"]), "lstm": (4, ["Si
 
 def why_not(node: Node) -> str | None:
     """Why the unrolled form does not apply to ``node`` (None when it does)."""
+    if node.op == "loop":
+        return loop_why_not(node)
     if node.op not in _SPEC:
         return "not a recurrence"
     a = node.attrs
@@ -101,6 +110,8 @@ class _B:
 
 def expand(graph: Graph, node: Node) -> list[Node]:
     """Replace the recurrence ``node`` by its unrolled cells; returns the inserted nodes."""
+    if node.op == "loop":
+        return expand_loop(graph, node)
     a = node.attrs
     gates, default = _SPEC[node.op]
     layout = int(a.get("layout", 0))
@@ -209,6 +220,8 @@ def _lstm(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.nd
 _CELLS: dict[str, Callable[..., tuple[Value, Value | None]]] = {"rnn": _rnn, "gru": _gru, "lstm": _lstm}
 
 #: the ops with an unrolled decomposition
-OPS = frozenset(_SPEC)
+OPS = frozenset(_SPEC) | {"loop"}
 
-__all__ = ["OPS", "why_not", "expand"]
+from .unroll_loop import LOOP_CAP, expand_loop, loop_trips, loop_why_not  # noqa: E402
+
+__all__ = ["OPS", "LOOP_CAP", "why_not", "expand", "loop_trips", "loop_why_not", "expand_loop"]

@@ -2,7 +2,8 @@
 dtype legalization, in this order:
 
 1. control flow (a node with subgraphs) is refused: the builder does not lower MIL
-   ``cond`` / ``while_loop`` bodies yet;
+   ``cond`` / ``while_loop`` bodies yet; a ``loop`` whose trip count folds to a constant is
+   unrolled instead (``translator/unroll_loop.py``);
 2. ``cast_like`` of a constant becomes a constant (it reads only its second input's dtype;
    folding takes only nodes whose inputs are all constants), then the graph is folded
    again, so MIL sees constant operands;
@@ -37,23 +38,37 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     from translator.pipeline import fold
 
     g = model.graph
-    refuse_control_flow(g, ctx)
-    if fold_cast_like(g):
+    unrolled = refuse_control_flow(g, ctx)
+    if fold_cast_like(g) or unrolled:
         fold(g)
     infer(g, ctx.tables)
     clamp_index_constants(g)
     note_quant_dtypes(g)
 
 
-def refuse_control_flow(graph: Graph, ctx: "Compilation") -> None:
-    """A node with subgraphs is refused (``plan`` collects the refusal; ``compile`` raises it)."""
-    for node in graph.nodes:
+def refuse_control_flow(graph: Graph, ctx: "Compilation") -> int:
+    """A ``loop`` whose trip count folds to a constant is unrolled (``translator.unroll``);
+    any other node with subgraphs is refused (``plan`` collects the refusal; ``compile`` raises
+    it). Returns the number of loops unrolled."""
+    from translator import unroll
+
+    unrolled = 0
+    for node in list(graph.nodes):
         if not any(True for _ in node.subgraphs()):
             continue
-        why = Refusal("unsupported_op", "control flow (subgraphs) is not lowered to MIL yet")
+        not_unrolled = unroll.why_not(node) if node.op == "loop" else None
+        if node.op == "loop" and not_unrolled is None:
+            unroll.expand(graph, node)
+            ctx.decomposed.append((node.name, node.op))
+            ctx.how[node.name] = "decomposed"
+            unrolled += 1
+            continue
+        why = Refusal("unsupported_op", "control flow (subgraphs) is not lowered to MIL yet"
+                      + (f"; not unrolled: {not_unrolled}" if not_unrolled else ""))
         if ctx.refusals is None:
             raise Unsupported(node.op, NAME, why.code, why.detail, node.name)
         ctx.refusals[node.name] = why
+    return unrolled
 
 
 def fold_cast_like(graph: Graph) -> int:

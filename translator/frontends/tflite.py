@@ -133,6 +133,7 @@ class Ctx:
         self.reserved: set[str] = set()
         self.made: set[int] = set()  # the values the current op's handler created
         self.op: Any = None  # the operator being converted
+        self.stack: list[int] = []  # the subgraphs being converted (a loop's cond/body inside the model's)
         self.produced = {int(t) for o in self.sg.operators or [] for t in _seq(o.outputs)}
         from ..infer import _onnx_enum_to_dtype
 
@@ -414,7 +415,10 @@ def io_names(model: Any, signature: str | None = None) -> tuple[list[tuple[int, 
 
 def _bind(ctx: Ctx, ti: int, v: Value, made: set[int], out_names: dict[int, str]) -> None:
     """Tensor ``ti`` is ``v`` (a float result is quantized when the tensor is quantized)."""
-    if ctx.quant(ti) is not None and v.type.dtype != ctx.dtype(ti):
+    quantized = ctx.quant(ti) is not None and v.type.dtype != ctx.dtype(ti)
+    if quantized and v.type.shape is None and id(v) in made:  # typed before quantize reads its shape
+        v.type = TensorType(v.type.dtype or "float32", ctx.dims(ti))
+    if quantized:
         v = ctx.quantize(v, ti)  # readers dequantize it again: the int8 rounding is part of the model
         made.add(id(v))
     if v.type.shape is None and id(v) in made:
@@ -433,9 +437,92 @@ def _bind(ctx: Ctx, ti: int, v: Value, made: set[int], out_names: dict[int, str]
 _LAST: dict[str, str] = {}
 
 
-def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = None) -> Model:
+def reachable(model: Any, sg_index: int, builtin_names: dict[int, str]) -> list[int]:
+    """Subgraph ``sg_index`` and the subgraphs its WHILE ops run (cond and body), transitively, in order."""
+    seen, todo = [sg_index], [sg_index]
+    while todo:
+        for op in model.subgraphs[todo.pop(0)].operators or []:
+            code = model.operatorCodes[op.opcodeIndex]
+            b = max(int(code.builtinCode or 0), int(code.deprecatedBuiltinCode or 0))
+            if builtin_names.get(b) != "WHILE" or op.builtinOptions is None:
+                continue
+            for k in (op.builtinOptions.condSubgraphIndex, op.builtinOptions.bodySubgraphIndex):
+                k = int(k or 0)
+                if not 0 <= k < len(model.subgraphs):
+                    raise FrontendError("bad_model", f"WHILE refers to subgraph {k}, which does not exist")
+                if k not in seen:
+                    seen.append(k)
+                    todo.append(k)
+    return seen
+
+
+def _check_mapped(ctx: Ctx, sg_index: int) -> None:
+    """Every op of the model's subgraph and of the subgraphs its loops run must have a handler
+    and a reverse-index entry: all unmapped op types are reported together, naming the first node."""
     from . import tflite_ops
 
+    unmapped: dict[str, str] = {}
+    for k in reachable(ctx.model, sg_index, ctx.builtin_names):
+        sg = ctx.model.subgraphs[k]
+        for op in sg.operators or []:
+            name, custom = _opcode_name(ctx, op)
+            first = _str(sg.tensors[op.outputs[0]].name) if op.outputs is not None and len(op.outputs) else name
+            if custom or tflite_ops.HANDLERS.get(name) is None or name not in ctx.reverse:
+                unmapped.setdefault(("custom op " if custom else "") + name, first or name)
+    if unmapped:
+        kinds = sorted(unmapped)
+        node = next(iter(unmapped.values()))  # the first unmapped node in graph order
+        raise FrontendError("unsupported_op", f"{len(kinds)} TFLite op type(s) have no IR mapping: {', '.join(kinds)}",
+                            node=node, where=ctx.path)
+
+
+def run_ops(ctx: Ctx, out_names: dict[int, str]) -> None:
+    """Convert the operators of ``ctx.sg`` in order into ``ctx.graph`` (mapping checked before)."""
+    from . import tflite_ops
+
+    for op in ctx.sg.operators or []:
+        name, _ = _opcode_name(ctx, op)
+        ctx.builtin = name
+        ctx.node_name = _LAST["node"] = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
+        ctx.made, ctx.op = set(), op
+        results = tflite_ops.HANDLERS[name](ctx, op)
+        for ti, v in zip(list(op.outputs), results):
+            if ti >= 0 and v is not None:
+                _bind(ctx, int(ti), v, ctx.made, out_names)
+
+
+def convert_subgraph(ctx: Ctx, sg_index: int, graph: Graph, inputs: list[Value]) -> list[Value]:
+    """Subgraph ``sg_index`` (a loop's cond or body) converted into ``graph`` on the values
+    ``inputs`` (one per subgraph input); returns its output values. The context is restored after."""
+    if sg_index in ctx.stack:
+        raise ctx.fail("bad_model", f"subgraph {sg_index} runs itself (recursive control flow)")
+    sg = ctx.model.subgraphs[sg_index]
+    sg_ins = [int(i) for i in _seq(sg.inputs)]
+    if len(sg_ins) != len(inputs):
+        raise ctx.fail("bad_model", f"subgraph {sg_index} takes {len(sg_ins)} inputs, given {len(inputs)}")
+    saved = (ctx.sg, ctx.graph, ctx.values, ctx.floats, ctx.produced, ctx.reserved, ctx.node_name, ctx.builtin,
+             ctx.made, ctx.op)
+    ctx.stack.append(sg_index)
+    try:
+        ctx.sg, ctx.graph, ctx.values, ctx.floats, ctx.reserved = sg, graph, {}, {}, set()
+        ctx.produced = {int(t) for o in sg.operators or [] for t in _seq(o.outputs)}
+        for ti, v in zip(sg_ins, inputs):
+            ctx.values[ti] = v
+        run_ops(ctx, {})
+        ctx.builtin = ""
+        outs = []
+        for ti in _seq(sg.outputs):
+            v = ctx.raw(int(ti))
+            assert v is not None
+            outs.append(v)
+        return outs
+    finally:
+        ctx.stack.pop()
+        (ctx.sg, ctx.graph, ctx.values, ctx.floats, ctx.produced, ctx.reserved, ctx.node_name, ctx.builtin,
+         ctx.made, ctx.op) = saved
+
+
+def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = None) -> Model:
     ins, outs, sd = io_names(model, signature)
     sg_index = int(sd.subgraphIndex) if sd is not None else 0
     if sg_index >= len(model.subgraphs):
@@ -447,28 +534,9 @@ def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = N
     for ti, name in ins:
         ctx.values[ti] = g.add_input(name, ctx.ttype(ti))
     # every op is looked at before any is converted: all unmapped ops are reported together
-    ops = []
-    unmapped: dict[str, str] = {}
-    for op in ctx.sg.operators or []:
-        name, custom = _opcode_name(ctx, op)
-        first = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
-        handler = None if custom else tflite_ops.HANDLERS.get(name)
-        if handler is None or name not in ctx.reverse:
-            unmapped.setdefault(("custom op " if custom else "") + name, first)
-        ops.append((op, name, handler))
-    if unmapped:
-        kinds = sorted(unmapped)
-        node = next(iter(unmapped.values()))  # the first unmapped node in graph order
-        raise FrontendError("unsupported_op", f"{len(kinds)} TFLite op type(s) have no IR mapping: {', '.join(kinds)}",
-                            node=node, where=path)
-    for op, name, handler in ops:
-        ctx.builtin = name
-        ctx.node_name = _LAST["node"] = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
-        ctx.made, ctx.op = set(), op
-        results = handler(ctx, op)
-        for ti, v in zip(list(op.outputs), results):
-            if ti >= 0 and v is not None:
-                _bind(ctx, int(ti), v, ctx.made, out_names)
+    _check_mapped(ctx, sg_index)
+    ctx.stack.append(sg_index)
+    run_ops(ctx, out_names)
     ctx.builtin = ""
     atol: dict[str, float] = {}
     seen: set[int] = set()
@@ -513,13 +581,14 @@ def matches(source: Any) -> bool:
 def load(source: str | os.PathLike[str], signature: str | None = None, **opts: Any) -> Model:
     """The validated IR of a ``.tflite`` file (``signature``: which signature, default the first)."""
     from ..gcpause import gc_paused
-    from ..passes import verify
+    from ..passes import requantize, verify
 
     path = str(source)
     s, model, buf = read_model(path)
     with gc_paused():
         try:
             m = convert(s, model, buf, path, signature)
+            requantize.run(m.graph)  # quantized conv / fully connected as LiteRT's integer kernels compute them
             verify.run(m.graph)
         except FrontendError:
             raise

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import Value
-from . import blocks
+from . import blocks, tflite_hybrid
 
 Handler = Callable[[Any, Any], list]
 HANDLERS: dict[str, Handler] = {}
@@ -295,6 +295,8 @@ def _fully_connected(ctx: Any, op: Any) -> list:
     x = x0
     if len(ctx.shape(int(xi))) != 2:
         x = ctx.emit("reshape", [x0, ctx.i64([-1, depth], "shape")])[0]
+    if tflite_hybrid.is_hybrid(ctx, int(xi), int(wi)):  # int8 weights, float input: quantized per row at run time
+        x = tflite_hybrid.quantize_rows(ctx, x, bool(_opt(op, "asymmetricQuantizeInputs", False)))
     y = ctx.emit("gemm", [x, w, b], {"transB": 1})[0]
     y = ctx.activation(y, _opt(op, "fusedActivationFunction", 0))
     r = len(ctx.shape(int(xi)))
@@ -795,3 +797,8 @@ def _zeros_like(ctx: Any, op: Any) -> list:
     x = ctx.input(int(op.inputs[0]))
     shape = ctx.emit("shape", [x])[0]
     return ctx.emit("constant_of_shape", [shape], {"value": np.zeros(1, ctx.np_dtype(int(op.outputs[0])))})
+
+
+import importlib  # noqa: E402
+
+importlib.import_module(f"{__package__}.tflite_loops")  # registers WHILE and UNPACK (it imports this module)

@@ -27,6 +27,7 @@ def verify_node(node: Node, tables: Tables) -> None:
     if not variadic and len(ins) > len(sig.inputs):
         raise VerifyError("verifier", f"{len(ins)} inputs, the op takes at most {len(sig.inputs)}", node=node.name, op=node.op)
     bound: dict[str, tuple[str, str]] = {}
+    hetero = any(True for _ in node.subgraphs())
     k = 0
     for p in sig.inputs:
         vals = ins[k:] if p.variadic else ins[k:k + 1]
@@ -40,6 +41,8 @@ def verify_node(node: Node, tables: Tables) -> None:
             if allowed and v.type.dtype not in allowed:
                 raise VerifyError("type_mismatch", f"input {p.name!r} is {v.type.dtype}, allowed: {', '.join(allowed)}",
                                   node=node.name, op=node.op)
+            if p.variadic and hetero:
+                continue  # a loop's/scan's state values are each their own type (ONNX: heterogeneous V)
             prev = bound.get(p.type)
             if prev is not None and prev[1] != v.type.dtype:
                 raise VerifyError("type_mismatch", f"inputs {prev[0]!r} ({prev[1]}) and {p.name!r} ({v.type.dtype}) "
