@@ -327,6 +327,41 @@ def _conv(n: Node) -> list:
     return [(x[0], channels) + dims] * len(n.outputs)
 
 
+@shape_rule("conv_transpose")
+def _conv_transpose(n: Node) -> list:
+    """ONNX ConvTranspose: ``output_shape`` when given; SAME_* pads: input x stride; else
+    stride (in - 1) + output_padding + (k - 1) dilation + 1 - pads."""
+    x = n.inputs[0].type.shape
+    w = n.inputs[1].type.shape if len(n.inputs) > 1 and n.inputs[1] is not None else None
+    if x is None or w is None or len(w) != len(x):
+        return [None]
+    sp = len(x) - 2
+    group = int(n.attrs.get("group", 1))
+    channels = w[1] * group if isinstance(w[1], int) else None
+    kernel = list(n.attrs.get("kernel_shape") or w[2:])
+    strides = list(n.attrs.get("strides") or [1] * sp)
+    dil = list(n.attrs.get("dilations") or [1] * sp)
+    pads = list(n.attrs.get("pads") or [0] * (2 * sp))
+    out_pad = list(n.attrs.get("output_padding") or [0] * sp)
+    if any(len(a) != sp for a in (kernel, strides, dil, out_pad)) or len(pads) != 2 * sp:
+        return [None]
+    given = n.attrs.get("output_shape")
+    auto = n.attrs.get("auto_pad", "NOTSET")
+    dims: list[Any] = []
+    for i in range(sp):
+        d = x[2 + i]
+        if given:
+            dims.append(int(list(given)[-sp + i]))
+        elif not isinstance(d, int) or not isinstance(kernel[i], int):
+            dims.append(None)
+        elif auto in ("SAME_UPPER", "SAME_LOWER"):
+            dims.append(d * int(strides[i]))
+        else:
+            pad = 0 if auto == "VALID" else int(pads[i]) + int(pads[i + sp])
+            dims.append(int(strides[i]) * (d - 1) + int(out_pad[i]) + (int(kernel[i]) - 1) * int(dil[i]) + 1 - pad)
+    return [(x[0], channels) + tuple(dims)]
+
+
 @shape_rule("global_average_pool", "global_max_pool", "global_lp_pool")
 def _global_pool(n: Node) -> list:
     x = n.inputs[0].type.shape
