@@ -327,6 +327,31 @@ def _conv(n: Node) -> list:
     return [(x[0], channels) + dims] * len(n.outputs)
 
 
+@shape_rule("split")
+def _split(n: Node) -> list:
+    """Parts along ``axis``: the ``split`` sizes when constant, else equal parts (the last
+    one smaller when the size does not divide, as ONNX 18's ``num_outputs``)."""
+    s = n.inputs[0].type.shape
+    k = len(n.outputs)
+    if s is None or k == 0:
+        return [None] * k
+    axis = _checked_axis(n, int(n.attrs.get("axis", 0)), len(s))
+    sizes = _const(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] is not None else None
+    if len(n.inputs) > 1 and n.inputs[1] is not None and sizes is None:
+        return [None] * k
+    d = s[axis]
+    if sizes is not None:
+        parts = [int(x) for x in sizes.reshape(-1)]
+        if len(parts) != k:
+            return [None] * k
+    elif isinstance(d, int):
+        each = -(-d // k)
+        parts = [min(each, max(d - each * i, 0)) for i in range(k)]
+    else:
+        return [tuple(None if i == axis else x for i, x in enumerate(s))] * k
+    return [tuple(p if i == axis else x for i, x in enumerate(s)) for p in parts]
+
+
 @shape_rule("conv_transpose")
 def _conv_transpose(n: Node) -> list:
     """ONNX ConvTranspose: ``output_shape`` when given; SAME_* pads: input x stride; else
@@ -462,7 +487,10 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
             for v in vals:
                 if v is not None and v.type.dtype is not None:
                     bound.setdefault(p.type, v.type.dtype)
-        for i, p in enumerate(sig.outputs[: len(node.outputs)]):
+        outs = list(sig.outputs[: len(node.outputs)])
+        if sig.outputs and sig.outputs[-1].variadic:  # every output of a variadic tail (split's parts)
+            outs += [sig.outputs[-1]] * (len(node.outputs) - len(outs))
+        for i, p in enumerate(outs):
             if p.type in bound:
                 dtypes[i] = bound[p.type]
             else:
