@@ -214,3 +214,103 @@ def test_matches_never_imports_tensorflow(tmp_path):
             f"print(t.matches({str(tmp_path)!r}), t.matches('a.keras'), 'tensorflow' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.split() == ["False", "True", "False"], r.stderr
+
+
+def _rnn_models() -> dict:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+
+    layers = keras.layers
+    keras.utils.set_random_seed(3)
+    out = {}
+    i = keras.Input((6, 3), name="seq")  # stacked bidirectional: reversed inputs (ReverseV2), 4 LSTM loops
+    x = layers.Bidirectional(layers.LSTM(4, return_sequences=True))(i)
+    out["bilstm"] = keras.Model(i, layers.Bidirectional(layers.LSTM(3))(x))
+    i = keras.Input((6, 3), name="seq")
+    out["lstm_nobias"] = keras.Model(i, layers.LSTM(5, use_bias=False, return_sequences=True)(i))
+    i = keras.Input((6, 3), name="seq")
+    out["lstm_relu"] = keras.Model(i, layers.LSTM(5, activation="relu")(i))
+    i = keras.Input((6, 3), name="seq")  # GRU cells TensorFlow writes differently: no bias; r applied before R
+    x = layers.GRU(4, use_bias=False, return_sequences=True)(i)
+    out["gru_variants"] = keras.Model(i, layers.GRU(3, reset_after=False)(x))
+    i = keras.Input((6, 3), name="seq")  # unroll=True: no loop, Unpack into steps
+    out["lstm_unrolled"] = keras.Model(i, layers.LSTM(4, unroll=True)(i))
+    return out
+
+
+@pytest.fixture(scope="module")
+def saved_rnn(tmp_path_factory):
+    """Recurrent models saved as the Keras benchmark saves them: a SavedModel with a static batch of 1
+    (TensorFlow then writes the LSTM cell's sum as BiasAdd(x@W, Squeeze(h@R)) + bias)."""
+    if not HAVE_TF:
+        pytest.fail("tensorflow is not installed")
+    import tensorflow as tf
+
+    root = tmp_path_factory.mktemp("tf_rnn")
+    paths = {}
+    for name, m in _rnn_models().items():
+        shape = tuple(1 if d is None else int(d) for d in m.inputs[0].shape)
+        m.save(str(root / f"{name}.keras"))
+        m.export(str(root / f"{name}_sm"), verbose=False, input_signature=[tf.TensorSpec(shape, tf.float32, name="seq")])
+        paths[name] = (str(root / f"{name}.keras"), str(root / f"{name}_sm"))
+    return paths
+
+
+@needs_tf
+@pytest.mark.parametrize("name", ["bilstm", "lstm_nobias"])
+@pytest.mark.parametrize("form", ["keras", "savedmodel"])
+def test_static_batch_lstm_matches_tensorflow(saved_rnn, name, form):
+    """LSTM loops are matched by the cell's structure, not one op list: the .keras form and the
+    SavedModel's rewritten sum both read as the IR's lstm (no bias: a zero bias)."""
+    from translator.frontends import tensorflow
+
+    path = saved_rnn[name][0 if form == "keras" else 1]
+    hist = tensorflow.load(path).op_histogram()
+    assert hist.get("lstm") == (4 if name == "bilstm" else 1), hist
+    _check(path, ["numpy", "onnx"])
+
+
+@needs_tf
+def test_bidirectional_lstm_savedmodel_other_targets(saved_rnn):
+    _check(saved_rnn["bilstm"][1], ["pytorch", "openvino"])
+
+
+@needs_tf
+@pytest.mark.parametrize("form", ["keras", "savedmodel"])
+def test_gru_without_bias_and_reset_before_matches_tensorflow(saved_rnn, form):
+    """GRU cells are matched by structure too: use_bias=False (zero bias) and reset_after=False
+    (the IR's linear_before_reset=0) read as the IR's gru."""
+    from translator.frontends import tensorflow
+
+    path = saved_rnn["gru_variants"][0 if form == "keras" else 1]
+    m = tensorflow.load(path)
+    grus = [n for n in m.graph.nodes if n.op == "gru"]
+    assert sorted(n.attrs["linear_before_reset"] for n in grus) == [0, 1], [n.attrs for n in grus]
+    _check(path, ["numpy", "onnx"] if form == "keras" else ["pytorch", "openvino"])
+
+
+@needs_tf
+def test_unrolled_lstm_steps_are_typed(saved_rnn):
+    """An unrolled LSTM's Unpack (split + squeeze) has its parts typed from TensorFlow's shapes,
+    so targets that need every rank (Core ML) take it."""
+    from translator.frontends import tensorflow
+
+    m = tensorflow.load(saved_rnn["lstm_unrolled"][1])
+    parts = [v for n in m.graph.nodes if n.op == "split" and n.attrs.get("num_outputs") == 6 for v in n.outputs]
+    assert parts and all(v.type.shape == (1, 1, 3) and v.type.dtype == "float32" for v in parts), \
+        [v.type for v in parts]
+    _check(saved_rnn["lstm_unrolled"][0], ["numpy", "coreml"])
+
+
+@needs_tf
+@pytest.mark.parametrize("form", ["keras", "savedmodel"])
+def test_lstm_with_other_activation_is_refused(saved_rnn, form):
+    """An LSTM whose cell is not the default sigmoid/tanh one is refused naming the loop and why."""
+    from translator.errors import FrontendError
+    from translator.frontends import tensorflow
+
+    with pytest.raises(FrontendError) as e:
+        tensorflow.load(saved_rnn["lstm_relu"][0 if form == "keras" else 1])
+    msg = str(e.value)
+    assert e.value.code == "unsupported_op" and "While" in msg and "node '" in msg, msg
+    assert "gate activations" in msg and "Relu x2" in msg and "not a GRU cell" in msg, msg

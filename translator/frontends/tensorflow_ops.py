@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Value
+from ..ir import TensorType, Value
 from . import blocks
 
 Handler = Callable[[Any], list]
@@ -424,6 +424,13 @@ def _unpack(ctx: Any) -> list:
     num = int(ctx.attr("num"))
     axis = int(ctx.attr("axis", 0))
     parts = ctx.emit("split", [ctx.x(0)], {"axis": axis, "num_outputs": num}, n=num) if num > 1 else [ctx.x(0)]
+    shape = ctx.in_shape(0)
+    if shape is not None and num > 1:  # the parts typed as TensorFlow knows them (the IR's inference may not)
+        part = list(shape)
+        part[axis] = 1
+        for p in parts:
+            if p.type.shape is None or p.type.dtype is None:
+                p.type = TensorType(p.type.dtype or ctx.x(0).type.dtype, tuple(part))
     ax = ctx.const(np.asarray([axis], np.int64))
     return [ctx.one("squeeze", [p, ax]) for p in parts]
 
