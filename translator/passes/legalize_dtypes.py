@@ -72,8 +72,10 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
             if arr.dtype.kind in "iu" and np.dtype(target).kind in "iu" and arr.size:
                 info = np.iinfo(target)
                 src = np.iinfo(arr.dtype)
-                # ONNX's "to the end" sentinels (INT64_MAX / INT64_MIN, e.g. slice ends) saturate
-                arr = np.where(arr == src.max, info.max, np.where(arr == src.min, info.min, arr)).astype(arr.dtype)
+                # ONNX's "to the end" sentinels (INT64_MAX / INT64_MIN, e.g. slice ends) saturate when
+                # narrowing; a widening (int8 -> int32) keeps every value (-128 is a zero point there)
+                if info.bits < src.bits:
+                    arr = np.where(arr == src.max, info.max, np.where(arr == src.min, info.min, arr)).astype(arr.dtype)
                 if _only_slice_bounds(v):  # any bound beyond ±2^31 means "past that end": clamp (no dim is longer)
                     arr = np.clip(arr, info.min, info.max).astype(arr.dtype)
                 if arr.min() < info.min or arr.max() > info.max:

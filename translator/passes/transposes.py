@@ -226,6 +226,11 @@ def _rewrite(g: Graph, n: Node, ins: tuple[int, ...], p: list[int]) -> None:
     if uses and post and post != list(range(len(post))):
         t = g.add_node("transpose", [out], {"perm": list(post)}, name=f"{n.name}_t",
                        types=[TensorType(out.type.dtype, old_shape)])
+        # a name keeps its layout: the transpose's result is the value the name meant (the
+        # check localizes a divergence by comparing values by name across pipelines that
+        # sink differently), the node's permuted result takes a new name
+        name = out.name
+        out.name, t.outputs[0].name = t.outputs[0].name, name
         for u, i in uses:
             u.replace_input(i, t.outputs[0])
     for v in old_ins:  # transposes left without a consumer

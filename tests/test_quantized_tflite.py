@@ -1,0 +1,236 @@
+"""Full-int8 TFLite models (TensorFlow's converter: int8 I/O, per-axis weights) on every target.
+
+A small Keras net (conv, depthwise conv, add, average pool, 1x1 conv, hard swish, global
+average pool, dense; 8 and 6 channels so per-axis scales matter) is converted to a full-int8 ``.tflite``
+with a random representative dataset, then to onnx/pytorch/openvino/coreml with the check
+against the LiteRT interpreter. The passes that make this exact are tested on their own:
+``passes.requantize`` (integer convolutions, average pools and hard swish as LiteRT computes them),
+``passes.transposes`` (a name keeps its layout when a transpose sinks below its producer),
+``passes.legalize_dtypes`` (widening int8 to int32 keeps -128 and 127).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+_HAVE_TF = importlib.util.find_spec("tensorflow") is not None
+_HAVE_LITERT = importlib.util.find_spec("ai_edge_litert") is not None or _HAVE_TF
+needs_tf = pytest.mark.xfail(not (_HAVE_TF and _HAVE_LITERT), strict=True,
+                             reason="tensorflow (the converter) and LiteRT (the oracle) are not installed")
+
+TARGETS = {"onnx": "onnxruntime", "pytorch": "torch", "openvino": "openvino", "coreml": "coremltools"}
+
+
+def _build(path) -> str:
+    import tensorflow as tf
+
+    keras = tf.keras
+    keras.utils.set_random_seed(0)
+    L = keras.layers
+    x = keras.Input((12, 12, 3), batch_size=1)
+    a = L.Conv2D(8, 3, padding="same", activation="relu")(x)
+    b = L.DepthwiseConv2D(3, padding="same")(a)
+    c = L.Add()([a, b])
+    d = L.AveragePooling2D(3, strides=2, padding="same")(c)  # border windows average fewer than 9
+    e = L.Activation("hard_swish")(L.Conv2D(6, 1)(d))
+    f = L.GlobalAveragePooling2D()(e)
+    y = L.Dense(5)(f)
+    model = keras.Model(x, y)
+    rng = np.random.default_rng(0)
+
+    def rep():
+        for _ in range(16):
+            yield [rng.standard_normal((1, 12, 12, 3)).astype(np.float32)]
+
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = rep
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    with open(path, "wb") as fh:
+        fh.write(conv.convert())
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def int8_model(tmp_path_factory):
+    if not (_HAVE_TF and _HAVE_LITERT):
+        pytest.fail("tensorflow / LiteRT missing")
+    return _build(tmp_path_factory.mktemp("int8") / "net.tflite")
+
+
+@needs_tf
+def test_reference_is_litert_exact(int8_model):
+    """The IR (convolutions and average pools rewritten) computes what LiteRT's integer kernels do."""
+    from translator import check, interpreter
+    from translator.frontends import tflite
+    from translator.harness import convert
+
+    m = tflite.load(int8_model)
+    ops = m.op_histogram()
+    assert ops.get("conv", 0) >= 4  # 3 convolutions + the average pool's window sum
+    assert "hard_swish" not in ops and ops.get("gather", 0) == 1  # the kernel's table
+    weights = [n.inputs[1] for n in m.graph.nodes if n.op == "conv"]
+    assert all(w.is_const and w.type.dtype == "float32" for w in weights)  # integers, no dequantize on them
+    for n in m.graph.nodes:  # every quantization divides by 1: the scale is a float32 product before it
+        if n.op == "quantize_linear":
+            assert float(np.asarray(n.inputs[1].const)) == 1.0
+    feeds = check.random_inputs(m, seed=3)
+    feeds = {k: np.random.default_rng(3).integers(-128, 128, size=v.shape).astype(v.dtype) for k, v in feeds.items()}
+    expected = interpreter.run(convert("numpy", m.clone()), feeds, {})
+    got = tflite.run_source(int8_model, feeds, [v.name for v in m.graph.outputs])
+    assert [e.dtype for e in expected] == [np.dtype(np.int8)]
+    np.testing.assert_array_equal(expected[0], got[0])
+
+
+@needs_tf
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_convert_and_check(int8_model, target, tmp_path):
+    if importlib.util.find_spec(TARGETS[target]) is None:
+        pytest.xfail(f"{TARGETS[target]} is not installed")
+    from translator.convert import convert
+
+    res = convert(int8_model, target, str(tmp_path / f"net.{target}"), check=True)
+    t = res["targets"][0]
+    assert t["status"] == "ok", t
+    outs = t["check"]["outputs"]
+    assert outs and all(o["ok"] for o in outs), outs
+    # the recorded tolerance is one quantization step; exact agreement is what the rewrite gives
+    assert all(o["vs_source"]["max_abs"] <= 1 for o in outs), outs
+
+
+def _qconv_graph(bias: bool = True):
+    """dequantize(x) -> conv(per-axis dequantized weights, int32 bias) -> quantize, by hand."""
+    from translator.ir import Graph, Model, TensorType
+
+    rng = np.random.default_rng(1)
+    g = Graph("q")
+    x = g.add_input("x", TensorType("int8", (1, 3, 5, 5)))
+    s_x, z_x = np.float32(0.02), np.int8(-5)
+    w = rng.integers(-127, 128, size=(4, 3, 3, 3)).astype(np.int8)
+    s_w = (rng.random(4) * 0.01 + 0.001).astype(np.float32)
+    dx = g.add_node("dequantize_linear", [x, g.add_constant("sx", np.asarray(s_x), "float32"),
+                                          g.add_constant("zx", np.asarray(z_x), "int8")], {},
+                    types=[TensorType("float32", (1, 3, 5, 5))]).outputs[0]
+    dw = g.add_node("dequantize_linear", [g.add_constant("w", w, "int8"), g.add_constant("sw", s_w, "float32"),
+                                          g.add_constant("zw", np.zeros(4, np.int8), "int8")], {"axis": 0},
+                    types=[TensorType("float32", w.shape)]).outputs[0]
+    ins = [dx, dw]
+    b = rng.integers(-3000, 3000, size=4).astype(np.int32)
+    if bias:
+        ins.append(g.add_node("dequantize_linear", [g.add_constant("b", b, "int32"), g.add_constant("sb", s_x * s_w, "float32"),
+                                                    g.add_constant("zb", np.zeros(4, np.int32), "int32")], {"axis": 0},
+                              types=[TensorType("float32", (4,))]).outputs[0])
+    y = g.add_node("conv", ins, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+                   types=[TensorType("float32", (1, 4, 5, 5))]).outputs[0]
+    s_o, z_o = np.float32(0.05), np.int8(3)
+    q = g.add_node("quantize_linear", [y, g.add_constant("so", np.asarray(s_o), "float32"),
+                                       g.add_constant("zo", np.asarray(z_o), "int8")], {},
+                   types=[TensorType("int8", (1, 4, 5, 5))]).outputs[0]
+    g.outputs.append(q)
+    return Model(g), (s_x, z_x, w, s_w, b if bias else np.zeros(4, np.int64), s_o, z_o)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_requantize_conv_is_integer_exact(bias):
+    """acc = conv(q - zp, w) + b in integers; y = round_half_even(acc * f32(f32(s_x*s_w)/s_out)) + zp."""
+    from translator import interpreter
+    from translator.passes import requantize
+
+    m, (s_x, z_x, w, s_w, b, s_o, z_o) = _qconv_graph(bias)
+    assert requantize.run(m.graph) == 1
+    assert "dequantize_linear" not in {n.op for n in m.graph.nodes if n.op == "conv"}
+    xq = np.random.default_rng(2).integers(-128, 128, size=(1, 3, 5, 5)).astype(np.int8)
+    got = interpreter.run(m, {"x": xq}, {})[0]
+    xp = np.pad(xq.astype(np.int64) - int(z_x), [(0, 0), (0, 0), (1, 1), (1, 1)])
+    acc = np.zeros((1, 4, 5, 5), np.int64)
+    for i in range(5):
+        for j in range(5):
+            acc[0, :, i, j] = np.tensordot(w.astype(np.int64), xp[0, :, i:i + 3, j:j + 3], axes=([1, 2, 3], [0, 1, 2]))
+    acc += b.reshape(1, 4, 1, 1)
+    mult = ((np.float32(s_x) * s_w).astype(np.float32) / np.float32(s_o)).astype(np.float32)
+    want = np.clip(np.rint(acc.astype(np.float32) * mult.reshape(1, 4, 1, 1)) + int(z_o), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_requantize_leaves_other_patterns():
+    """A conv whose output is also read in float (not only quantized) is not rewritten."""
+    from translator.passes import requantize
+
+    m, _ = _qconv_graph()
+    conv = next(n for n in m.graph.nodes if n.op == "conv")
+    m.graph.outputs.append(conv.outputs[0])
+    before = sorted(n.op for n in m.graph.nodes)
+    assert requantize._match(m.graph, conv) is None
+    requantize.run(m.graph)  # only the quantization's division becomes a product by the reciprocal
+    assert conv.inputs[1].producer.op == "dequantize_linear"
+    assert sorted(n.op for n in m.graph.nodes) == sorted(before + ["mul"])
+
+
+def test_average_pool_rounds_half_away_from_zero():
+    """LiteRT's int8 average pool: (sum + count/2) / count truncated, over the in-bounds elements."""
+    from translator import interpreter
+    from translator.ir import Graph, Model, TensorType
+    from translator.passes import requantize
+
+    g = Graph("p")
+    x = g.add_input("x", TensorType("int8", (1, 2, 4, 4)))
+    s, z = np.float32(0.1), np.int8(-3)
+    dx = g.add_node("dequantize_linear", [x, g.add_constant("s", np.asarray(s), "float32"), g.add_constant("z", np.asarray(z), "int8")],
+                    {}, types=[TensorType("float32", (1, 2, 4, 4))]).outputs[0]
+    p = g.add_node("average_pool", [dx], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                                          "count_include_pad": 0}, types=[TensorType("float32", (1, 2, 2, 2))]).outputs[0]
+    q = g.add_node("quantize_linear", [p, g.add_constant("s2", np.asarray(s), "float32"), g.add_constant("z2", np.asarray(z), "int8")],
+                   {}, types=[TensorType("int8", (1, 2, 2, 2))]).outputs[0]
+    g.outputs.append(q)
+    m = Model(g)
+    assert requantize.run(g) == 1
+    xq = np.random.default_rng(5).integers(-128, 128, size=(1, 2, 4, 4)).astype(np.int8)
+    got = interpreter.run(m, {"x": xq}, {})[0]
+    want = np.zeros((1, 2, 2, 2), np.int64)
+    for c in range(2):
+        for i in range(2):
+            for j in range(2):
+                win = xq[0, c, max(2 * i - 1, 0):2 * i + 2, max(2 * j - 1, 0):2 * j + 2].astype(np.int64)
+                acc, n = int(win.sum()), win.size
+                want[0, c, i, j] = (acc + n // 2) // n if acc > 0 else -((-acc + n // 2) // n)
+    np.testing.assert_array_equal(got, want.astype(np.int8))
+
+
+def test_sunk_transpose_keeps_the_name_and_layout():
+    """quantize(transpose(x)) -> transpose(quantize(x)): the name stays on the value in the old layout."""
+    from translator.ir import Graph, TensorType
+    from translator.passes import transposes
+
+    g = Graph("t")
+    x = g.add_input("x", TensorType("float32", (1, 2, 3, 4)))
+    t = g.add_node("transpose", [x], {"perm": [0, 2, 3, 1]}, types=[TensorType("float32", (1, 3, 4, 2))]).outputs[0]
+    q = g.add_node("quantize_linear", [t, g.add_constant("s", np.asarray(0.1, np.float32), "float32"),
+                                       g.add_constant("z", np.asarray(0, np.int8), "int8")], {},
+                   outputs=["named"], types=[TensorType("int8", (1, 3, 4, 2))]).outputs[0]
+    r = g.add_node("relu", [q], {}, types=[TensorType("int8", (1, 3, 4, 2))]).outputs[0]
+    g.outputs.append(r)
+    transposes.run(g)
+    named = next(v for n in g.nodes for v in n.outputs if v.name == "named")
+    assert named.producer.op == "transpose" and named.type.shape == (1, 3, 4, 2)
+
+
+def test_widening_int8_keeps_the_extremes():
+    """int8 -> int32 legalization: -128 (a zero point of a ReLU output) and 127 stay."""
+    from translator.ir import Graph, TensorType
+    from translator.passes import legalize_dtypes
+
+    g = Graph("l")
+    x = g.add_input("x", TensorType("float32", (3,)))
+    zp = g.add_constant("zp", np.asarray([-128, 0, 127], np.int8), "int8")
+    y = g.add_node("quantize_linear", [x, g.add_constant("s", np.asarray([0.1] * 3, np.float32), "float32"), zp],
+                   {"axis": 0}, types=[TensorType("int8", (3,))]).outputs[0]
+    g.outputs.append(y)
+    legalize_dtypes.run(g, "coreml", legal=frozenset({"float32", "int32", "bool"}))
+    assert zp.const.dtype == np.int32 and zp.const.tolist() == [-128, 0, 127]
