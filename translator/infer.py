@@ -282,8 +282,8 @@ def _concat(n: Node) -> list:
     return [tuple(out)]
 
 
-def _spatial_out(size: Any, k: int, stride: int, dil: int, pad: int, ceil: bool = False) -> Any:
-    if not isinstance(size, int):
+def _spatial_out(size: Any, k: Any, stride: int, dil: int, pad: int, ceil: bool = False) -> Any:
+    if not isinstance(size, int) or not isinstance(k, int):  # a computed weight may have symbolic dims
         return None
     eff = (k - 1) * dil + 1
     num = size + pad - eff

@@ -3,8 +3,11 @@
 ``shape``/``size`` of a value whose shape is static become constants; then every node
 whose inputs are all constants is evaluated once with the NumPy reference and replaced by
 its result: any deterministic op (shape arithmetic, a constant Resize of a default mask…)
-except quantize/dequantize (quantized weights stay so) and control flow. Only small
-results are folded: at most ``MAX_ELEMENTS`` elements per output (weights stay as given).
+except quantize/dequantize (quantized weights stay so) and control flow. A result is folded
+when it is small (at most ``MAX_ELEMENTS`` elements per output) or no larger than the
+constants it is computed from (weight preprocessing such as timm's weight standardization, a
+transposed or reshaped weight: the model does not grow), up to ``MAX_WEIGHT_ELEMENTS``; an
+Expand or ConstantOfShape that would materialize a large tensor stays a node.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..dtypes import dtype_id
 from ..ir import Graph, Node
 
 MAX_ELEMENTS = 1 << 16
+MAX_WEIGHT_ELEMENTS = 1 << 24
 #: never folded, whatever their inputs: quantized weights stay quantized (the artifact keeps
 #: int8 weights and their scales), and the Python-level control flow keeps its subgraphs
 KEPT = frozenset({"quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "if", "loop", "scan"})
@@ -66,8 +70,10 @@ def run(graph: Graph) -> int:
         if fn is None:
             continue
         args = [None if v is None else v.const for v in node.inputs]
+        limit = max(MAX_ELEMENTS, min(MAX_WEIGHT_ELEMENTS, max((int(np.size(a)) for a in args if a is not None),
+                                                               default=0)))
         sizes = predict(node.op, args, node.attrs)
-        if sizes is not None and any(n > MAX_ELEMENTS for n, _ in sizes):
+        if sizes is not None and any(n > limit for n, _ in sizes):
             continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
         from ..interpreter import call_reference
 
@@ -79,7 +85,7 @@ def run(graph: Graph) -> int:
                 continue  # over budget or unsupported here: left to the backend
             raise
         arrays = [np.asarray(r) for r in res]
-        if any(a.size > MAX_ELEMENTS or a.dtype.kind in "OUS" for a in arrays):
+        if any(a.size > limit or a.dtype.kind in "OUS" for a in arrays):
             continue
         _replace(graph, node, arrays)
         folded += 1
