@@ -588,7 +588,7 @@ def load(source: str | os.PathLike[str], signature: str | None = None, **opts: A
     with gc_paused():
         try:
             m = convert(s, model, buf, path, signature)
-            requantize.run(m.graph)  # quantized conv / fully connected as LiteRT's integer kernels compute them
+            requantize.run(m.graph)  # 8-bit conv, fully connected, average pool, hard swish as LiteRT computes them
             verify.run(m.graph)
         except FrontendError:
             raise
