@@ -52,18 +52,21 @@ __all__ = ["convert", "query", "report", "check", "dtype", "ops", "backends", "l
 def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out: str, check: bool = True,
             inputs: Any = None, options: dict[str, Any] | None = None, progress: Any = None,
             dynamic_shapes: Any = None, signature: str | None = None,
-            fix_dims: dict[str, int] | None = None) -> dict[str, Any]:
+            fix_dims: dict[str, int] | None = None,
+            check_dims: dict[str, tuple[int, int]] | None = None) -> dict[str, Any]:
     """``opbridge convert MODEL --to TO -o OUT [--no-check]``: the ``--json`` record as a dict
     (``written`` False means a target failed and nothing was written). ``dynamic_shapes``:
     ``torch.export``'s, for an ``nn.Module`` (``torch.export.Dim`` dims stay dynamic where the
     target allows); ``signature``: a SavedModel's signature (default ``serving_default``);
-    ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``)."""
+    ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``);
+    ``check_dims``: the two sizes a dynamic dim is checked at (``{"samples": (400, 800)}``)."""
     from translator.convert import convert as _convert
 
 
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
     return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
-                    progress=progress, source_options=extra, fix_dims=fix_dims)
+                    progress=progress, source_options=extra, fix_dims=fix_dims,
+                    check_dims=check_dims)
 
 
 @_quietly

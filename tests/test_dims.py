@@ -62,7 +62,8 @@ def test_dynamic_batch_kept_and_checked_at_two_sizes_fixed_on_coreml(tmp_path):
     for t in ("onnx", "pytorch", "openvino"):
         assert by[t]["status"] == "ok", by[t]
         assert by[t]["dynamic_dims"] == {"x": ["batch"]}
-        assert by[t]["check"]["sizes"] == list(dims.CHECK_SIZES) and by[t]["check"]["status"] == "pass"
+        assert by[t]["check"]["sizes"] == [{"batch": n} for n in dims.CHECK_SIZES]
+        assert by[t]["check"]["status"] == "pass"
         assert "fixed_dims" not in by[t]
     written = onnx.load(by["onnx"]["output"])
     assert written.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
@@ -91,3 +92,19 @@ def test_cli_unknown_fix_dim_is_one_line_exit_2(tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "bat" in p.stderr and "it has: batch" in p.stderr
     assert not out.exists()
+
+
+def test_check_dims_choose_the_sizes_and_the_fixed_size(tmp_path):
+    import opbridge
+
+    assert dims.parse_check(["samples=400,800"]) == {"samples": (400, 800)}
+    for bad in ("samples=400", "samples=0,3", "samples"):
+        with pytest.raises(OpbridgeError, match="check-dim"):
+            dims.parse_check([bad])
+    model = _mlp(tmp_path / "mlp.onnx")
+    res = opbridge.convert(str(model), to="pytorch,coreml", out=str(tmp_path / "out"), check_dims={"batch": (2, 5)})
+    by = {r["target"]: r for r in res["targets"]}
+    assert by["pytorch"]["check"]["sizes"] == [{"batch": 2}, {"batch": 5}] and by["pytorch"]["status"] == "ok"
+    assert by["coreml"]["fixed_dims"] == {"batch": 2} and by["coreml"]["status"] == "ok"
+    with pytest.raises(OpbridgeError, match="check-dim bat"):
+        opbridge.convert(str(model), to="onnx", out=str(tmp_path / "x.onnx"), check_dims={"bat": (2, 5)})

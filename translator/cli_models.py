@@ -227,7 +227,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     try:
         res = convert(args.model, targets, args.output, check=args.check, inputs=args.inputs,
                       example_inputs=getattr(args, "example_inputs", None), options=options, progress=say,
-                      verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)))
+                      verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)),
+                      check_dims=dims.parse_check(getattr(args, "check_dim", None)))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     results, worst, n_nodes = res["targets"], res["exit"], res["nodes"]
@@ -252,7 +253,9 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             if "transposes" in r:
                 line += f"; transposes {r['transposes']}"
             if r.get("check", {}).get("sizes"):
-                line += f"; dynamic dims checked at {', '.join(map(str, r['check']['sizes']))}"
+                runs = r["check"]["sizes"]
+                line += "; dynamic dims checked at " + " and ".join(
+                    ",".join(f"{d}={v}" for d, v in run.items()) for run in runs)
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
             if "kept" in r:
@@ -292,6 +295,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
     c.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
                    help="fix a symbolic input dim (its symbol, e.g. batch=1, or INPUT:AXIS=SIZE; repeatable); "
                         "other symbolic dims stay dynamic where the target keeps them and are checked at sizes 1 and 3")
+    c.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
+                   help="the two sizes a dynamic dim is checked at (default 1,3; e.g. samples=400,800 for an audio "
+                        "length a conv needs); a target that must fix the dim uses A")
     for flag, (o, owners) in (_target_options() if target_options else {}).items():  # Target.options
         kw: dict = {"dest": o.dest, "help": f"{', '.join(owners)}: {o.help}"}
         if o.action:

@@ -60,30 +60,34 @@ def move_into_place(staged: Path, final: str) -> None:
 
 def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str, Any], artifact: Any, model: Any,
                     saved: str, opts: dict[str, Any], check_model: Callable[..., Any], report_json: Callable[..., Any],
-                    random_inputs: Callable[..., Any]) -> dict[str, Any]:
+                    random_inputs: Callable[..., Any],
+                    check_dims: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
     """The check of one written artifact: on the user's inputs, or on seeded random inputs at
     each of ``dims.CHECK_SIZES`` for the dims it kept dynamic (fixed dims at their size). The
     first size that fails decides; the record says which sizes ran."""
     from . import dims
 
-    if feeds is not None:
-        runs = [(None, feeds)]
-    else:
+    runs: list[tuple[int | None, Any, dict[str, int]]] = [(None, feeds, {})]
+    if feeds is None:
         ir = build()
         fixed = rec.get("fixed_dims") or {}
-        sizes = dims.CHECK_SIZES if rec.get("dynamic_dims") else (None,)
-        runs = [(n, random_inputs(ir, sizes={**dims.sizes_for(ir, n or 1), **fixed})) for n in sizes]
+        count = len(dims.CHECK_SIZES) if rec.get("dynamic_dims") else 1
+        runs = []
+        for k in range(count):
+            sizes = {**dims.sizes_for(ir, k, check_dims), **fixed}
+            runs.append((k if count > 1 else None, random_inputs(ir, sizes=sizes), sizes))
     b: dict[str, Any] = {}
-    for n, f in runs:
+    for n, f, sizes in runs:
         res = report_json(check_model(build, [t], f, artifacts={t: artifact}, source=model,
                                       written={t: saved}, source_opts=opts))
         b = res["backends"][0]
         b["source"] = res.get("source", "")  # the source runtime, or why it could not run
-        if n is not None and len(runs) > 1:
-            b["sizes"] = [m for m, _ in runs]
-            b["size"] = n
+        if n is not None:
+            kept = {d for ds in (rec.get("dynamic_dims") or {}).values() for d in ds}
+            b["sizes"] = [{d: v for d, v in s.items() if d in kept} for _, _, s in runs]
             if b["status"] != "pass" and b.get("detail") is not None:
-                b["detail"] = f"at dynamic dims = {n}: {b['detail']}".rstrip(": ")
+                shown = ", ".join(f"{d}={v}" for d, v in sizes.items() if d in kept)
+                b["detail"] = f"at {shown}: {b['detail']}".rstrip(": ")
         if b["status"] != "pass":
             break
     return b
@@ -92,7 +96,8 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
 def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
             example_inputs: Any = None, options: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None, verbose: bool = False,
-            source_options: dict[str, Any] | None = None, fix_dims: dict[str, int] | None = None) -> dict[str, Any]:
+            source_options: dict[str, Any] | None = None, fix_dims: dict[str, int] | None = None,
+            check_dims: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
     """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
     ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
     ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
@@ -101,7 +106,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     the frontend takes besides the model (PyTorch ``dynamic_shapes``, TensorFlow ``signature``).
     ``fix_dims``: symbolic input dims to fix, by symbol or ``input:axis`` (``translator.dims``);
     a target whose artifacts declare static input shapes fixes the others to 1, and says so.
-    Dims that stay dynamic are checked at each of ``dims.CHECK_SIZES`` (random inputs only).
+    Dims that stay dynamic are checked at each of ``dims.CHECK_SIZES`` (random inputs only),
+    or at the sizes ``check_dims`` gives them (``{"samples": (400, 800)}``).
 
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
@@ -129,6 +135,10 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     n_nodes = len(build().graph.nodes)
     if fix_dims:
         dims.fix(build().clone(), fix_dims, every=False)  # an unknown name fails here, once, before any target
+    unknown_check = sorted(set(check_dims or {}) - {d for ds in dims.symbolic(build()).values() for d in ds})
+    if unknown_check:
+        raise OpbridgeError("bad_option", f"--check-dim {', '.join(unknown_check)}: the model has no such symbolic "
+                            "input dim")
     say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
     feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
     stem = model_stem(model)
@@ -146,7 +156,10 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: lowering and emitting")
                 kwargs = {o.dest: (options or {})[o.dest] for o in target.options
                           if (options or {}).get(o.dest) not in (None, False)}
-                done = compile(build(), target, **kwargs, **({"fix_dims": fix_dims} if fix_dims else {}))
+                extra = {"fix_dims": fix_dims} if fix_dims else {}
+                if check_dims:  # a dim a target must fix takes the first size it is checked at
+                    extra["dim_defaults"] = {d: s[0] for d, s in check_dims.items()}
+                done = compile(build(), target, **kwargs, **extra)
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()
@@ -182,7 +195,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
             if check:
                 say(f"{t}: checking against the NumPy reference and the source's runtime")
                 b = _check_at_sizes(build, t, feeds, rec, artifact, model, saved, opts, check_model, report_json,
-                                    random_inputs)
+                                    random_inputs, check_dims)
                 rec["check"] = b
                 if b["status"] == "fail":
                     rec["status"] = "check_failed"

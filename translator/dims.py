@@ -54,9 +54,27 @@ def parse(specs: Iterable[str] | None) -> dict[str, int]:
     return sizes
 
 
-def fix(model: "Model", sizes: dict[str, int], every: bool, default: int = 1) -> dict[str, int]:
+def parse_check(specs: Iterable[str] | None) -> dict[str, tuple[int, ...]]:
+    """``["samples=400,800"]`` → ``{"samples": (400, 800)}``: the sizes a dynamic dim is checked
+    at instead of ``CHECK_SIZES`` (an audio length below a conv's kernel cannot run at 1)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for spec in specs or ():
+        name, sep, value = str(spec).rpartition("=")
+        try:
+            sizes = tuple(int(x) for x in value.split(","))
+        except ValueError:
+            sizes = ()
+        if not sep or not name or len(sizes) != len(CHECK_SIZES) or min(sizes) < 1:
+            raise OpbridgeError("bad_option", f"--check-dim {spec!r}: expected NAME={','.join(['SIZE'] * len(CHECK_SIZES))} "
+                                "with positive sizes")
+        out[name] = sizes
+    return out
+
+
+def fix(model: "Model", sizes: dict[str, int], every: bool, default: int = 1,
+        defaults: dict[str, int] | None = None) -> dict[str, int]:
     """Replace symbolic input dims in place: those named in ``sizes``, and all others too
-    (with ``default``) when ``every``. Returns label → size of what was fixed. A name in
+    (with their size in ``defaults``, else ``default``) when ``every``. Returns label → size of what was fixed. A name in
     ``sizes`` that the model does not have is an error (a typo must not pass silently)."""
     known = {d for dims in symbolic(model).values() for d in dims}
     unknown = sorted(set(sizes) - known)
@@ -75,15 +93,16 @@ def fix(model: "Model", sizes: dict[str, int], every: bool, default: int = 1) ->
                 continue
             name = label(v.name, i, d)
             if name in sizes or every:
-                shape[i] = fixed[name] = sizes.get(name, default)
+                shape[i] = fixed[name] = sizes.get(name, (defaults or {}).get(name, default))
         if shape != list(t.shape):
             v.type = dataclasses.replace(t, shape=tuple(shape))
     return fixed
 
 
-def sizes_for(model: "Model", size: int) -> dict[str, int]:
-    """Every symbolic dim of ``model`` at ``size`` (the check's feeds)."""
-    return {d: size for dims in symbolic(model).values() for d in dims}
+def sizes_for(model: "Model", run: int, custom: dict[str, tuple[int, ...]] | None = None) -> dict[str, int]:
+    """Every symbolic dim of ``model`` at its size for check run ``run`` (an index into
+    ``CHECK_SIZES``, or into the dim's own sizes in ``custom``)."""
+    return {d: (custom or {}).get(d, CHECK_SIZES)[run] for dims in symbolic(model).values() for d in dims}
 
 
-__all__ = ["CHECK_SIZES", "symbolic", "parse", "fix", "sizes_for", "label"]
+__all__ = ["CHECK_SIZES", "symbolic", "parse", "parse_check", "fix", "sizes_for", "label"]

@@ -95,7 +95,7 @@ def _fix_dims(model: Model, ctx: Compilation) -> None:
     from . import dims
 
     asked = dict(ctx.options.get("fix_dims") or {})
-    fixed = dims.fix(model, asked, every=not ctx.target.dynamic_dims)
+    fixed = dims.fix(model, asked, every=not ctx.target.dynamic_dims, defaults=ctx.options.get("dim_defaults"))
     if fixed:
         ctx.fixed_dims = fixed
         shown = ", ".join(f"{k}={v}" for k, v in fixed.items())
