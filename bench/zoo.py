@@ -80,7 +80,8 @@ def predicted(rep: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: str, with_report: str) -> None:
+def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: str, with_report: str,
+                    checks: str = "{}") -> None:
     """``report`` (if asked) then ``convert`` with the check, in this child; onnx and
     onnxruntime are imported before the clock starts."""
     import importlib
@@ -109,7 +110,8 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: st
         stamps.append((time.perf_counter() - t0, msg))
 
     try:
-        rec.update(convert(src, targets, outdir, check=True, inputs=inputs or None, progress=progress))
+        rec.update(convert(src, targets, outdir, check=True, inputs=inputs or None, progress=progress,
+                           check_dims={k: tuple(v) for k, v in json.loads(checks).items()} or None))
     except Exception as exc:  # noqa: BLE001 - the refusal is the cell's answer
         code = exc.code if isinstance(exc, OpbridgeError) else f"internal_error:{type(exc).__name__}"
         rec["refused"] = {"code": code, "detail": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
@@ -221,6 +223,21 @@ def dims_of(t: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_dims(folder: Path) -> dict[str, list[int]]:
+    """The sizes convert's check runs a dynamic file's non-batch dims at: the export's example
+    size and half of it (a sequence or audio length has a floor: a conv's kernel, a patch
+    size); the batch keeps convert's default sizes."""
+    meta = json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").exists() else {}
+    out: dict[str, list[int]] = {}
+    for name, axes in (meta.get("dynamic_axes") or {}).items():
+        example = (meta.get("dynamic_example_shapes") or {}).get(name) or []
+        for axis, dim in axes.items():
+            if dim != "batch" and int(axis) < len(example):
+                size = int(example[int(axis)])
+                out[dim] = [size, max(1, size // 2)]
+    return out
+
+
 def run_opbridge(model: str, variant: str, src: Path, targets: list[str], timeout: float,
                  with_report: bool) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """(cells, report prediction): all targets in one child; after a crash or a timeout,
@@ -228,13 +245,14 @@ def run_opbridge(model: str, variant: str, src: Path, targets: list[str], timeou
     outdir = OUT / model / variant
     outdir.mkdir(parents=True, exist_ok=True)
     inputs = str(src.parent / "inputs.npz") if not variant.endswith("-dyn") and (src.parent / "inputs.npz").exists() else ""
+    checks = json.dumps(check_dims(src.parent) if variant.endswith("-dyn") else {})
 
     def once(ts: list[str], rep: bool, tag: str) -> tuple[dict[str, Any] | None, float, int | None, str]:
         result = outdir / f"result{tag}.json"
         result.unlink(missing_ok=True)
         t0 = time.perf_counter()
         rc, last = child(["--_opbridge", str(src), str(outdir / f"artifacts{tag}"), ",".join(ts), str(result), inputs,
-                          "1" if rep else "0"], timeout)
+                          "1" if rep else "0", checks], timeout)
         return (json.loads(result.read_text()) if result.exists() else None), time.perf_counter() - t0, rc, last
 
     rec, wall, rc, last = once(targets, with_report, "")
@@ -540,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--_opbridge"]:
-        opbridge_worker(*sys.argv[2:8])
+        opbridge_worker(*sys.argv[2:9])
     elif sys.argv[1:2] == ["--_peers"]:
         peers_worker(*sys.argv[2:6])
     else:
