@@ -15,7 +15,7 @@ import numpy as np
 
 from translator.ir import Node
 
-from .helpers import Refusal, attr, i64
+from .helpers import Refusal, attr, dim, i64
 from .registry import rule
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
 def _check(node: Node) -> Refusal | None:
     x = node.inputs[0]
-    if x is None or not x.type.is_static:
-        return Refusal("dynamic_shape", "the recurrent input X needs a static shape")
+    if x is None or x.type.rank != 3:
+        return Refusal("dynamic_shape", "the recurrent input X needs rank 3")
     acts = attr(node, "activations")
     n = {"rnn": 1, "gru": 2, "lstm": 3}[node.op]
     if acts and len(acts) == 2 * n and [a.lower() for a in acts[:n]] != [a.lower() for a in acts[n:]]:
@@ -71,9 +71,9 @@ def _lower(g: "Gen", node: Node) -> None:
     nd = _DIRECTIONS[direction]
     layout = int(g.a("layout", 0))
     dt = g.dtype(0)
-    shape = list(g.t(0).shape or ())
-    seq, batch = (shape[0], shape[1]) if layout == 0 else (shape[1], shape[0])
     x = g.x(0) if layout else g.let(f"ops.transpose({g.x(0)}, {i64(g, [1, 0, 2])})")
+    # batch and sequence sizes from the run-time shape (they may be symbolic): [batch, seq, input]
+    batch, seq = dim(g, x, 0), dim(g, x, 1)
     w, r = g.x(1), g.x(2)
     b = g.x(3)
     if b is None:
@@ -94,11 +94,14 @@ def _lower(g: "Gen", node: Node) -> None:
     def state(i: int) -> str:
         v = g.x(i)
         if v is None:
-            return g.const(np.zeros((batch, nd, hidden)), dt)
+            zero = g.const(np.zeros(()), dt)
+            return g.let(f"ops.broadcast({zero}, ops.concat([ops.unsqueeze({batch}, {i64(g, 0)}), "
+                         f"{i64(g, [nd, hidden])}], 0))")
         return v if layout else g.let(f"ops.transpose({v}, {i64(g, [1, 0, 2])})")
 
     lens = g.x(4)
-    lens = g.const(np.full((batch,), seq), "int64") if lens is None else lens
+    if lens is None:
+        lens = g.let(f"ops.broadcast({seq}, ops.unsqueeze({batch}, {i64(g, 0)}))")
     h0 = state(5)
     common = f"{hidden}, {g.lit(direction)}{_activations(g, {'rnn': 1, 'gru': 2, 'lstm': 3}[op])}"
     if op == "lstm":

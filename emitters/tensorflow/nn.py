@@ -63,9 +63,15 @@ def _float_only(n: Node) -> Refusal | None:
 
 
 def _spatial_shape(c: Any) -> list[int]:
-    """The spatial dims of input 0 (channels-last: dims 1..r-2)."""
-    s = c.static_shape(0)
-    return list(s[1:-1]) if c.channels_last else list(s[2:])
+    """The spatial dims of input 0 (channels-last: dims 1..r-2); the batch dim may be symbolic
+    (the pool/conv geometry never reads it)."""
+    s = c.shape(0)
+    if s is None:
+        c.unsupported("dynamic_shape", "needs the rank of input 0")
+    sp = list(s[1:-1]) if c.channels_last else list(s[2:])
+    if not all(isinstance(d, int) for d in sp):
+        c.unsupported("dynamic_shape", f"needs static spatial dimensions for input 0 (has {tuple(s)})")
+    return sp
 
 
 def _ints(v: Any, n: int, default: int) -> list[int]:

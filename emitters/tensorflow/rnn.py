@@ -30,9 +30,11 @@ _GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 
 
 def _rnn_check(n: Node) -> Refusal | None:
-    why = static_dims(0, 1, 2)(n)
+    why = static_dims(1, 2)(n)  # the weights; X's batch and sequence sizes are read at run time
     if why is not None:
         return why
+    if n.inputs[0].type.rank != 3:
+        return Refusal("dynamic_shape", "the recurrent input X needs rank 3")
     for name in n.attrs.get("activations") or ():
         if name.lower() not in _ACTS:
             return Refusal("unsupported_attribute_value", f"activation {name!r}")
@@ -54,14 +56,16 @@ def _activation_fns(c: Any, n_dir: int) -> list[list[Any]]:
 
 @rule("rnn", "gru", "lstm", check=_rnn_check)
 def recurrent(c: Any) -> list[str]:
-    """ONNX RNN / GRU / LSTM unrolled over the (static) sequence length; sequence_lens masks
+    """ONNX RNN / GRU / LSTM unrolled over a static sequence length, or a ``tf.while_loop``
+    over a symbolic one (the batch size is always read at run time); sequence_lens masks
     the steps past each row's length (states held, outputs zero), as the reference."""
     op = c.node.op
     direction = c.attr("direction", "forward")
     n_dir = 2 if direction == "bidirectional" else 1
     layout_bt = bool(c.attr("layout", 0))
-    x_shape, r_shape = c.static_shape(0), c.static_shape(2)
+    x_shape, r_shape = tuple(c.shape(0)), c.static_shape(2)
     steps = x_shape[1] if layout_bt else x_shape[0]
+    loop = not isinstance(steps, int)  # a symbolic sequence length: a while loop, not unrolled
     hidden = r_shape[-1]
     gates = _GATES[op]
     clip = c.attr("clip")
@@ -98,11 +102,22 @@ def recurrent(c: Any) -> list[str]:
         lines.append(f"{h} = {init(5, d)}")
         if op == "lstm":
             lines.append(f"{cs} = {init(6, d)}")
-        lines.append(f"{ys} = [None] * {steps}")
-        order = f"reversed(range({steps}))" if backward else f"range({steps})"
-        lines.append(f"for {t} in {order}:")
+        else:
+            lines.append(f"{cs} = {h}")  # unused: keeps the loop's state uniform
+        if loop:
+            it, fn = c.tmp("i"), c.tmp("step")
+            n_steps = c.tmp("steps")
+            lines.append(f"{n_steps} = tf.shape({x})[0]")
+            lines.append(f"{ys} = tf.zeros(tf.stack([0, {batch}, {hidden}]), {x}.dtype)")
+            lines.append(f"def {fn}({it}, {h}, {cs}, {ys}):")
+            head = [f"{t} = {n_steps} - 1 - {it}" if backward else f"{t} = {it}"]
+        else:
+            lines.append(f"{ys} = [None] * {steps}")
+            order = f"reversed(range({steps}))" if backward else f"range({steps})"
+            lines.append(f"for {t} in {order}:")
+            head = []
         gx, gh, hn, cn = (c.tmp(s) for s in ("gx", "gh", "h_new", "c_new"))
-        body = [f"{gx} = tf.linalg.matmul({x}[{t}], {w}, transpose_b=True) + {wb}"]
+        body = head + [f"{gx} = tf.linalg.matmul({x}[{t}], {w}, transpose_b=True) + {wb}"]
         H = hidden
         if op == "rnn":
             body += [f"{gh} = tf.linalg.matmul({h}, {r}, transpose_b=True) + {rb}",
@@ -129,18 +144,30 @@ def recurrent(c: Any) -> list[str]:
                      f"{cn} = {fg} * {cs} + {ig} * {cc}",
                      f"{og} = {f[0](clipped(f'{pre}[:, {H}:{2 * H}]' + (po + cn if peep else '')))}",
                      f"{hn} = {og} * {f[2](cn)}"]
+        yt = c.tmp("y")
         if lens:
             m = c.tmp("active")
-            body += [f"{m} = ({t} < {lens})[:, None]", f"{ys}[{t}] = tf.where({m}, {hn}, tf.zeros_like({hn}))",
+            body += [f"{m} = ({t} < {lens})[:, None]", f"{yt} = tf.where({m}, {hn}, tf.zeros_like({hn}))",
                      f"{h} = tf.where({m}, {hn}, {h})"]
             if op == "lstm":
                 body.append(f"{cs} = tf.where({m}, {cn}, {cs})")
         else:
-            body += [f"{ys}[{t}] = {hn}", f"{h} = {hn}"]
+            body += [f"{yt} = {hn}", f"{h} = {hn}"]
             if op == "lstm":
                 body.append(f"{cs} = {cn}")
-        lines += ["    " + b for b in body]
-        ys_all.append(f"tf.stack({ys})")
+        if loop:
+            grown = f"[{yt}[None], {ys}]" if backward else f"[{ys}, {yt}[None]]"
+            body += [f"{ys} = tf.concat({grown}, 0)", f"return {it} + 1, {h}, {cs}, {ys}"]
+            lines += ["    " + b for b in body]
+            inv = (f"[tf.TensorShape([]), tf.TensorShape([None, {hidden}]), tf.TensorShape([None, {hidden}]), "
+                   f"tf.TensorShape([None, None, {hidden}])]")
+            lines.append(f"_, {h}, {cs}, {ys} = tf.while_loop(lambda {it}, *_: {it} < {n_steps}, {fn}, "
+                         f"[tf.constant(0), {h}, {cs}, {ys}], shape_invariants={inv})")
+            ys_all.append(ys)
+        else:
+            body.append(f"{ys}[{t}] = {yt}")
+            lines += ["    " + b for b in body]
+            ys_all.append(f"tf.stack({ys})")
         h_all.append(h)
         c_all.append(cs)
     y = f"tf.stack([{', '.join(ys_all)}], axis=1)"  # (T, dirs, batch, H)

@@ -68,6 +68,12 @@ def reshape(c: Any) -> list[str]:
         if all(isinstance(src[k], int) for k, t in enumerate(target) if t == 0 and k < len(src)):
             fixed = [src[k] if t == 0 else t for k, t in enumerate(target)]
             return [f"{c.o()} = tf.reshape({x}, {c.lit(fixed)})"]
+    out = c.out_shape(0)
+    sym = [k for k, d in enumerate(out or ()) if not isinstance(d, int)]
+    if out is not None and len(sym) == 1 and all(isinstance(d, int) and d > 0 for k, d in enumerate(out) if k != sym[0]):
+        # a shape computed at run time whose result the IR knows up to one symbolic dim (a
+        # batch): -1 there, the rest static, so TFLite's reshape sees at most one dynamic dim
+        return [f"{c.o()} = tf.reshape({x}, {c.lit([-1 if k == sym[0] else d for k, d in enumerate(out)])})"]
     if c.attr("allowzero", 0):
         return [f"{c.o()} = tf.reshape({x}, {s})"]
     t, dims = c.tmp("target"), c.tmp("dims")  # 0 copies the input's dim (computed at run time)

@@ -1,0 +1,110 @@
+"""A symbolic batch (and sequence) stays dynamic on tensorflow, tflite and openvino for the
+ops whose rules once needed fully static shapes: recurrences (LSTM / GRU read the batch and
+sequence sizes at run time: ``tf.shape`` / a ``tf.while_loop``, OpenVINO ``ShapeOf``), pools
+(only the spatial dims are static) and the MobileViT unfold (a reshape to a run-time shape
+whose result the IR knows up to the batch, then a transpose: TFLite's reshape takes one
+dynamic dim). Each artifact is checked at sizes 1 and 3 (``translator.dims.CHECK_SIZES``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from translator import dims
+
+TARGETS = ("tensorflow", "tflite", "openvino")
+
+
+def _save(path: Path, nodes: list, x_shape: list, y_shape: list, inits: list) -> Path:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, x_shape)],
+                     [h.make_tensor_value_info("y", T.FLOAT, y_shape)], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def _w(name: str, shape: tuple, seed: int) -> object:
+    from onnx import numpy_helper as nh
+
+    return nh.from_array((np.random.default_rng(seed).standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def _recurrent(op: str, direction: str, seq: object, extra: dict | None = None) -> Callable[[Path], Path]:
+    def build(path: Path) -> Path:
+        from onnx import helper as h
+
+        gates, hidden, feat = {"LSTM": 4, "GRU": 3}[op], 5, 6
+        nd = 2 if direction == "bidirectional" else 1
+        inits = [_w("W", (nd, gates * hidden, feat), 1), _w("R", (nd, gates * hidden, hidden), 2),
+                 _w("B", (nd, 2 * gates * hidden), 3)]
+        nodes = [h.make_node(op, ["x", "W", "R", "B"], ["yall", "y"], hidden_size=hidden, direction=direction,
+                             **(extra or {}))]
+        return _save(path, nodes, [seq, "batch", feat], [nd, "batch", hidden], inits)
+
+    return build
+
+
+def _maxpool(path: Path) -> Path:
+    from onnx import helper as h
+
+    nodes = [h.make_node("Conv", ["x", "Wc"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             h.make_node("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    return _save(path, nodes, ["batch", 3, 9, 9], ["batch", 4, 5, 5], [_w("Wc", (4, 3, 3, 3), 4)])
+
+
+def _unfold(path: Path) -> Path:
+    """MobileViT's unfold: (B, C, H, W) → (B·C·H/2, 2, W/2, 2) → T(0,2,1,3) → (B, C, N, 4) →
+    T(0,3,2,1), the target shapes computed from ``Shape(x)[0]`` at run time."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    C, H, W = 8, 8, 8
+
+    def i64(name: str, v: list) -> object:
+        return h.make_node("Constant", [], [name], value=h.make_tensor(name, T.INT64, [len(v)], v))
+
+    nodes = [h.make_node("Shape", ["x"], ["s"]), i64("i0", [0]), h.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+             i64("k1", [C * H // 2]), i64("k2", [2]), i64("k3", [W // 2]), h.make_node("Mul", ["b", "k1"], ["bc"]),
+             h.make_node("Concat", ["bc", "k2", "k3", "k2"], ["sh1"], axis=0),
+             h.make_node("Reshape", ["x", "sh1"], ["r1"]),
+             h.make_node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3]),
+             i64("c", [C]), i64("n", [H * W // 4]), i64("p", [4]),
+             h.make_node("Concat", ["b", "c", "n", "p"], ["sh2"], axis=0),
+             h.make_node("Reshape", ["t1", "sh2"], ["r2"]),
+             h.make_node("Transpose", ["r2"], ["y"], perm=[0, 3, 2, 1])]
+    return _save(path, nodes, ["batch", C, H, W], ["batch", 4, H * W // 4, C], [])
+
+
+MODELS = {
+    "lstm_dynamic_seq": _recurrent("LSTM", "forward", "seq"),
+    "lstm_reverse_static_seq": _recurrent("LSTM", "reverse", 4),
+    "gru_bidirectional_dynamic_seq": _recurrent("GRU", "bidirectional", "seq", {"linear_before_reset": 1}),
+    "maxpool": _maxpool,
+    "mobilevit_unfold": _unfold,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_symbolic_batch_stays_dynamic_and_checks_at_two_sizes(tmp_path, name):
+    import opbridge
+
+    model = MODELS[name](tmp_path / f"{name}.onnx")
+    res = opbridge.convert(str(model), to=",".join(TARGETS), out=str(tmp_path / "out"))
+    by = {r["target"]: r for r in res["targets"]}
+    for t in TARGETS:
+        rec = by[t]
+        assert rec["status"] == "ok", (t, rec)
+        assert "fixed_dims" not in rec, (t, rec)
+        kept = rec["dynamic_dims"]["x"]
+        assert "batch" in kept, (t, rec)
+        assert rec["check"]["status"] == "pass", (t, rec)
+        assert [s["batch"] for s in rec["check"]["sizes"]] == list(dims.CHECK_SIZES) == [1, 3], (t, rec)
+        if "seq" in kept:
+            assert [s["seq"] for s in rec["check"]["sizes"]] == [1, 3], (t, rec)
+    assert res["written"], res
