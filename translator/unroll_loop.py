@@ -38,7 +38,7 @@ def _evaluate(node: Node, args: list[Any]) -> list[np.ndarray] | None:
     compute them (the same ops, the same size limit); None when it would not fold."""
     from . import reference
     from .errors import OpbridgeError
-    from .interpreter import call_reference
+    from .evaluate import call_reference
     from .passes.fold_constants import MAX_ELEMENTS, foldable
     from .reference._sizes import predict
 

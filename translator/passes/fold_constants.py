@@ -75,7 +75,7 @@ def run(graph: Graph) -> int:
         sizes = predict(node.op, args, node.attrs)
         if sizes is not None and any(n > limit for n, _ in sizes):
             continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
-        from ..interpreter import call_reference
+        from ..evaluate import call_reference
 
         try:
             with np.errstate(all="ignore"):
