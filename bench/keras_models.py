@@ -51,11 +51,13 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def child(args: list[str], timeout: float) -> tuple[int | None, str]:
-    """Run this file as a child (``args``); (return code or None on timeout, last stderr line)."""
+def child(args: list[str], timeout: float, script: str = __file__,
+          env: dict[str, str] | None = None) -> tuple[int | None, str]:
+    """Run ``script`` (this file) as a child (``args``, the quiet ``env``); (return code or None
+    on timeout, last stderr line without native log lines)."""
     try:
-        proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **QUIET_ENV}, cwd=str(ROOT))
+        proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(QUIET_ENV if env is None else env)}, cwd=str(ROOT))
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout:.0f} s"
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith(("W0000", "I0000", "WARNING: All"))]

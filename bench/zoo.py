@@ -41,7 +41,8 @@ QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR", "PYTHONWARN
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from keras_models import cell_text, reason_line, summarize_target  # noqa: E402
+from keras_models import cell_text, reason_line, say, summarize_target  # noqa: E402
+from keras_models import child as run_child  # noqa: E402
 from zoo_models import CACHE, MODELS, VARIANTS  # noqa: E402
 
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
@@ -52,19 +53,9 @@ PEER_RUNNER = {"onnx2torch": "_model_onnx2torch.py", "onnx2tf": "_model_onnx2tf.
 OUT = CACHE / "out"
 
 
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def child(args: list[str], timeout: float) -> tuple[int | None, str]:
-    """Run this file as a child (``args``); (return code or None on timeout, last stderr line)."""
-    try:
-        proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **QUIET_ENV}, cwd=str(ROOT))
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s"
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith(("W0000", "I0000", "WARNING: All"))]
-    return proc.returncode, (lines[-1] if lines else "")
+    """Run this file as a child (``args``): ``keras_models.child`` with this bench's quiet env."""
+    return run_child(args, timeout, __file__, QUIET_ENV)
 
 
 # --- workers (child processes) ------------------------------------------------------------------
