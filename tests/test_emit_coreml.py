@@ -158,14 +158,6 @@ def test_int64_and_float64_are_legalized_and_reported():
     assert ei.value.code == "unsupported_dtype"
 
 
-def test_non_constant_axes_are_refused_with_a_reason():
-    x = RNG.standard_normal((2, 3)).astype(np.float32)
-    model, _ = single_op_model("reduce_sum", [x, np.asarray([1], np.int64)], {})
-    with pytest.raises(Unsupported) as ei:
-        coreml.emit(model)
-    assert ei.value.code == "requires_constant_input" and ei.value.op == "reduce_sum"
-
-
 def test_decomposition_and_composite_cells():
     x = RNG.standard_normal((2, 3)).astype(np.float32)
     model, feeds = single_op_model("selu", [x], {})  # composite cell without a snippet: the table decomposition

@@ -5,7 +5,7 @@ folded, prepared (``prepare.py``), legalized and lowered the graph, so every nod
 one the Core ML target emits itself. ``Gen`` writes one line per node from the snippet of
 its optable cell (``mb.add(x={A}, y={B})``, completed with the output variable and the
 MIL op name), or the lines of the node's rule (``translator.registry``, registered by the
-family modules: ``elementwise``, ``shape``, ``nn``, ``quant``, ``rnn``, ``attention``).
+family modules: ``elementwise``, ``shape``, ``reductions``, ``nn``, ``quant``, ``rnn``, ``attention``).
 
 Values the model computes in a dtype Core ML lacks are computed in the legal one
 (``legalize_dtypes``); where that changes the values, the graph itself puts them back into
@@ -38,7 +38,14 @@ if TYPE_CHECKING:
     from translator.tables import Tables
 
 #: integer dtypes Core ML computes in int32: (bits, signed)
-NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False)}
+NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False),
+               "int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
+#: small float dtypes Core ML computes in fp32 (``prepare.widen_small_dtypes``): (mantissa bits,
+#: smallest normal exponent, largest finite value, what a non-saturating overflow gives or None
+#: when the format always saturates)
+SMALL_FLOATS = {"float8e4m3fn": (3, -6, 448.0, float("nan")), "float8e4m3fnuz": (3, -7, 240.0, float("nan")),
+                "float8e5m2": (2, -14, 57344.0, float("inf")), "float8e5m2fnuz": (2, -15, 57344.0, float("nan")),
+                "float4e2m1": (1, 0, 6.0, None)}
 
 
 class Binder:
@@ -177,8 +184,9 @@ class Gen:
                     self.reserve(v)
             self.origin[self.names[id(node.outputs[0])]] = node.op
             source = node.meta.get("source_dtypes") or []
+            saturate = int(node.attrs.get("saturate", 1)) if node.op in ("cast", "cast_like") else 1
             fixes = [(k, v, fix) for k, v in enumerate(node.outputs)
-                     if k < len(source) and (fix := _fix(source[k], v.type.dtype)) is not None]
+                     if k < len(source) and (fix := _fix(source[k], v.type.dtype, saturate)) is not None]
             final = {}
             for k, v, _ in fixes:  # the op writes a raw variable; the fix writes the value's own
                 final[k] = self.names[id(v)]
@@ -245,8 +253,11 @@ class Gen:
         def c(value: Any) -> str:
             return f"np.{np.dtype(np_dtype(dtype)).name}({lit(value)})"
 
+        if kind == "small_float":
+            self._small_float_lines(arg, raw, var, name, step, c)
+            return
         if kind == "bfloat16":
-            big = step("big", f"mb.greater(x=" + step("abs", f"mb.abs(x={raw}") + f", y={c(2.0 ** 64)}")
+            big = step("big", "mb.greater(x=" + step("abs", f"mb.abs(x={raw}") + f", y={c(2.0 ** 64)}")
             s = step("scaled", f"mb.select(cond={big}, a=" + step("down", f"mb.mul(x={raw}, y={c(2.0 ** -64)}") +
                      f", b={raw}")
             g = step("split", f"mb.mul(x={s}, y={c(65537.0)}")
@@ -264,12 +275,49 @@ class Gen:
         wrapped = step("wrapped", "mb.mod(x=" + step("shifted", f"mb.add(x={raw}, y={c(off)}") + f", y={c(span)}")
         self.emit(f"{var} = mb.sub(x={wrapped}, y={c(off)}, name={literal(name)})")
 
+    def _small_float_lines(self, arg: Any, raw: str, var: str, name: str, step: Any, c: Any) -> None:
+        """fp32 ``raw`` rounded to the nearest value (ties to even) of a float format with ``m``
+        mantissa bits (``SMALL_FLOATS``): normal magnitudes by Veltkamp's split (the top ``m + 1`` significant bits
+        of ``x * (2^(23 - m) + 1) - (x * (2^(23 - m) + 1) - x)``), subnormal ones (below
+        ``2^emin``) by adding and removing ``2^(emin - m + 23)`` (fp32 rounds the sum to a
+        multiple of the subnormal step). ``x`` is first clipped to twice the largest finite
+        value (no overflow, infinities included); a rounded magnitude above the largest value
+        saturates to it, or becomes the format's overflow value (inf or NaN). NaN stays NaN."""
+        (m, emin, top, over), saturate = arg
+        x = step("clipped", f"mb.clip(x={raw}, alpha={c(-2 * top)}, beta={c(2 * top)}")
+        sgn = step("sign", f"mb.sign(x={x}")
+        mag = step("mag", f"mb.abs(x={x}")
+        g = step("split", f"mb.mul(x={x}, y={c(2.0 ** (23 - m) + 1)}")
+        hi = step("normal", f"mb.add(x={g}, y=" + step("lo", f"mb.sub(x={x}, y={g}"))
+        big = c(2.0 ** (emin - m + 23))
+        sub = step("subnormal", "mb.mul(x=" + step("sub_mag", "mb.sub(x=" + step("sub_add", f"mb.add(x={mag}, y={big}") +
+                   f", y={big}") + f", y={sgn}")
+        r = step("rounded", "mb.select(cond=" + step("small", f"mb.less(x={mag}, y={c(2.0 ** emin)}") +
+                 f", a={sub}, b={hi}")
+        ov = step("overflow", "mb.greater(x=" + step("rounded_mag", f"mb.abs(x={r}") + f", y={c(top)}")
+        if saturate:
+            flow = step("saturated", f"mb.mul(x={sgn}, y={c(top)}")
+        elif over != over:  # NaN
+            flow = c(over)
+        else:
+            flow = step("overflowed", f"mb.mul(x={sgn}, y={c(over)}")
+        if over is not None:
+            self.emit(f"{var} = mb.select(cond={ov}, a={flow}, b={r}, name={literal(name)})")
+            return
+        # a format without NaN: NaN becomes the code ONNX (and ml_dtypes) give it, -0.0
+        r = step("in_range", f"mb.select(cond={ov}, a={flow}, b={r}")
+        nan = step("nan", f"mb.not_equal(x={raw}, y={raw}")
+        self.emit(f"{var} = mb.select(cond={nan}, a={c(-0.0)}, b={r}, name={literal(name)})")
 
-def _fix(source: str | None, legal: str | None) -> tuple[str, Any] | None:
+
+def _fix(source: str | None, legal: str | None, saturate: int = 1) -> tuple[str, Any] | None:
     """What puts a value the model declares ``source`` but Core ML computes in ``legal``
-    back into ``source``'s values: ("bfloat16", None), ("int", (bits, signed)) or None."""
+    back into ``source``'s values: ("bfloat16", None), ("small_float", (format, saturate)),
+    ("int", (bits, signed)) or None."""
     if source == "bfloat16" and legal == "float32":
         return ("bfloat16", None)
+    if source in SMALL_FLOATS and legal == "float32":
+        return ("small_float", (SMALL_FLOATS[source], bool(saturate) or SMALL_FLOATS[source][3] is None))
     if source in NARROW_INTS and legal == "int32":
         return ("int", NARROW_INTS[source])
     return None

@@ -10,7 +10,7 @@ from translator.errors import Unsupported
 from translator.ir import Node, Value
 from translator.render import literal
 
-from .mil import const_of, lit, mil_dtype, need_const, need_rank, np_dtype, np_lit, static_shape
+from .mil import const_of, lit, mil_dtype, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _conv(gen: Gen, node: Node) -> None:
 
 
 def _conv_t_check(node: Node) -> Refusal | None:
-    why = _conv_check(node) or need_const(1, 2)(node)
+    why = _conv_check(node)  # a runtime weight or bias: MIL conv_transpose takes one from iOS17 on
     if why:
         return why
     if static_shape(node.outputs[0]) is None:

@@ -12,7 +12,10 @@ dtype legalization, in this order:
 4. constant slice bounds like INT64_MAX ("to the end") are clamped to the sliced dim, so
    they fit int32 once int64 is legalized;
 5. the quantized dtype of each quantize/dequantize node is recorded (``quant.note_quant_dtypes``)
-   before int8/uint8 become int32.
+   before int8/uint8 become int32;
+6. values of the sub-byte and 8-bit float dtypes no legalization substitutes for (float8*,
+   float4e2m1, int4, uint4, int2, uint2) are computed in fp32 / int32 (``widen_small_dtypes``);
+   the builder rounds each result back onto the declared dtype's values (``codegen._fix``).
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     infer(g, ctx.tables)
     clamp_index_constants(g)
     note_quant_dtypes(g)
+    widen_small_dtypes(g, ctx)
 
 
 def refuse_control_flow(graph: Graph, ctx: "Compilation") -> int:
@@ -120,4 +124,42 @@ def clamp_index_constants(graph: Graph) -> int:
     return changed
 
 
-__all__ = ["prepare", "refuse_control_flow", "fold_cast_like", "clamp_index_constants"]
+#: dtypes MIL lacks that the generic legalization has no substitute for: computed in this one,
+#: each result put back onto the dtype's values by the builder (``codegen._fix``)
+SMALL_DTYPES = {"float8e4m3fn": "float32", "float8e4m3fnuz": "float32", "float8e5m2": "float32",
+                "float8e5m2fnuz": "float32", "float4e2m1": "float32",
+                "int4": "int32", "uint4": "int32", "int2": "int32", "uint2": "int32"}
+
+
+def widen_small_dtypes(graph: Graph, ctx: "Compilation") -> int:
+    """Values (constants, inputs, outputs included) and cast targets in ``SMALL_DTYPES`` take
+    its wider dtype; every change is reported. The dtype each node's outputs are declared in
+    was recorded before (``node.meta["source_dtypes"]``, ``ctx.source_inputs/outputs``)."""
+    from translator.dtypes import onnx_enum_of
+    from translator.ir import TensorType
+
+    enum_of = onnx_enum_of(ctx.tables)
+    changed = 0
+    for v in list(graph.values()):
+        d = v.type.dtype
+        if d not in SMALL_DTYPES or v.type.kind != "tensor":
+            continue
+        new = SMALL_DTYPES[d]
+        if v.is_const:
+            v.const = np.asarray(v.const).astype(np.float32).astype(numpy_dtype(new))
+        v.type = TensorType(new, v.type.shape, v.type.kind, v.type.elem)
+        kind = "input" if v in graph.inputs else "output" if v in graph.outputs else None
+        if kind:
+            ctx.warn(f"{NAME}: {kind} {v.name!r} {d} -> {new} (values kept on {d}'s)")
+        changed += 1
+    by_enum = {e: k for k, e in enum_of.items()}
+    for node in graph.nodes:
+        to = by_enum.get(int(node.attrs["to"])) if node.op == "cast" and "to" in node.attrs else None
+        if to in SMALL_DTYPES:
+            node.attrs["to"] = enum_of[SMALL_DTYPES[to]]
+            changed += 1
+    return changed
+
+
+__all__ = ["prepare", "refuse_control_flow", "fold_cast_like", "clamp_index_constants", "widen_small_dtypes",
+           "SMALL_DTYPES"]

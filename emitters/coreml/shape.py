@@ -1,4 +1,5 @@
-"""Core ML rules: shapes, indexing, reductions, einsum."""
+"""Core ML rules: shapes, indexing, einsum (reductions: ``reductions.py``; operands fed at run
+time: ``runtime_inputs.py``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,6 +13,8 @@ from translator.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule
+from .runtime_inputs import (cum_sum_runtime, one_hot_runtime, runtime_axes_count, split_runtime, squeeze_runtime,
+                             top_k_runtime, unsqueeze_runtime)
 
 if TYPE_CHECKING:
     from .codegen import Gen
@@ -69,11 +72,28 @@ def _axes_input(node: Node, idx: int) -> list[int] | None:
     return None if c is None else [int(a) for a in np.asarray(c).reshape(-1)]
 
 
-@rule("squeeze", check=all_of(need_const(1), need_rank(0)))
+def _squeeze_check(node: Node) -> Refusal | None:
+    """Run-time axes of a static shape: as many as its 1-dims are those dims, else
+    ``squeeze_runtime``."""
+    why = need_rank(0)(node)
+    k, shape = runtime_axes_count(node), static_shape(node.inputs[0])
+    if why is None and k is not None and shape is None:
+        return Refusal("requires_constant_input", "run-time squeeze axes need a static input shape")
+    return why or (None if k is not None else need_const(1)(node))
+
+
+@rule("squeeze", check=_squeeze_check)
 def _squeeze(gen: Gen, node: Node) -> None:
     r = node.inputs[0].type.rank
     axes = _axes_input(node, 1)
     x = gen.var(node.inputs[0])
+    k = runtime_axes_count(node) if axes is None else None
+    ones = [i for i, d in enumerate(static_shape(node.inputs[0]) or ()) if d == 1]
+    if k is not None and (len(ones) != k or k == 0):
+        squeeze_runtime(gen, node)
+        return
+    if k is not None:  # as many run-time axes as 1-dims: those dims
+        axes = ones
     if axes is None:
         shape = node.inputs[0].type.shape
         axes = [i for i, d in enumerate(shape) if d == 1]
@@ -84,8 +104,17 @@ def _squeeze(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.squeeze(x={x}, axes={lit(axes)}, name={gen.name(node)})")
 
 
-@rule("unsqueeze", check=all_of(need_const(1), need_rank(0)))
+def _unsqueeze_check(node: Node) -> Refusal | None:
+    if runtime_axes_count(node) is not None and static_shape(node.inputs[0]) is not None:
+        return None
+    return all_of(need_const(1), need_rank(0))(node)
+
+
+@rule("unsqueeze", check=_unsqueeze_check)
 def _unsqueeze(gen: Gen, node: Node) -> None:
+    if _axes_input(node, 1) is None:
+        unsqueeze_runtime(gen, node)
+        return
     axes = _axes_input(node, 1) or []
     r = node.inputs[0].type.rank + len(axes)
     axes = sorted(norm_axis(a, r) for a in axes)
@@ -136,7 +165,8 @@ def _tile(gen: Gen, node: Node) -> None:
 
 
 def _split_check(node: Node) -> Refusal | None:
-    why = need_const(1)(node) or need_rank(0)(node)
+    runtime = len(node.inputs) > 1 and node.inputs[1] is not None and not node.inputs[1].is_const
+    why = need_rank(0)(node) if runtime else need_const(1)(node) or need_rank(0)(node)
     if why:
         return why
     if len(node.inputs) < 2 or node.inputs[1] is None:
@@ -153,6 +183,9 @@ def _split(gen: Gen, node: Node) -> None:
     axis = norm_axis(int(gen.attr(node, "axis")), r)
     sizes = _axes_input(node, 1)
     n = len(node.outputs)
+    if sizes is None and len(node.inputs) > 1 and node.inputs[1] is not None:
+        split_runtime(gen, node, axis)
+        return
     if sizes is None:
         dim = static_shape(x)[axis]
         per = -(-dim // n)
@@ -380,8 +413,11 @@ def _reverse(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.reverse(x={gen.var(node.inputs[0])}, axes={lit(axes)}, name={gen.name(node)})")
 
 
-@rule("cum_sum", check=all_of(need_const(1), need_rank(0)))
+@rule("cum_sum", check=need_rank(0))
 def _cum_sum(gen: Gen, node: Node) -> None:
+    if not node.inputs[1].is_const:
+        cum_sum_runtime(gen, node)
+        return
     axis = norm_axis(int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0]), node.inputs[0].type.rank)
     gen.emit(f"{gen.out(node)} = mb.cumsum(x={gen.var(node.inputs[0])}, axis={lit(axis)}, "
              f"exclusive={bool(gen.attr(node, 'exclusive'))}, reverse={bool(gen.attr(node, 'reverse'))}, "
@@ -442,35 +478,7 @@ def _dropout(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node, 1)} = mb.const(val=np.ones({lit(list(shape))}, dtype=bool), name={gen.name(node, 1)})")
 
 
-# ----------------------------------------------------------------------------- reductions
-def _reduce_check(node: Node) -> Refusal | None:
-    return need_const(1)(node) or need_rank(0)(node)
-
-
-@rule("reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_l1", "reduce_l2",
-          "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square", check=_reduce_check, any_dtype=True)
-def _reduce(gen: Gen, node: Node) -> None:
-    r = node.inputs[0].type.rank
-    axes = _axes_input(node, 1) if len(node.inputs) > 1 and node.inputs[1] is not None else None
-    x = gen.var(node.inputs[0])
-    if node.inputs[0].type.dtype == "bool" and node.op in ("reduce_max", "reduce_min"):  # any / all
-        t, tn = gen.tmp(node, "int")
-        gen.emit(f"{t} = mb.cast(x={x}, dtype='int32', name={tn})")
-        x = t
-    if not axes:
-        if int(gen.attr(node, "noop_with_empty_axes")):
-            gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
-            return
-        axes = list(range(r))
-    axes = sorted({norm_axis(a, r) for a in axes})
-    keep = bool(int(gen.attr(node, "keepdims")))
-    if node.inputs[0].type.dtype == "bool" and node.op in ("reduce_max", "reduce_min"):
-        t, tn = gen.tmp(node, "reduced")
-        gen.emit(f"{t} = mb.{gen.cell_name(node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={tn})")
-        gen.emit(f"{gen.out(node)} = mb.cast(x={t}, dtype='bool', name={gen.name(node)})")
-        return
-    gen.emit(f"{gen.out(node)} = mb.{gen.cell_name(node)}(x={x}, axes={lit(axes)}, keep_dims={keep}, name={gen.name(node)})")
-
+# ----------------------------------------------------------------------------- reductions: reductions.py
 
 @rule("arg_max", "arg_min", check=need_rank(0))
 def _arg(gen: Gen, node: Node) -> None:
@@ -493,8 +501,11 @@ def _arg(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.sub(x=np.int32({dim[axis] - 1}), y={ix}, name={gen.name(node)})")
 
 
-@rule("top_k", check=all_of(need_const(1), need_rank(0)))
+@rule("top_k", check=need_rank(0))
 def _top_k(gen: Gen, node: Node) -> None:
+    if not node.inputs[1].is_const:
+        top_k_runtime(gen, node)
+        return
     k = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
     axis = norm_axis(int(gen.attr(node, "axis")), node.inputs[0].type.rank)
     asc = not bool(int(gen.attr(node, "largest")))
@@ -524,8 +535,17 @@ def _eye_like(gen: Gen, node: Node) -> None:
     gen.emit(f"{gen.out(node)} = mb.const(val={np_lit(eye, node.outputs[0].type.dtype)}, name={gen.name(node)})")
 
 
-@rule("one_hot", check=need_const(1, 2))
+def _one_hot_check(node: Node) -> Refusal | None:
+    if node.inputs[1].is_const and node.inputs[2].is_const:
+        return None
+    return need_rank(0)(node)
+
+
+@rule("one_hot", check=_one_hot_check)
 def _one_hot(gen: Gen, node: Node) -> None:
+    if not (node.inputs[1].is_const and node.inputs[2].is_const):
+        one_hot_runtime(gen, node)
+        return
     depth = int(np.asarray(const_of(node.inputs[1])).reshape(-1)[0])
     values = np.asarray(const_of(node.inputs[2])).reshape(-1)
     dt = node.inputs[2].type.dtype

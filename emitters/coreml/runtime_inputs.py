@@ -1,0 +1,223 @@
+"""Core ML lowerings of ops whose axes, sizes, k or depth are fed at run time.
+
+MIL takes these operands as constants (``reduce_*`` axes, ``expand_dims``/``squeeze`` axes,
+``split`` sizes, ``topk`` k, ``cumsum`` axis, ``one_hot`` values); with a static input shape and
+a static operand length the same result is computed from run-time tensors: masks compared
+with ``range(rank)``, ``select``, ``argsort``, ``slice_by_size`` with run-time begin/size,
+``reshape`` to a computed shape. The rules in ``shape.py`` call these when the operand is
+not a constant; runtime-axes reductions live in ``reductions.py``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from translator.dtypes import norm_axis
+from translator.ir import Node
+from translator.render import literal
+
+from .mil import lit, mil_dtype, np_lit, static_shape
+
+if TYPE_CHECKING:
+    from .codegen import Gen
+
+
+def runtime_axes_count(node: Node) -> int | None:
+    """How many axes a run-time ``axes`` input holds (its static length), else None."""
+    v = node.inputs[1] if len(node.inputs) > 1 else None
+    shape = static_shape(v) if v is not None and not v.is_const else None
+    return None if shape is None or len(shape) > 1 else int(np.prod(shape))
+
+
+def squeeze_runtime(gen: Gen, node: Node) -> None:
+    """Run-time axes (a static count ``k``) the shape leaves ambiguous: a reshape to the dims
+    not named, in order (sorting ``flag * rank + i`` puts them first)."""
+    shape = list(static_shape(node.inputs[0]) or ())
+    r, k = len(shape), runtime_axes_count(node) or 0
+
+    if k == 0:  # no axes: nothing to insert or remove
+        gen.emit(f"{gen.out(node)} = mb.identity(x={gen.var(node.inputs[0])}, name={gen.name(node)})")
+        return
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    ax = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        ax = step("axes_int", f"mb.cast(x={ax}, dtype='int32'")
+    ax = step("axes_norm", "mb.mod(x=" + step("axes_pos", f"mb.add(x={ax}, y=np.int32({r})") + f", y=np.int32({r})")
+    hit = step("hit", "mb.reduce_max(x=" + step("hit_int", "mb.cast(x=" + step(
+        "eq", "mb.equal(x=" + step("axes_col", f"mb.expand_dims(x={ax}, axes=[-1]") +
+        f", y=np.arange({r}, dtype=np.int32)") + ", dtype='int32'") + ", axes=[0], keep_dims=False")
+    key = step("key", "mb.add(x=" + step("hit_rank", f"mb.mul(x={hit}, y=np.int32({r})") +
+               f", y=np.arange({r}, dtype=np.int32)")
+    kept = step("kept", "mb.slice_by_size(x=" + step("order", f"mb.argsort(x={key}, ascending=True") +
+                f", begin=np.array([0], dtype=np.int32), size=[{r - k}]")
+    dims = step("dims", f"mb.gather(x={np_lit(shape, 'int32')}, indices={kept}, axis=0")
+    gen.emit(f"{gen.out(node)} = mb.reshape(x={gen.var(node.inputs[0])}, shape={dims}, name={gen.name(node)})")
+
+
+def unsqueeze_runtime(gen: Gen, node: Node) -> None:
+    """Run-time axes (a static count ``k``): a reshape to the shape with a 1 at each axis and
+    the input's dims, in order, elsewhere (the ``j``-th free position takes input dim
+    ``cumsum(free)[j] - 1``)."""
+    shape = list(static_shape(node.inputs[0]) or ())
+    k = runtime_axes_count(node) or 0
+    big = len(shape) + k
+
+    if k == 0:  # no axes: nothing to insert or remove
+        gen.emit(f"{gen.out(node)} = mb.identity(x={gen.var(node.inputs[0])}, name={gen.name(node)})")
+        return
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    ax = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        ax = step("axes_int", f"mb.cast(x={ax}, dtype='int32'")
+    ax = step("axes_norm", "mb.mod(x=" + step("axes_pos", f"mb.add(x={ax}, y=np.int32({big})") + f", y=np.int32({big})")
+    hit = step("hit", "mb.reduce_max(x=" + step("hit_int", "mb.cast(x=" + step(
+        "eq", "mb.equal(x=" + step("axes_col", f"mb.expand_dims(x={ax}, axes=[-1]") +
+        f", y=np.arange({big}, dtype=np.int32)") + ", dtype='int32'") + ", axes=[0], keep_dims=False")
+    free = step("free", f"mb.sub(x=np.int32(1), y={hit}")
+    src = step("src", "mb.maximum(x=" + step("src_raw", "mb.sub(x=" + step("free_count", f"mb.cumsum(x={free}, axis=0") +
+               ", y=np.int32(1)") + ", y=np.int32(0)")
+    dims = step("dims", f"mb.gather(x={np_lit(shape + [1], 'int32')}, indices={src}, axis=0")
+    new = step("new_shape", "mb.select(cond=" + step("is_axis", f"mb.cast(x={hit}, dtype='bool'") +
+               f", a=np.int32(1), b={dims}")
+    gen.emit(f"{gen.out(node)} = mb.reshape(x={gen.var(node.inputs[0])}, shape={new}, name={gen.name(node)})")
+
+
+def split_runtime(gen: Gen, node: Node, axis: int) -> None:
+    """Sizes fed at run time (MIL's split takes constant sizes): output ``j`` is the slice of
+    ``sizes[j]`` elements along the axis from the exclusive cumulative sum of the sizes."""
+    r = node.inputs[0].type.rank
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    sizes = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        sizes = step("sizes_int", f"mb.cast(x={sizes}, dtype='int32'")
+    starts = step("starts", f"mb.cumsum(x={sizes}, axis=0, exclusive=True")
+    at = np_lit(np.arange(r) == axis, "bool")
+    for j, v in enumerate(node.outputs):
+        b = step(f"begin{j}", f"mb.select(cond={at}, a=" + step(
+            f"start{j}", f"mb.slice_by_size(x={starts}, begin=np.array([{j}], dtype=np.int32), size=[1]") +
+            f", b={np_lit([0] * r, 'int32')}")
+        n = step(f"size{j}", f"mb.select(cond={at}, a=" + step(
+            f"len{j}", f"mb.slice_by_size(x={sizes}, begin=np.array([{j}], dtype=np.int32), size=[1]") +
+            f", b={np_lit([-1] * r, 'int32')}")
+        gen.emit(f"{gen.var(v)} = mb.slice_by_size(x={gen.var(node.inputs[0])}, begin={b}, size={n}, "
+                 f"name={gen.name(node, j)})")
+
+
+def top_k_runtime(gen: Gen, node: Node) -> None:
+    """k fed at run time (MIL's topk takes a constant k): the first k of a stable argsort
+    along the axis (ties: the lower index first, as ONNX says), and the values gathered there."""
+    r = node.inputs[0].type.rank
+    axis = norm_axis(int(gen.attr(node, "axis")), r)
+    asc = not bool(int(gen.attr(node, "largest")))
+    x = gen.var(node.inputs[0])
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    k = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        k = step("k_int", f"mb.cast(x={k}, dtype='int32'")
+    k = step("k", f"mb.reshape(x={k}, shape=[1]")
+    at_axis = np.arange(r) == axis
+    size = step("size", f"mb.select(cond={np_lit(at_axis, 'bool')}, a={k}, b={np_lit([-1] * r, 'int32')}")
+    order = step("order", f"mb.argsort(x={x}, axis={axis}, ascending={asc}")
+    idx = step("indices", f"mb.slice_by_size(x={order}, begin={np_lit([0] * r, 'int32')}, size={size}")
+    gen.emit(f"{gen.out(node)} = mb.gather_along_axis(x={x}, indices={idx}, axis={axis}, name={gen.name(node)})")
+    dt = node.outputs[1].type.dtype or "int32"
+    if dt == "int32":
+        gen.emit(f"{gen.out(node, 1)} = mb.identity(x={idx}, name={gen.name(node, 1)})")
+    else:
+        gen.emit(f"{gen.out(node, 1)} = mb.cast(x={idx}, dtype={literal(mil_dtype(dt))}, name={gen.name(node, 1)})")
+
+
+def one_hot_runtime(gen: Gen, node: Node) -> None:
+    """Depth or values fed at run time: ``select(index == range(depth), on, off)``, the range
+    laid along the output's axis (a negative index counts from ``depth``; any index outside
+    ``[-depth, depth)`` matches nothing, all off, as ONNX says)."""
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    def scalar(v: Any, key: str) -> str:
+        x = gen.var(v)
+        if v.type.dtype != "int32":
+            x = step(f"{key}_int", f"mb.cast(x={x}, dtype='int32'")
+        return step(key, "mb.gather(x=" + step(f"{key}_1d", f"mb.reshape(x={x}, shape=[1]") + ", indices=0, axis=0")
+
+    r = node.inputs[0].type.rank
+    ax = norm_axis(int(gen.attr(node, "axis")), r + 1)
+    d = scalar(node.inputs[1], "depth")
+    idx = gen.var(node.inputs[0])
+    if node.inputs[0].type.dtype != "int32":
+        idx = step("index_int", f"mb.cast(x={idx}, dtype='int32'")
+    idx = step("index", "mb.select(cond=" + step("negative", f"mb.less(x={idx}, y=np.int32(0)") +
+               ", a=" + step("wrapped", f"mb.add(x={idx}, y={d}") + f", b={idx}")
+    idx = step("index_col", f"mb.expand_dims(x={idx}, axes=[{ax}]")
+    shape = [1] * (r + 1)
+    shape[ax] = -1
+    ar = step("range", "mb.reshape(x=" + step("range_1d", f"mb.range_1d(start=np.int32(0), end={d}, step=np.int32(1)") +
+              f", shape={lit(shape)}")
+    hot = step("hot", f"mb.equal(x={idx}, y={ar}")
+    vals = gen.var(node.inputs[2])
+    on = step("on", f"mb.slice_by_size(x={vals}, begin=np.array([1], dtype=np.int32), size=[1]")
+    off = step("off", f"mb.slice_by_size(x={vals}, begin=np.array([0], dtype=np.int32), size=[1]")
+    # MIL's select takes its result shape from a and b: ``on`` spread over the grid first
+    dt = node.outputs[0].type.dtype or "float32"
+    zero = step("zeros", f"mb.fill_like(ref_tensor={hot}, value={np_lit(0, dt)}")
+    on = step("on_grid", f"mb.add(x={zero}, y={on}")
+    gen.emit(f"{gen.out(node)} = mb.select(cond={hot}, a={on}, b={off}, name={gen.name(node)})")
+
+
+def cum_sum_runtime(gen: Gen, node: Node) -> None:
+    """A run-time axis (MIL's cumsum takes a constant one): every axis's cumsum, the one
+    asked ``select``ed."""
+    r = node.inputs[0].type.rank
+    t, tn = gen.tmp(node, "axis_int")
+    ax = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        gen.emit(f"{t} = mb.cast(x={ax}, dtype='int32', name={tn})")
+        ax = t
+    p, pn = gen.tmp(node, "axis_pos")
+    gen.emit(f"{p} = mb.add(x={ax}, y=np.int32({r}), name={pn})")
+    t, tn = gen.tmp(node, "axis")
+    gen.emit(f"{t} = mb.mod(x={p}, y=np.int32({r}), name={tn})")
+    acc = None
+    for i in range(r):
+        c, cn = gen.tmp(node, f"cumsum{i}")
+        gen.emit(f"{c} = mb.cumsum(x={gen.var(node.inputs[0])}, axis={i}, exclusive={bool(gen.attr(node, 'exclusive'))}, "
+                 f"reverse={bool(gen.attr(node, 'reverse'))}, name={cn})")
+        if acc is None:
+            acc = c
+            continue
+        last = i == r - 1
+        q, qn = gen.tmp(node, f"is{i}")
+        gen.emit(f"{q} = mb.equal(x={t}, y=np.int32({i}), name={qn})")
+        v, vn = (gen.out(node), gen.name(node)) if last else gen.tmp(node, f"upto{i}")
+        gen.emit(f"{v} = mb.select(cond={q}, a={c}, b={acc}, name={vn})")
+        acc = v
+    if r == 1:
+        gen.emit(f"{gen.out(node)} = mb.identity(x={acc}, name={gen.name(node)})")
+
+
+__all__ = ["runtime_axes_count", "squeeze_runtime", "unsqueeze_runtime", "split_runtime", "top_k_runtime",
+           "one_hot_runtime", "cum_sum_runtime"]
