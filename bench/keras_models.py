@@ -64,6 +64,14 @@ def child(args: list[str], timeout: float, script: str = __file__,
     return proc.returncode, (lines[-1] if lines else "")
 
 
+def peer_cells(result: Path, peers: list[str], rc: int | None, last: str) -> dict[str, dict[str, Any]]:
+    """Each peer's cell from a peers child's result file; a peer the child did not report is an
+    error cell (crash or timeout, with the child's last stderr line)."""
+    got = json.loads(result.read_text()) if result.exists() else {}
+    return {p: got.get(p) or {"status": "error", "reason": "crash" if rc else "timeout",
+                              "detail": last if rc is None else f"worker exited {rc}: {last}"} for p in peers}
+
+
 # --- opbridge worker (child process) ---------------------------------------------------------
 
 def opbridge_worker(src: str, outdir: str, targets: str, result: str) -> None:
@@ -399,10 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                 res.parent.mkdir(parents=True, exist_ok=True)
                 res.unlink(missing_ok=True)
                 rc, last = child(["--_peers", str(src), fmt, ",".join(todo), str(res)], a.timeout * 2)
-                got = json.loads(res.read_text()) if res.exists() else {}
-                for p in todo:
-                    row["peers"][p] = got.get(p) or {"status": "error", "reason": "crash" if rc else "timeout",
-                                                     "detail": last if rc is None else f"worker exited {rc}: {last}"}
+                row["peers"].update(peer_cells(res, todo, rc, last))
                 say(f"{name}/{fmt}:   " + "  ".join(f"{p} {cell_text(row['peers'][p])}" for p in todo))
             rows.append(row)
             if a.json:

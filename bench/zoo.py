@@ -41,7 +41,7 @@ QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR", "PYTHONWARN
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from keras_models import cell_text, reason_line, say, summarize_target  # noqa: E402
+from keras_models import cell_text, peer_cells, reason_line, say, summarize_target  # noqa: E402
 from keras_models import child as run_child  # noqa: E402
 from zoo_models import CACHE, MODELS, VARIANTS  # noqa: E402
 
@@ -529,10 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                 res.unlink(missing_ok=True)
                 inputs = str(src.parent / "inputs.npz") if not ex.endswith("-dyn") else ""
                 rc, last = child(["--_peers", str(src), inputs, ",".join(peers), str(res)], a.timeout)
-                got = json.loads(res.read_text()) if res.exists() else {}
-                for p in peers:
-                    row["peers"][p] = got.get(p) or {"status": "error", "reason": "crash" if rc else "timeout",
-                                                     "detail": last if rc is None else f"worker exited {rc}: {last}"}
+                row["peers"].update(peer_cells(res, peers, rc, last))
                 say(f"{name}/{ex}:   " + "  ".join(f"{p} {zoo_cell(row['peers'][p])}" for p in peers))
             rows.append(row)
             if a.json:
