@@ -9,7 +9,7 @@ not a constant; runtime-axes reductions live in ``reductions.py``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -30,6 +30,28 @@ def runtime_axes_count(node: Node) -> int | None:
     return None if shape is None or len(shape) > 1 else int(np.prod(shape))
 
 
+def _stepper(gen: Gen, node: Node) -> Callable[[str, str], str]:
+    """``step(key, call)``: emit ``tmp = call, name=...)`` under a fresh temporary; returns it."""
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    return step
+
+
+def _axes_hit(gen: Gen, node: Node, step: Callable[[str, str], str], n: int) -> str:
+    """int32 [n]: 1 at each position the run-time axes (input 1, normalized mod ``n``) name."""
+    ax = gen.var(node.inputs[1])
+    if node.inputs[1].type.dtype != "int32":
+        ax = step("axes_int", f"mb.cast(x={ax}, dtype='int32'")
+    ax = step("axes_norm", "mb.mod(x=" + step("axes_pos", f"mb.add(x={ax}, y=np.int32({n})") + f", y=np.int32({n})")
+    return step("hit", "mb.reduce_max(x=" + step("hit_int", "mb.cast(x=" + step(
+        "eq", "mb.equal(x=" + step("axes_col", f"mb.expand_dims(x={ax}, axes=[-1]") +
+        f", y=np.arange({n}, dtype=np.int32)") + ", dtype='int32'") + ", axes=[0], keep_dims=False")
+
+
 def squeeze_runtime(gen: Gen, node: Node) -> None:
     """Run-time axes (a static count ``k``) the shape leaves ambiguous: a reshape to the dims
     not named, in order (sorting ``flag * rank + i`` puts them first)."""
@@ -40,18 +62,8 @@ def squeeze_runtime(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.identity(x={gen.var(node.inputs[0])}, name={gen.name(node)})")
         return
 
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
-
-    ax = gen.var(node.inputs[1])
-    if node.inputs[1].type.dtype != "int32":
-        ax = step("axes_int", f"mb.cast(x={ax}, dtype='int32'")
-    ax = step("axes_norm", "mb.mod(x=" + step("axes_pos", f"mb.add(x={ax}, y=np.int32({r})") + f", y=np.int32({r})")
-    hit = step("hit", "mb.reduce_max(x=" + step("hit_int", "mb.cast(x=" + step(
-        "eq", "mb.equal(x=" + step("axes_col", f"mb.expand_dims(x={ax}, axes=[-1]") +
-        f", y=np.arange({r}, dtype=np.int32)") + ", dtype='int32'") + ", axes=[0], keep_dims=False")
+    step = _stepper(gen, node)
+    hit = _axes_hit(gen, node, step, r)
     key = step("key", "mb.add(x=" + step("hit_rank", f"mb.mul(x={hit}, y=np.int32({r})") +
                f", y=np.arange({r}, dtype=np.int32)")
     kept = step("kept", "mb.slice_by_size(x=" + step("order", f"mb.argsort(x={key}, ascending=True") +
@@ -72,18 +84,8 @@ def unsqueeze_runtime(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.identity(x={gen.var(node.inputs[0])}, name={gen.name(node)})")
         return
 
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
-
-    ax = gen.var(node.inputs[1])
-    if node.inputs[1].type.dtype != "int32":
-        ax = step("axes_int", f"mb.cast(x={ax}, dtype='int32'")
-    ax = step("axes_norm", "mb.mod(x=" + step("axes_pos", f"mb.add(x={ax}, y=np.int32({big})") + f", y=np.int32({big})")
-    hit = step("hit", "mb.reduce_max(x=" + step("hit_int", "mb.cast(x=" + step(
-        "eq", "mb.equal(x=" + step("axes_col", f"mb.expand_dims(x={ax}, axes=[-1]") +
-        f", y=np.arange({big}, dtype=np.int32)") + ", dtype='int32'") + ", axes=[0], keep_dims=False")
+    step = _stepper(gen, node)
+    hit = _axes_hit(gen, node, step, big)
     free = step("free", f"mb.sub(x=np.int32(1), y={hit}")
     src = step("src", "mb.maximum(x=" + step("src_raw", "mb.sub(x=" + step("free_count", f"mb.cumsum(x={free}, axis=0") +
                ", y=np.int32(1)") + ", y=np.int32(0)")
@@ -98,10 +100,7 @@ def split_runtime(gen: Gen, node: Node, axis: int) -> None:
     ``sizes[j]`` elements along the axis from the exclusive cumulative sum of the sizes."""
     r = node.inputs[0].type.rank
 
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
+    step = _stepper(gen, node)
 
     sizes = gen.var(node.inputs[1])
     if node.inputs[1].type.dtype != "int32":
@@ -127,10 +126,7 @@ def top_k_runtime(gen: Gen, node: Node) -> None:
     asc = not bool(int(gen.attr(node, "largest")))
     x = gen.var(node.inputs[0])
 
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
+    step = _stepper(gen, node)
 
     k = gen.var(node.inputs[1])
     if node.inputs[1].type.dtype != "int32":
@@ -153,10 +149,7 @@ def one_hot_runtime(gen: Gen, node: Node) -> None:
     laid along the output's axis (a negative index counts from ``depth``; any index outside
     ``[-depth, depth)`` matches nothing, all off, as ONNX says)."""
 
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
+    step = _stepper(gen, node)
 
     def scalar(v: Any, key: str) -> str:
         x = gen.var(v)
