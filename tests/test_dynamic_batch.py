@@ -3,7 +3,9 @@ ops whose rules once needed fully static shapes: recurrences (LSTM / GRU read th
 sequence sizes at run time: ``tf.shape`` / a ``tf.while_loop``, OpenVINO ``ShapeOf``), pools
 (only the spatial dims are static) and the MobileViT unfold (a reshape to a run-time shape
 whose result the IR knows up to the batch, then a transpose: TFLite's reshape takes one
-dynamic dim). Each artifact is checked at sizes 1 and 3 (``translator.dims.CHECK_SIZES``).
+dynamic dim), and a Resize whose ``sizes`` are computed at run time from ``Shape`` (the batch
+and channels kept, the spatial sizes known: ``passes/shape_values`` narrows it to the spatial
+axes). Each artifact is checked at sizes 1 and 3 (``translator.dims.CHECK_SIZES``).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from translator import dims
 
-TARGETS = ("tensorflow", "tflite", "openvino")
+TARGETS = ("pytorch", "tensorflow", "tflite", "openvino")
 
 
 def _save(path: Path, nodes: list, x_shape: list, y_shape: list, inits: list) -> Path:
@@ -81,7 +83,31 @@ def _unfold(path: Path) -> Path:
     return _save(path, nodes, ["batch", C, H, W], ["batch", 4, H * W // 4, C], [])
 
 
+def _resize_to_shape_of(mode: str) -> Callable[[Path], Path]:
+    """FCN / DeepLab's head: ``Resize(y, sizes=Concat(Shape(y)[0:2], Shape(image)[2:4]))``."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto as T
+        from onnx import helper as h
+
+        def i64(name: str, v: list) -> object:
+            return h.make_node("Constant", [], [name], value=h.make_tensor(name, T.INT64, [len(v)], v))
+
+        nodes = [h.make_node("Conv", ["x", "Wc"], ["c"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                 h.make_node("Shape", ["c"], ["sc"]), i64("z", [0]), i64("two", [2]), i64("four", [4]),
+                 h.make_node("Slice", ["sc", "z", "two"], ["nc"]),
+                 h.make_node("Shape", ["x"], ["sx"]), h.make_node("Slice", ["sx", "two", "four"], ["hw"]),
+                 h.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+                 h.make_node("Resize", ["c", "", "", "sizes"], ["y"], mode=mode,
+                             coordinate_transformation_mode="half_pixel" if mode == "linear" else "asymmetric",
+                             nearest_mode="floor")]
+        return _save(path, nodes, ["batch", 3, 10, 10], ["batch", 4, 10, 10], [_w("Wc", (4, 3, 3, 3), 5)])
+
+    return build
+
+
 MODELS = {
+    "resize_linear_to_shape_of_input": _resize_to_shape_of("linear"),
+    "resize_nearest_to_shape_of_input": _resize_to_shape_of("nearest"),
     "lstm_dynamic_seq": _recurrent("LSTM", "forward", "seq"),
     "lstm_reverse_static_seq": _recurrent("LSTM", "reverse", 4),
     "gru_bidirectional_dynamic_seq": _recurrent("GRU", "bidirectional", "seq", {"linear_before_reset": 1}),

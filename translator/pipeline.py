@@ -8,6 +8,7 @@
 * **clone**: the caller's IR is never rewritten (the frontend builds it once per conversion).
 * **verify** (``passes/verify``): op known, inputs/attributes per signature, dtypes, shapes.
 * **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph;
+  shape arithmetic under symbolic dims where its entries are known (``passes/shape_values``);
   an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``).
 * **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
   become the first legal substitute, reported.
@@ -76,10 +77,11 @@ def fold(g: Graph, rounds: int = 4) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
     whose ``shape`` then folds in turn), until nothing more folds."""
     from .infer import infer
-    from .passes import control, fold_constants
+    from .passes import control, fold_constants, shape_values
 
     for _ in range(rounds):
         changed = sum(fold_constants.run(sub) for sub in _every_graph(g))
+        changed += sum(shape_values.run(sub) for sub in _every_graph(g))
         changed += sum(control.inline_constant_ifs(sub) for sub in _every_graph(g))
         if not changed:
             return

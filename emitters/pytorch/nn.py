@@ -465,6 +465,8 @@ def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], o
         return None
     sc = [spatial.get(a, (1.0, shape[a]))[0] for a in range(2, rank)]
     sz = [spatial.get(a, (1.0, shape[a]))[1] for a in range(2, rank)]
+    if not all(isinstance(d, int) for d in sz):
+        return None
     antialias = bool(e.attr("antialias")) and any(s < 1 for s in sc)
     if mode == "nearest":
         nm = str(e.attr("nearest_mode"))
@@ -501,10 +503,13 @@ def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], o
 @rule("resize")
 def resize(e: NodeEmit) -> str:
     x = e.x(0)
-    shape = e.need_shape(0)
+    shape = e.shape(0) or e.v(0).type.shape  # symbolic dims outside the resized axes are fine
+    if shape is None:
+        raise e.refuse("dynamic_shape", "input 0 needs a known rank")
     rank = len(shape)
     axes = [norm_axis(int(a), rank) for a in (e.attr("axes") or range(rank))]
-    plan = _resize_plan(e, rank, axes, shape)
+    static = all(isinstance(shape[a], int) for a in axes)
+    plan = _resize_plan(e, rank, axes, shape) if static else None
     if plan is None or (e.has(1) and e.const(1) is None):
         args = [e.x(i) if e.has(i) else "None" for i in (1, 2, 3)]
         args += [literal(axes), literal(str(e.attr("keep_aspect_ratio_policy")))] + _resize_args(e)

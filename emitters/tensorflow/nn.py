@@ -401,6 +401,18 @@ def _resize_check(n: Node) -> Refusal | None:
     return None
 
 
+def _resize_shape(c: Any) -> list:
+    """Input 0's shape; only the resized axes (``axes``, else all) need static sizes, so a
+    symbolic batch left out of ``axes`` passes."""
+    s = c.shape(0)
+    if s is None:
+        c.static_shape(0)
+    axes = c.attr("axes") if c.node.op == "resize" else None
+    if not all(isinstance(s[norm_axis(a, len(s))], int) for a in (range(len(s)) if axes is None else axes)):
+        c.static_shape(0)
+    return list(s)
+
+
 def _narrowed(c: Any, y: str, dt: str) -> str:
     """A value computed in a wider float back to ``dt``: integers rounded and saturated first."""
     if not is_float(dt):
@@ -417,7 +429,7 @@ def resize(c: Any) -> list[str]:
 
     if any(c.has(k) and c.const(k) is None for k in (1, 2, 3)):
         return resize_dynamic(c)
-    shape = list(c.static_shape(0))
+    shape = _resize_shape(c)
     r = len(shape)
     if c.node.op == "upsample":
         scales = [float(v) for v in np.asarray(c.const(1)).reshape(-1)]
@@ -495,7 +507,7 @@ _NEAREST = {"round_prefer_ceil": "tf.math.floor({x} + 0.5)", "floor": "tf.math.f
 
 def resize_dynamic(c: Any) -> list[str]:
     """Resize with runtime scales / sizes / roi: the reference's per-axis weights computed in TensorFlow."""
-    shape = list(c.static_shape(0))
+    shape = _resize_shape(c)
     r = len(shape)
     mode = c.attr("mode", "nearest")
     ctm = c.attr("coordinate_transformation_mode", "half_pixel")

@@ -1,0 +1,192 @@
+"""Shape arithmetic under symbolic dims: partial values of small integer tensors.
+
+A model exported with a dynamic batch computes sizes at run time, e.g. a Resize's ``sizes`` as
+``Concat(Slice(Shape(x), 0, 2), Cast(Concat(Gather(Shape(image), 2), ...)))``. ``Shape(x)`` does not
+fold (``x``'s batch is symbolic), so neither does anything after it, although every entry but the
+batch is known. This pass tracks, for each integer value of rank 0 or 1 computed from shapes and
+constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is the same size), or
+``None`` (unknown). Then:
+
+* a value whose entries are all ints becomes a constant (what ``fold_constants`` then continues);
+* a ``resize`` whose ``sizes`` keep the input's own dim on some axes (the same symbol or size) and
+  give ints on the others resizes only those: constant ``sizes`` on them and the ``axes``
+  attribute (stretch policy, no crop-and-resize roi: an axis resized to its own size is the
+  identity there), so every backend sees a constant resize of static spatial dims.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+
+from ..ir import Graph, Node, Value
+
+Entry = Union[int, str, None]
+#: (rank, entries): rank 0 has one entry
+Partial = tuple[int, tuple[Entry, ...]]
+
+MAX_LEN = 16
+_INT = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64")
+
+
+def _const(v: Value) -> Partial | None:
+    a = np.asarray(v.const)
+    if a.ndim > 1 or a.size > MAX_LEN or a.dtype.kind not in "iu":
+        return None
+    return a.ndim, tuple(int(x) for x in a.reshape(-1))
+
+
+def _ints(v: Value | None) -> list[int] | None:
+    if v is None or not v.is_const:
+        return None
+    a = np.asarray(v.const)
+    return [int(x) for x in a.reshape(-1)] if a.dtype.kind in "iu" else None
+
+
+def _dim(d: object) -> Entry:
+    if isinstance(d, (int, np.integer)):
+        return int(d)
+    return d if isinstance(d, str) and d and d != "?" else None
+
+
+def _eval(n: Node, known: dict[int, Partial]) -> Partial | None:
+    def get(i: int) -> Partial | None:
+        v = n.inputs[i] if i < len(n.inputs) else None
+        if v is None:
+            return None
+        return _const(v) if v.is_const else known.get(id(v))
+
+    op = n.op
+    if op == "shape":
+        shp = n.inputs[0].type.shape if n.inputs[0] is not None else None
+        if shp is None:
+            return None
+        r = len(shp)
+        start, end = n.attrs.get("start", 0), n.attrs.get("end")
+        dims = [_dim(d) for d in shp][slice(int(start), r if end is None else int(end))]
+        return 1, tuple(dims)
+    if op in ("identity", "cast"):
+        if op == "cast" and str(n.attrs.get("to")) not in _INT:
+            return None
+        return get(0)
+    a = get(0)
+    if a is None and op != "concat":
+        return None
+    if op == "gather":
+        idx = _ints(n.inputs[1])
+        if idx is None or a[0] != 1 or int(n.attrs.get("axis", 0)) != 0:
+            return None
+        k = len(a[1])
+        if any(not -k <= i < k for i in idx):
+            return None
+        rank = np.asarray(n.inputs[1].const).ndim
+        if rank > 1:
+            return None
+        return rank, tuple(a[1][i] for i in idx)
+    if op == "slice":
+        starts, ends = _ints(n.inputs[1]), _ints(n.inputs[2])
+        axes = _ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else [0]
+        steps = _ints(n.inputs[4]) if len(n.inputs) > 4 and n.inputs[4] is not None else [1]
+        if None in (starts, ends, axes, steps) or a[0] != 1 or axes not in ([0], [-1]) or len(starts) != 1:
+            return None
+        if steps[0] == 0:
+            return None
+        return 1, tuple(a[1][slice(starts[0], ends[0], steps[0])])
+    if op == "concat":
+        parts = [get(i) for i in range(len(n.inputs))]
+        if any(p is None or p[0] != 1 for p in parts):
+            return None
+        return 1, tuple(e for p in parts for e in p[1])
+    if op == "unsqueeze":
+        if a[0] != 0 or (_ints(n.inputs[1]) if len(n.inputs) > 1 else None) not in ([0], [-1]):
+            return None
+        return 1, a[1]
+    if op in ("squeeze", "reshape"):
+        shp = n.outputs[0].type.shape
+        if shp is None or len(shp) > 1 or len(a[1]) != 1 and len(shp) == 0:
+            return None
+        return len(shp), a[1]
+    return None
+
+
+def values(graph: Graph) -> dict[int, Partial]:
+    """id(value) → its partial value, for the values this pass can follow (in graph order)."""
+    known: dict[int, Partial] = {}
+    for n in graph.nodes:
+        if len(n.outputs) != 1 or n.op not in _FOLLOWED:
+            continue
+        out = n.outputs[0]
+        if out.type.dtype is not None and out.type.dtype not in _INT:
+            continue
+        p = _eval(n, known)
+        if p is not None and len(p[1]) <= MAX_LEN:
+            known[id(out)] = p
+    return known
+
+
+_FOLLOWED = frozenset({"shape", "identity", "cast", "gather", "slice", "concat", "unsqueeze", "squeeze", "reshape"})
+
+
+def _resize_axes(n: Node, known: dict[int, Partial]) -> bool:
+    """A resize whose run-time sizes keep the input's own dims on some axes → constant sizes on the others."""
+    if len(n.inputs) < 4 or n.inputs[3] is None or n.inputs[3].is_const or n.inputs[0] is None:
+        return False
+    if any(v is not None and not (v.is_const and np.asarray(v.const).size == 0) for v in n.inputs[1:3]):
+        return False
+    if str(n.attrs.get("keep_aspect_ratio_policy", "stretch")) != "stretch" \
+            or str(n.attrs.get("coordinate_transformation_mode", "half_pixel")) == "tf_crop_and_resize":
+        return False
+    p = known.get(id(n.inputs[3]))
+    shp = n.inputs[0].type.shape
+    if p is None or shp is None:
+        return False
+    r = len(shp)
+    axes = [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
+    if len(axes) != len(p[1]):
+        return False
+    keep_axes, sizes = [], []
+    for a, e in zip(axes, p[1]):
+        own = _dim(shp[a])
+        if e is not None and e == own:
+            continue
+        if not isinstance(e, int):
+            return False
+        keep_axes.append(a)
+        sizes.append(e)
+    g = n.graph
+    c = g.add_constant(f"{n.name}_sizes", np.asarray(sizes, np.int64), "int64")
+    n.replace_input(3, c)
+    n.attrs["axes"] = keep_axes
+    return True
+
+
+def run(graph: Graph) -> int:
+    """Fold all-int partial values to constants and narrow resizes; the number of rewrites."""
+    known = values(graph)
+    changed = 0
+    for n in list(graph.nodes):
+        if n.op == "resize" and _resize_axes(n, known):
+            changed += 1
+            continue
+        out = n.outputs[0] if len(n.outputs) == 1 else None
+        p = known.get(id(out)) if out is not None else None
+        if p is None or not all(isinstance(e, int) for e in p[1]) or n.op == "shape" and not p[1]:
+            continue
+        dt = out.type.dtype or "int64"
+        arr = np.asarray(p[1], dtype=np.dtype(dt)).reshape(() if p[0] == 0 else (-1,))
+        c = graph.add_constant(out.name + "_folded", arr, dt)
+        if any(o is out for o in graph.outputs):
+            continue  # a graph output keeps its node (fold_constants renames outputs; not needed here)
+        graph.replace_all_uses_with(out, c)
+        changed += 1
+    if changed:
+        _drop_dead(graph)
+    return changed
+
+
+def _drop_dead(graph: Graph) -> None:
+    """Shape arithmetic left without a use (its result became a constant) leaves the graph."""
+    outs = {id(v) for v in graph.outputs}
+    for n in reversed(list(graph.nodes)):
+        if n.op in _FOLLOWED and all(not v.uses and id(v) not in outs for v in n.outputs):
+            graph.remove_node(n)
