@@ -105,7 +105,42 @@ def _resize_to_shape_of(mode: str) -> Callable[[Path], Path]:
     return build
 
 
+def _deconv_then_resize_by_scales(path: Path) -> Path:
+    """DPT's neck: a ConvTranspose (its output shape carries the run-time batch) then a Resize by
+    constant scales ``[1, 1, 2, 2]`` (a scale of 1 on the symbolic batch)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    sc = h.make_node("Constant", [], ["sc"], value=h.make_tensor("sc", T.FLOAT, [4], [1.0, 1.0, 2.0, 2.0]))
+    nodes = [h.make_node("ConvTranspose", ["x", "Wt"], ["d"], kernel_shape=[2, 2], strides=[2, 2]), sc,
+             h.make_node("Resize", ["d", "", "sc"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")]
+    return _save(path, nodes, ["batch", 3, 5, 5], ["batch", 4, 20, 20], [_w("Wt", (3, 4, 2, 2), 6)])
+
+
+def _reshape_by_shape_of_then_resize(path: Path) -> Path:
+    """SegFormer's decode head: flatten to ``(b, C, -1)`` and back to ``(b, C, H, W)`` with shapes
+    built from ``Shape(x)`` at run time, then a Resize to sizes ``Concat(Shape(r)[0:2], [12, 12])``."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    def i64(name: str, v: list) -> object:
+        return h.make_node("Constant", [], [name], value=h.make_tensor(name, T.INT64, [len(v)], v))
+
+    nodes = [h.make_node("Shape", ["x"], ["s"]), i64("i0", [0]), i64("i2", [2]), i64("i3", [3]), i64("c", [4]),
+             i64("m1", [-1]), i64("z", [0]), i64("two", [2]), i64("hw", [12, 12]),
+             h.make_node("Gather", ["s", "i0"], ["b"], axis=0), h.make_node("Gather", ["s", "i2"], ["h"], axis=0),
+             h.make_node("Gather", ["s", "i3"], ["w"], axis=0),
+             h.make_node("Concat", ["b", "c", "m1"], ["flat"], axis=0), h.make_node("Reshape", ["x", "flat"], ["f"]),
+             h.make_node("Concat", ["b", "c", "h", "w"], ["back"], axis=0), h.make_node("Reshape", ["f", "back"], ["r"]),
+             h.make_node("Shape", ["r"], ["sr"]), h.make_node("Slice", ["sr", "z", "two"], ["nc"]),
+             h.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             h.make_node("Resize", ["r", "", "", "sizes"], ["y"], mode="linear")]
+    return _save(path, nodes, ["batch", 4, 6, 6], ["batch", 4, 12, 12], [])
+
+
 MODELS = {
+    "deconv_then_resize_by_scales": _deconv_then_resize_by_scales,
+    "reshape_by_shape_of_then_resize": _reshape_by_shape_of_then_resize,
     "resize_linear_to_shape_of_input": _resize_to_shape_of("linear"),
     "resize_nearest_to_shape_of_input": _resize_to_shape_of("nearest"),
     "lstm_dynamic_seq": _recurrent("LSTM", "forward", "seq"),

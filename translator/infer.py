@@ -457,19 +457,27 @@ def _pad(n: Node) -> list:
 
 @shape_rule("resize")
 def _resize(n: Node) -> list:
-    """Constant ``sizes`` give the shape; constant ``scales`` give ``floor(dim * scale)`` (ONNX)."""
-    s = n.inputs[0].type.shape
-    if s is None or n.attrs.get("axes") is not None:
-        return [None]
-    sizes = _const(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else None
-    if sizes is not None and sizes.size == len(s):
-        return [tuple(int(d) for d in sizes.reshape(-1))]
-    scales = _const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else None
-    if scales is not None and scales.size == len(s):
-        import math
+    """Constant ``sizes`` give the shape (stretch policy); constant ``scales`` give
+    ``floor(dim * scale)`` (ONNX), on ``axes`` (all when omitted); other dims are kept."""
+    import math
 
-        return [tuple(int(math.floor(d * float(k))) if isinstance(d, int) else (d if float(k) == 1.0 else None)
-                      for d, k in zip(s, scales.reshape(-1)))]
+    s = n.inputs[0].type.shape
+    if s is None:
+        return [None]
+    r = len(s)
+    axes = [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
+    out = list(s)
+    sizes = _const(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else None
+    if sizes is not None and sizes.size == len(axes) and str(n.attrs.get("keep_aspect_ratio_policy", "stretch")) == "stretch":
+        for a, d in zip(axes, sizes.reshape(-1)):
+            out[a] = int(d)
+        return [tuple(out)]
+    scales = _const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else None
+    if scales is not None and scales.size == len(axes) and (sizes is None or sizes.size == 0):
+        for a, k in zip(axes, scales.reshape(-1)):
+            d = s[a]
+            out[a] = int(math.floor(d * float(k))) if isinstance(d, int) else (d if float(k) == 1.0 else None)
+        return [tuple(out)]
     return [None]
 
 

@@ -229,16 +229,22 @@ def conv_transpose(c: Any) -> list[str]:
     fshape = k_sp + [w_shape[1], w_shape[0]]
     more, filt, fshape = _dilate_filter(c, filt, fshape, dil)
     lines += more
-    n = c.static_shape(0)[0]
+    n = c.shape(0)[0]
     x = c.i(0)
     y = c.tmp("deconv")
+
+    def out_shape(ch: int) -> str:  # a symbolic batch is read at run time
+        if isinstance(n, int):
+            return c.lit([n] + full + [ch])
+        return f"tf.concat([tf.shape({x})[:1], {c.lit(full + [ch])}], 0)"
+
     if group == 1:
-        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {c.lit([n] + full + [m])}, strides={strides}, "
+        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {out_shape(m)}, strides={strides}, "
                      f"padding='VALID')")
     else:
         xs, ws = c.tmp("xs"), c.tmp("ws")
         lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
-                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {c.lit([n] + full + [m // group])}, "
+                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {out_shape(m // group)}, "
                   f"strides={strides}, padding='VALID') for a, b in zip({xs}, {ws})], axis=-1)"]
     lo = [min(b, 0) for b in begins]
     hi = [max(begins[i] + out_sp[i] - full[i], 0) for i in range(nd)]

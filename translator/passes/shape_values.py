@@ -8,10 +8,14 @@ constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is th
 ``None`` (unknown). Then:
 
 * a value whose entries are all ints becomes a constant (what ``fold_constants`` then continues);
+* a ``reshape`` to a partly known shape gives its output those dims (``0`` copies, ``-1`` is solved
+  where the symbols cancel), so shape inference continues past it;
 * a ``resize`` whose ``sizes`` keep the input's own dim on some axes (the same symbol or size) and
   give ints on the others resizes only those: constant ``sizes`` on them and the ``axes``
   attribute (stretch policy, no crop-and-resize roi: an axis resized to its own size is the
-  identity there), so every backend sees a constant resize of static spatial dims.
+  identity there; no axis left: the resize goes), and one by constant scales of 1 on its symbolic
+  axes resizes only the others, so every backend sees a constant resize of
+  static spatial dims.
 """
 from __future__ import annotations
 
@@ -154,9 +158,83 @@ def _resize_axes(n: Node, known: dict[int, Partial]) -> bool:
         keep_axes.append(a)
         sizes.append(e)
     g = n.graph
+    if not keep_axes:  # every axis keeps its size: the identity
+        x, y = n.inputs[0], n.outputs[0]
+        if any(o is y for o in g.outputs) or x.type.dtype != y.type.dtype:
+            return False
+        g.replace_all_uses_with(y, x)
+        n.replace_input(3, None)
+        g.remove_node(n)
+        return True
     c = g.add_constant(f"{n.name}_sizes", np.asarray(sizes, np.int64), "int64")
     n.replace_input(3, c)
     n.attrs["axes"] = keep_axes
+    return True
+
+
+def _resize_unit_scales(n: Node) -> bool:
+    """A resize by constant scales of 1 on axes whose size is symbolic (a dynamic batch): those axes
+    leave ``axes`` (a scale of 1 is the identity in every mode but crop-and-resize)."""
+    if len(n.inputs) < 3 or n.inputs[2] is None or not n.inputs[2].is_const or n.inputs[0] is None \
+            or n.inputs[0].type.shape is None:
+        return False
+    if len(n.inputs) > 3 and n.inputs[3] is not None and not (n.inputs[3].is_const and np.asarray(n.inputs[3].const).size == 0):
+        return False
+    if n.inputs[1] is not None and not (n.inputs[1].is_const and np.asarray(n.inputs[1].const).size == 0) \
+            or str(n.attrs.get("coordinate_transformation_mode", "half_pixel")) == "tf_crop_and_resize":
+        return False
+    scales = [float(v) for v in np.asarray(n.inputs[2].const).reshape(-1)]
+    shp = n.inputs[0].type.shape
+    r = len(shp)
+    axes = [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
+    if len(axes) != len(scales) or not any(s == 1.0 and not isinstance(shp[a], int) for a, s in zip(axes, scales)):
+        return False
+    keep = [(a, s) for a, s in zip(axes, scales) if s != 1.0]
+    if not keep:
+        return False
+    n.replace_input(2, n.graph.add_constant(f"{n.name}_scales", np.asarray([s for _, s in keep], np.float32), "float32"))
+    n.attrs["axes"] = [a for a, _ in keep]
+    return True
+
+
+def _reshape_dims(shp: tuple, entries: tuple[Entry, ...], allowzero: bool) -> list[Entry]:
+    """A reshape's output dims from its partial target shape: 0 copies the input's dim, and -1 is
+    the input's size over the others' where the symbols cancel (``(b, 32, 16, 16) → (b, 32, -1)``)."""
+    out = [shp[i] if e == 0 and not allowzero and i < len(shp) else e for i, e in enumerate(entries)]
+    out = [_dim(d) if not isinstance(d, int) else d for d in out]
+    if -1 in out:
+        num = [_dim(d) for d in shp]
+        den = [d for d in out if d != -1]
+        for d in list(den):
+            if isinstance(d, str) and d in num:
+                num.remove(d)
+                den.remove(d)
+        known = all(isinstance(d, int) for d in num + den)
+        q, r = (divmod(int(np.prod(num)), int(np.prod(den))) if known and int(np.prod(den)) else (0, 1))
+        out[out.index(-1)] = q if known and not r else None
+    return out
+
+
+def _refine_reshape(n: Node, known: dict[int, Partial]) -> bool:
+    """A reshape to a run-time shape whose entries are partly known: its output type takes them
+    (an unknown or anonymous dim becomes the size or the named symbol), so what follows infers."""
+    x, y = n.inputs[0], n.outputs[0]
+    p = known.get(id(n.inputs[1])) if n.inputs[1] is not None else None
+    if p is None or p[0] != 1 or x is None or x.type.shape is None or y.type.shape is None \
+            or len(y.type.shape) != len(p[1]):
+        return False
+    new = _reshape_dims(x.type.shape, p[1], bool(n.attrs.get("allowzero", 0)))
+    merged = []
+    for old, d in zip(y.type.shape, new):
+        if isinstance(old, int) or d is None or isinstance(d, int) and d < 0:
+            merged.append(old)
+        elif isinstance(d, int) or old is None or str(old).startswith("unk__") and not d.startswith("unk__"):
+            merged.append(d)
+        else:
+            merged.append(old)
+    if tuple(merged) == tuple(y.type.shape):
+        return False
+    y.type = type(y.type)(y.type.dtype, tuple(merged))
     return True
 
 
@@ -165,9 +243,11 @@ def run(graph: Graph) -> int:
     known = values(graph)
     changed = 0
     for n in list(graph.nodes):
-        if n.op == "resize" and _resize_axes(n, known):
+        if n.op == "resize" and (_resize_axes(n, known) or _resize_unit_scales(n)):
             changed += 1
             continue
+        if n.op == "reshape" and _refine_reshape(n, known):
+            changed += 1
         out = n.outputs[0] if len(n.outputs) == 1 else None
         p = known.get(id(out)) if out is not None else None
         if p is None or not all(isinstance(e, int) for e in p[1]) or n.op == "shape" and not p[1]:
