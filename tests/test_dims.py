@@ -44,6 +44,16 @@ def test_fix_names_unknown_dims():
         dims.fix(load(str(_mlp_tmp())), {"bat": 2}, every=False)
 
 
+def test_fixing_a_symbol_types_every_value_named_with_it(tmp_path):
+    """A fixed ``batch`` is 1 wherever the model's types say ``batch`` (an LSTM's outputs, which
+    shape inference does not recompute), not only on the input."""
+    from translator.frontends import load
+
+    model = load(str(_mlp(tmp_path / "mlp.onnx")))
+    assert dims.fix(model, {}, every=True) == {"batch": 1}
+    assert [tuple(n.outputs[0].type.shape) for n in model.graph.nodes] == [(1, 4), (1, 4)]
+
+
 def _mlp_tmp() -> Path:
     import tempfile
 

@@ -96,6 +96,14 @@ def fix(model: "Model", sizes: dict[str, int], every: bool, default: int = 1,
                 shape[i] = fixed[name] = sizes.get(name, (defaults or {}).get(name, default))
         if shape != list(t.shape):
             v.type = dataclasses.replace(t, shape=tuple(shape))
+    named = {k: n for k, n in fixed.items() if ":" not in k}
+    if named:  # the same symbol is the same size everywhere: values typed with it follow
+        for node in model.graph.walk():
+            for v in node.outputs:
+                s = v.type.shape if v.type.kind == "tensor" else None
+                if s and any(isinstance(d, str) and d in named for d in s):
+                    v.type = dataclasses.replace(v.type, shape=tuple(named.get(d, d) if isinstance(d, str) else d
+                                                                      for d in s))
     return fixed
 
 

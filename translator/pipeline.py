@@ -73,7 +73,7 @@ def _every_graph(g: Graph) -> list[Graph]:
     return out
 
 
-def fold(g: Graph, rounds: int = 8) -> None:
+def fold(g: Graph, rounds: int = 64) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
     whose ``shape`` then folds in turn), until nothing more folds."""
     from .infer import infer
