@@ -214,19 +214,33 @@ def dims_of(t: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_dims(folder: Path) -> dict[str, list[int]]:
+def check_dims(folder: Path, src: Path | None = None) -> dict[str, list[int]]:
     """The sizes convert's check runs a dynamic file's non-batch dims at: the export's example
     size and half of it (a sequence or audio length has a floor: a conv's kernel, a patch
-    size); the batch keeps convert's default sizes."""
+    size); the batch keeps convert's default sizes. The dims are named as ``src`` names them
+    (the dynamo exporter calls them ``s0``, ``s1``…; the TorchScript one keeps ``seq``)."""
     meta = json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").exists() else {}
+    named = _input_dims(src) if src is not None else {}
     out: dict[str, list[int]] = {}
     for name, axes in (meta.get("dynamic_axes") or {}).items():
         example = (meta.get("dynamic_example_shapes") or {}).get(name) or []
         for axis, dim in axes.items():
             if dim != "batch" and int(axis) < len(example):
                 size = int(example[int(axis)])
-                out[dim] = [size, max(1, size // 2)]
+                sym = named.get(name, {}).get(int(axis), dim if not named else None)
+                if sym:
+                    out[sym] = [size, max(1, size // 2)]
     return out
+
+
+def _input_dims(src: Path) -> dict[str, dict[int, str]]:
+    """Input name → axis → its symbolic dim's name in the ONNX file ``src`` (static dims left out)."""
+    import onnx
+
+    g = onnx.load(str(src), load_external_data=False).graph
+    inits = {i.name for i in g.initializer}
+    return {v.name: {k: d.dim_param for k, d in enumerate(v.type.tensor_type.shape.dim) if d.dim_param}
+            for v in g.input if v.name not in inits}
 
 
 def run_opbridge(model: str, variant: str, src: Path, targets: list[str], timeout: float,
@@ -236,7 +250,7 @@ def run_opbridge(model: str, variant: str, src: Path, targets: list[str], timeou
     outdir = OUT / model / variant
     outdir.mkdir(parents=True, exist_ok=True)
     inputs = str(src.parent / "inputs.npz") if not variant.endswith("-dyn") and (src.parent / "inputs.npz").exists() else ""
-    checks = json.dumps(check_dims(src.parent) if variant.endswith("-dyn") else {})
+    checks = json.dumps(check_dims(src.parent, src) if variant.endswith("-dyn") else {})
 
     def once(ts: list[str], rep: bool, tag: str) -> tuple[dict[str, Any] | None, float, int | None, str]:
         result = outdir / f"result{tag}.json"
