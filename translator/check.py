@@ -238,24 +238,51 @@ def _runtime_name(model: Model) -> str:
 
 def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
                       tol: dict[str, float]) -> dict[str, Any] | None:
+    """The first node (topological order) whose output differs from the reference's, the
+    model re-emitted with every intermediate value marked as an output (dynamic dims kept:
+    it runs on the same feeds). A value the artifact documents returning in a narrower
+    integer dtype is compared as the check compares outputs; a constant's ``to the end``
+    sentinels (INT64_MAX/MIN) are compared saturated to that dtype, as the dtype
+    legalization writes them (``passes.legalize_dtypes``)."""
     from .target import get
 
     model = build_ir().clone()
     order = _mark_all_outputs(model)
-    producers = {v.name: n for n in model.graph.nodes for v in n.outputs}
     try:
-        got = list(get(backend).run(convert(backend, model), feeds))
+        artifact = convert(backend, model)
+        got = list(get(backend).run(artifact, feeds))
+        legal = {p.name: p.legal for p in output_ports(backend, artifact)}
     except Exception as exc:  # noqa: BLE001
         return {"error": f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"}
     by_name = dict(zip(order, got))
     for n in model.graph.nodes:
         for v in n.outputs:
             if v.name in by_name and v.name in trace:
-                d = compare_output(trace[v.name], by_name[v.name], tol)
+                expected = trace[v.name]
+                if n.op == "constant":
+                    expected = _saturated(expected, legal.get(v.name))
+                d = compare_output(expected, by_name[v.name], tol, legal.get(v.name))
                 if not d.ok:
                     return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}
-    del producers
     return None
+
+
+def _saturated(value: Any, legal: str | None) -> Any:
+    """An integer constant with values beyond ``legal``'s range, clipped to it (the
+    legalization's sentinel saturation); anything else unchanged."""
+    from .dtypes import numpy_dtype
+
+    a = np.asarray(value) if isinstance(value, np.ndarray) else value
+    if legal is None or not isinstance(a, np.ndarray) or a.dtype.kind not in "iu" or not a.size:
+        return value
+    try:
+        target = np.dtype(numpy_dtype(legal))
+    except Exception:  # noqa: BLE001 - a dtype NumPy cannot hold
+        return value
+    if target.kind not in "iu" or target.itemsize >= a.dtype.itemsize:
+        return value
+    info = np.iinfo(target)
+    return np.clip(a, info.min, info.max).astype(a.dtype)
 
 
 def report_json(res: dict[str, Any]) -> dict[str, Any]:

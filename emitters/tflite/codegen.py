@@ -22,7 +22,7 @@ from translator.ir import Model
 from translator.pipeline import Rejected
 from translator.registry import Refusal
 
-from . import segments
+from . import infinities, segments
 from .registry import NAME
 from .runtime import quiet_stderr
 
@@ -106,7 +106,7 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
     conv.target_spec.supported_ops = ops
     try:
         with quiet_stderr():
-            return bytes(conv.convert())
+            flat = bytes(conv.convert())
     except Exception as exc:  # noqa: BLE001 - ConverterError: its error records name the op and the source line
         found = []
         for err in getattr(exc, "errors", ()):
@@ -118,3 +118,4 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         msg = str(exc)
         first = next((ln for ln in msg.splitlines() if "error:" in ln), msg.splitlines()[0] if msg else "")
         raise OpbridgeError("runtime_error", f"tflite: the converter failed: {first.strip()[:300]}") from None
+    return infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX

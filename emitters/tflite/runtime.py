@@ -63,10 +63,27 @@ def runner(artifact: TFArtifact) -> Callable[[Mapping[str, Any]], list[Any]]:
     def call(inputs: Mapping[str, Any]) -> list[Any]:
         feeds = feed_arrays(artifact, inputs)
         with quiet_stderr():
-            res = signature(**{k: np.asarray(v) for k, v in feeds.items()})
+            try:
+                res = signature(**{k: np.asarray(v) for k, v in feeds.items()})
+            except ValueError as exc:
+                if "Invalid tensor size" not in str(exc):
+                    raise
+                res = _outputs_with_empty(interp, signature)
         return restore_outputs(artifact, [res[p.key] for p in artifact.outputs])
 
     return call
+
+
+def _outputs_with_empty(interp: Any, signature: Any) -> dict[str, Any]:
+    """The signature's outputs after an invoke whose result fetch failed: the interpreter
+    refuses to read a tensor with no elements and no buffer (an empty constant, e.g. a
+    zero-length shape vector marked as an output), which is an empty array of its shape."""
+    res = {}
+    for key, d in signature.get_output_details().items():
+        shape = tuple(int(x) for x in d["shape"])
+        res[key] = (np.zeros(shape, dtype=d["dtype"]) if 0 in shape
+                    else interp.get_tensor(d["index"], signature._subgraph_index))  # noqa: SLF001
+    return res
 
 
 def run(artifact: TFArtifact, inputs: Mapping[str, Any]) -> list[Any]:
