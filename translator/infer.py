@@ -451,7 +451,9 @@ def _pad(n: Node) -> list:
         return [None]
     out = list(s)
     for i, a in enumerate(axes):
-        out[a] = out[a] + pads[i] + pads[i + len(axes)] if isinstance(out[a], int) else None
+        b, e = pads[i], pads[i + len(axes)]
+        # a symbolic dim padded by nothing stays itself (the batch of a pad on the last axis)
+        out[a] = out[a] + b + e if isinstance(out[a], int) else (out[a] if b == 0 and e == 0 else None)
     return [tuple(out)]
 
 
@@ -544,6 +546,16 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
     return [TensorType(d, tuple(s) if s is not None else None) for d, s in zip(dtypes, shapes)]
 
 
+def _anonymous(d: object) -> bool:
+    """A dim of unknown size no other dim is known to share: None, ``?`` or ONNX's ``unk__N``."""
+    return d is None or isinstance(d, str) and (d in ("", "?") or d.startswith("unk__"))
+
+
+def _named(d: object) -> bool:
+    """A symbolic dim with a name of its own (a model input's ``batch``), not an anonymous one."""
+    return isinstance(d, str) and not _anonymous(d)
+
+
 @paused_gc
 def infer(graph: Graph, tables: Tables | None = None) -> None:
     """Fill unknown dtypes/shapes of node outputs in place (known ones are kept)."""
@@ -571,6 +583,8 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
             shape = v.type.shape if v.type.shape is not None else t.shape
             if v.type.shape is not None and t.shape is not None and len(t.shape) == len(shape):
                 # a symbolic or unknown dim (e.g. ONNX inference's unk__0 behind a pad whose pads
-                # were only folded later) takes the static size inferred now
-                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) else d for d, k in zip(shape, t.shape))
+                # were only folded later) takes the static size inferred now; an anonymous one
+                # (None, unk__N) takes a named symbol inferred now (a Slice's kept batch dim)
+                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) or _anonymous(d) and _named(k) else d
+                              for d, k in zip(shape, t.shape))
             v.type = TensorType(dtype, shape)

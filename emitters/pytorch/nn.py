@@ -30,7 +30,7 @@ def explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> t
     """(begins, ends) from ``pads`` / ``auto_pad`` (SAME_*: output = ceil(input / stride))."""
     auto_pad = str(e.attr("auto_pad") or "NOTSET")
     if auto_pad in _SAME:
-        in_sp = e.need_shape(0)[2:]
+        in_sp = e.need_dims(0, 2)[2:]  # the spatial dims: batch and channels may be symbolic
         begins, ends = [], []
         for i in range(nd):
             out = -(-in_sp[i] // strides[i])
@@ -169,7 +169,7 @@ def _sum_pool(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
     """(window sums of x, window counts) by depthwise convolution with a ones kernel.
     counted: 'input' (count_include_pad=0) or 'padded' (input + explicit pads)."""
     nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
-    shape = e.need_shape(0)
+    shape = e.need_dims(0, 1)  # channels and spatial dims; the batch may be symbolic
     in_sp, c = list(shape[2:]), shape[1]
     out = _pool_out(tuple(in_sp), kernel, strides, dil, begins, ends, ceil_mode, str(e.attr("auto_pad") or "NOTSET"))
     need = [(out[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(nd)]

@@ -118,6 +118,16 @@ class NodeEmit:
             raise self.refuse("dynamic_shape", f"input {i} needs a static shape")
         return s
 
+    def need_dims(self, i: int, start: int) -> tuple:
+        """Input ``i``'s shape whose dims from ``start`` on are static (the ones a rule computes
+        with); the leading ones may stay symbolic (a dynamic batch)."""
+        v = self.v(i)
+        s = self.shape(i) if v is not None and v.is_const else (None if v is None else v.type.shape)
+        if s is None or not all(isinstance(d, int) for d in s[start:]):
+            dims = "a static shape" if start == 0 else f"static dims from axis {start} on"
+            raise self.refuse("dynamic_shape", f"input {i} needs {dims} (has {s})")
+        return tuple(s)
+
     def dtype_id(self, i: int) -> str | None:
         v = self.v(i)
         return None if v is None else v.type.dtype

@@ -77,10 +77,17 @@ def reshape(c: Any) -> list[str]:
     if c.attr("allowzero", 0):
         return [f"{c.o()} = tf.reshape({x}, {s})"]
     t, dims = c.tmp("target"), c.tmp("dims")  # 0 copies the input's dim (computed at run time)
-    return [f"{t} = tf.cast(tf.reshape({s}, [-1]), tf.int64)",
-            f"{dims} = tf.shape({x}, out_type=tf.int64)[:tf.size({t})]",
-            f"{dims} = tf.pad({dims}, [[0, tf.size({t}) - tf.size({dims})]])",
-            f"{c.o()} = tf.reshape({x}, tf.where(tf.equal({t}, 0), {dims}, {t}))"]
+    lines = [f"{t} = tf.cast(tf.reshape({s}, [-1]), tf.int64)",
+             f"{dims} = tf.shape({x}, out_type=tf.int64)[:tf.size({t})]",
+             f"{dims} = tf.pad({dims}, [[0, tf.size({t}) - tf.size({dims})]])"]
+    full = f"tf.where(tf.equal({t}, 0), {dims}, {t})"
+    if out is not None and any(isinstance(d, int) and d > 0 for d in out):
+        # the dims the IR knows are stacked in as constants (the others read at run time), so
+        # TensorFlow's shape inference keeps them: TFLite's conv needs its input channels static
+        w = c.tmp("want")
+        parts = [f"tf.constant({d}, tf.int64)" if isinstance(d, int) and d > 0 else f"{w}[{k}]" for k, d in enumerate(out)]
+        return lines + [f"{w} = {full}", f"{c.o()} = tf.reshape({x}, tf.stack([{', '.join(parts)}]))"]
+    return lines + [f"{c.o()} = tf.reshape({x}, {full})"]
 
 
 @rule("flatten", check=needs_rank(0))

@@ -10,6 +10,8 @@ constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is th
 * a value whose entries are all ints becomes a constant (what ``fold_constants`` then continues);
 * a ``reshape`` to a partly known shape gives its output those dims (``0`` copies, ``-1`` is solved
   where the symbols cancel), so shape inference continues past it;
+* a ``constant_of_shape`` or ``expand`` to a partly known shape gives its output those dims
+  (``expand`` broadcasts them with its input's), e.g. EdgeNeXt's ``zeros(B, H, W)`` mask;
 * a ``resize`` whose ``sizes`` keep the input's own dim on some axes (the same symbol or size) and
   give ints on the others resizes only those: constant ``sizes`` on them and the ``axes``
   attribute (stretch policy, no crop-and-resize roi: an axis resized to its own size is the
@@ -215,15 +217,9 @@ def _reshape_dims(shp: tuple, entries: tuple[Entry, ...], allowzero: bool) -> li
     return out
 
 
-def _refine_reshape(n: Node, known: dict[int, Partial]) -> bool:
-    """A reshape to a run-time shape whose entries are partly known: its output type takes them
-    (an unknown or anonymous dim becomes the size or the named symbol), so what follows infers."""
-    x, y = n.inputs[0], n.outputs[0]
-    p = known.get(id(n.inputs[1])) if n.inputs[1] is not None else None
-    if p is None or p[0] != 1 or x is None or x.type.shape is None or y.type.shape is None \
-            or len(y.type.shape) != len(p[1]):
-        return False
-    new = _reshape_dims(x.type.shape, p[1], bool(n.attrs.get("allowzero", 0)))
+def _retype(y: Value, new: list[Entry]) -> bool:
+    """``y``'s type takes the dims of ``new`` where it has an unknown or anonymous one (a size,
+    or a named symbol over ``unk__N``); whether anything changed."""
     merged = []
     for old, d in zip(y.type.shape, new):
         if isinstance(old, int) or d is None or isinstance(d, int) and d < 0:
@@ -238,6 +234,51 @@ def _refine_reshape(n: Node, known: dict[int, Partial]) -> bool:
     return True
 
 
+def _refine_reshape(n: Node, known: dict[int, Partial]) -> bool:
+    """A reshape to a run-time shape whose entries are partly known: its output type takes them
+    (an unknown or anonymous dim becomes the size or the named symbol), so what follows infers."""
+    x, y = n.inputs[0], n.outputs[0]
+    p = known.get(id(n.inputs[1])) if n.inputs[1] is not None else None
+    if p is None or p[0] != 1 or x is None or x.type.shape is None or y.type.shape is None \
+            or len(y.type.shape) != len(p[1]):
+        return False
+    new = _reshape_dims(x.type.shape, p[1], bool(n.attrs.get("allowzero", 0)))
+    return _retype(y, new)
+
+
+def _broadcast_dim(a: Entry, e: Entry) -> Entry:
+    """One axis of ``expand``: the input's dim ``a`` broadcast with the target's entry ``e``."""
+    if e == 1 or a == e:
+        return a
+    if a == 1:
+        return e
+    if isinstance(a, int):
+        return a  # e is 1 (handled) or a: anything else is an invalid model
+    return e if isinstance(e, int) else None
+
+
+def _refine_filled(n: Node, known: dict[int, Partial]) -> bool:
+    """A ``constant_of_shape`` / ``expand`` whose run-time shape is partly known: its output takes
+    those dims where its type has an unknown or anonymous one (as ``_refine_reshape``)."""
+    k = 0 if n.op == "constant_of_shape" else 1
+    v = n.inputs[k] if k < len(n.inputs) else None
+    p = known.get(id(v)) if v is not None else None
+    y = n.outputs[0]
+    if p is None or p[0] != 1 or y.type.shape is None or len(y.type.shape) != max(len(p[1]), 0 if k == 0 else
+                                                                                   len(n.inputs[0].type.shape or ())):
+        return False
+    new = list(p[1])
+    if k == 1:
+        src = n.inputs[0].type.shape
+        if src is None:
+            return False
+        r = len(y.type.shape)
+        a = [1] * (r - len(src)) + [_dim(d) for d in src]
+        e = [1] * (r - len(new)) + new
+        new = [_broadcast_dim(x, t) for x, t in zip(a, e)]
+    return _retype(y, new)
+
+
 def run(graph: Graph) -> int:
     """Fold all-int partial values to constants and narrow resizes; the number of rewrites."""
     known = values(graph)
@@ -247,6 +288,8 @@ def run(graph: Graph) -> int:
             changed += 1
             continue
         if n.op == "reshape" and _refine_reshape(n, known):
+            changed += 1
+        if n.op in ("constant_of_shape", "expand") and _refine_filled(n, known):
             changed += 1
         out = n.outputs[0] if len(n.outputs) == 1 else None
         p = known.get(id(out)) if out is not None else None
