@@ -255,6 +255,9 @@ def run_opbridge(model: str, variant: str, src: Path, targets: list[str], timeou
     def once(ts: list[str], rep: bool, tag: str) -> tuple[dict[str, Any] | None, float, int | None, str]:
         result = outdir / f"result{tag}.json"
         result.unlink(missing_ok=True)
+        art = outdir / f"artifacts{tag}"
+        if art.is_file():  # a one-target run's file where several targets write a folder
+            art.unlink()
         t0 = time.perf_counter()
         rc, last = child(["--_opbridge", str(src), str(outdir / f"artifacts{tag}"), ",".join(ts), str(result), inputs,
                           "1" if rep else "0", checks], timeout)

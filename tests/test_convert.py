@@ -45,6 +45,15 @@ def test_cannot_convert_exits_2_with_a_reason_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out.onnx").exists()
 
 
+def test_several_targets_onto_an_existing_file_is_one_line_exit_2(tmp_path):
+    """A file left by a one-target run where several targets want a folder: a reason, not a traceback."""
+    out = tmp_path / "out"
+    out.write_bytes(b"from an earlier run")
+    p = cli("convert", str(MODEL), "--to", "onnx,pytorch", "-o", str(out))
+    assert p.returncode == 2 and "an existing file" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert out.read_bytes() == b"from an earlier run"
+
+
 def test_unknown_target_exits_2():
     p = cli("convert", str(MODEL), "--to", "caffe", "-o", "/tmp/never")
     assert p.returncode == 2 and "unknown target" in p.stderr

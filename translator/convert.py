@@ -143,6 +143,9 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
     stem = model_stem(model)
     finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
+    if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
+        raise OpbridgeError("bad_option", f"-o {out}: an existing file; {len(targets)} targets write a folder there "
+                            "(one file per target)")
     stage = staging(str(out))
     staged: dict[str, Path] = {}
     results: list[dict[str, Any]] = []
