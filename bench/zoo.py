@@ -5,7 +5,8 @@ openvino and coreml with ``--check`` (onnxruntime on the original file is the so
 runtime), in a model x target table with the conversion times, totals per target and the
 share that converts and checks; ``opbridge report`` on the same file is compared with what
 ``convert`` found (does report predict ok / refused, and the same reason?); optionally the
-peers on the same files (onnx2torch, onnx2tf, OpenVINO's ONNX frontend; their own venvs).
+peers on the same files (onnx2torch, onnx2tf with onnxsim first as by default, its .tflite run
+in LiteRT; OpenVINO's ONNX frontend; their own venvs), held to the same tolerance rule.
 
 Every file runs in a child process with a timeout (``report`` + ``convert`` to all targets
 in one child; if that child crashes or hangs, each target again in its own child), so a
@@ -111,11 +112,13 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: st
     Path(result).write_text(json.dumps(rec, default=str))
 
 
-def peers_worker(src: str, inputs: str, peers: str, result: str) -> None:
+def peers_worker(src: str, inputs: str, peers: str, result: str, timeout: str = "900") -> None:
     """Each peer on ``src``, judged against onnxruntime on the original by the rule opbridge's
     own check applies to a whole model's output (``translator.check.compare_output`` at the
     default rtol 1e-3 / atol 1e-5, which also passes an error within 128 eps of the output's
-    largest magnitude), so both sides are held to the same bar."""
+    largest magnitude), so both sides are held to the same bar. A peer in a subprocess gets
+    ``timeout`` seconds; the result file is rewritten after every peer (a killed child keeps
+    the cells it finished)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -137,12 +140,18 @@ def peers_worker(src: str, inputs: str, peers: str, result: str) -> None:
     for peer in peers.split(","):
         t0 = time.perf_counter()
         try:
-            got = _run_peer(peer, src, feeds, work)
+            got = _run_peer(peer, src, feeds, work, float(timeout))
+        except subprocess.TimeoutExpired:
+            out[peer] = {"status": "error", "reason": "timeout", "detail": f"{peer} ran over {float(timeout):.0f} s"}
+            Path(result).write_text(json.dumps(out, default=str))
+            continue
         except Exception as exc:  # noqa: BLE001 - the peer's failure is its cell
             out[peer] = {"status": "refused", "reason": type(exc).__name__, "detail": (str(exc).splitlines() or [""])[0][:300]}
+            Path(result).write_text(json.dumps(out, default=str))
             continue
         if isinstance(got, dict):  # n/a or a subprocess failure
             out[peer] = got
+            Path(result).write_text(json.dumps(out, default=str))
             continue
         diffs = [compare_output(np.asarray(e), np.asarray(g), {"rtol": 1e-3, "atol": 1e-5}) for e, g in zip(expected, got)]
         ok = len(got) == len(expected) and all(d.ok for d in diffs)
@@ -151,10 +160,10 @@ def peers_worker(src: str, inputs: str, peers: str, result: str) -> None:
                 for e, g in zip(expected, got) if np.shape(g) == np.shape(e)]
         out[peer] = {"status": "ok" if ok else "check_failed", "reason": why, "max_err": max(errs) if errs else None,
                      "seconds": round(time.perf_counter() - t0, 3)}
-    Path(result).write_text(json.dumps(out, default=str))
+        Path(result).write_text(json.dumps(out, default=str))
 
 
-def _run_peer(peer: str, src: str, feeds: dict[str, Any], work: Path) -> Any:
+def _run_peer(peer: str, src: str, feeds: dict[str, Any], work: Path, timeout: float = 900.0) -> Any:
     """The peer's outputs (list of arrays), or a cell dict when it cannot run or failed."""
     import numpy as np
 
@@ -175,8 +184,10 @@ def _run_peer(peer: str, src: str, feeds: dict[str, Any], work: Path) -> Any:
     d.mkdir(parents=True, exist_ok=True)
     (d / "outputs.npz").unlink(missing_ok=True)
     np.savez(d / "inputs.npz", **feeds)
-    p = subprocess.run([str(py), str(HERE / "peers" / PEER_RUNNER[peer]), src, str(d / "inputs.npz"), str(d), "1"],
-                       capture_output=True, text=True, timeout=900, env={**os.environ, **QUIET_ENV})
+    # onnx2tf as its README runs it: onnxsim first (its default; the runner converts a copy of src)
+    extra = ["--onnxsim", "1"] if peer == "onnx2tf" else []
+    p = subprocess.run([str(py), str(HERE / "peers" / PEER_RUNNER[peer]), src, str(d / "inputs.npz"), str(d), "1"] + extra,
+                       capture_output=True, text=True, timeout=timeout, env={**os.environ, **QUIET_ENV})
     rec = {}
     if p.returncode == 0 and p.stdout.strip():
         rec = json.loads(p.stdout.strip().splitlines()[-1])
@@ -545,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
                 res = OUT / name / ex / "peers.json"
                 res.unlink(missing_ok=True)
                 inputs = str(src.parent / "inputs.npz") if not ex.endswith("-dyn") else ""
-                rc, last = child(["--_peers", str(src), inputs, ",".join(peers), str(res)], a.timeout)
+                # each peer gets --timeout seconds; the child all of them
+                rc, last = child(["--_peers", str(src), inputs, ",".join(peers), str(res), str(a.timeout)],
+                                 a.timeout * len(peers) + 60)
                 row["peers"].update(peer_cells(res, peers, rc, last))
                 say(f"{name}/{ex}:   " + "  ".join(f"{p} {zoo_cell(row['peers'][p])}" for p in peers))
             rows.append(row)
@@ -565,6 +578,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--_opbridge"]:
         opbridge_worker(*sys.argv[2:9])
     elif sys.argv[1:2] == ["--_peers"]:
-        peers_worker(*sys.argv[2:6])
+        peers_worker(*sys.argv[2:7])
     else:
         sys.exit(main())

@@ -1,14 +1,22 @@
 """Model-level peer runner for bench/peers.py, run INSIDE bench/.venv-onnx2tf (onnx2tf's own venv).
 
-    python _model_onnx2tf.py MODEL.onnx INPUTS.npz OUT_DIR N
-Converts with onnx2tf (not_use_onnxsim=True, inputs kept in their ONNX layout), runs the
-float32 .tflite N times with the TFLite interpreter, writes OUT_DIR/outputs.npz and prints
-one JSON line: convert_s, latency_s (median), transposes (TRANSPOSE ops in the .tflite).
+    python _model_onnx2tf.py MODEL.onnx INPUTS.npz OUT_DIR N [--threads T] [--onnxsim 1]
+                             [--ours OURS.tflite --ours-inputs X.npz]
+Converts a copy of MODEL.onnx (onnx2tf rewrites its input file in place: op names, onnxsim)
+with onnx2tf (not_use_onnxsim=True unless ``--onnxsim 1``: onnx2tf's default, which runs
+onnxsim first; inputs kept in their ONNX layout), runs the float32 .tflite N times in LiteRT
+(``ai_edge_litert``; tf.lite if it is missing), writes OUT_DIR/outputs.npz in the ONNX
+output order (a channels-last output onnx2tf transposed is transposed back, counted in
+``outputs_transposed``) and prints one JSON line: convert_s, latency_s (median), transposes
+(TRANSPOSE ops in the .tflite). A failed conversion ends with exit 1 and, as the last stderr
+line, the exception's type and first line.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import statistics
 import sys
 import time
@@ -24,10 +32,18 @@ def main() -> int:
     model, inputs, out_dir, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]).resolve(), int(sys.argv[4])
     opts = dict(zip(sys.argv[5::2], sys.argv[6::2]))  # --threads N, --ours OURS.tflite --ours-inputs X.npz
     threads = int(opts["--threads"]) if "--threads" in opts else None
-    model = str(Path(model).resolve())  # this runner changes directory below
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # onnx2tf runs onnxsim as a command: this venv's bin must be on PATH
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    import onnx
     import onnx2tf
-    import tensorflow as tf
+
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:  # an older peer venv: TensorFlow's own TFLite interpreter
+        import tensorflow as tf
+
+        Interpreter = tf.lite.Interpreter  # noqa: N806
 
     feeds = dict(np.load(inputs, allow_pickle=False))
     # onnx2tf downloads sample images into its working directory for NHWC-looking 3-channel inputs;
@@ -36,24 +52,41 @@ def main() -> int:
     sample = out_dir / "calibration_image_sample_data_20x128x128x3_float32.npy"
     if not sample.is_file():
         np.save(sample, np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+    # onnx2tf overwrites the file it is given (op names, onnxsim): it gets a copy, never the original
+    src = out_dir / "model.onnx"
+    shutil.copyfile(model, src)
+    graph = onnx.load(str(src), load_external_data=False).graph
+    onnx_outputs = [o.name for o in graph.output]
+    out_shapes = [[d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim]
+                  for o in graph.output]
     os.chdir(out_dir)
     t = time.perf_counter()
-    onnx2tf.convert(input_onnx_file_path=model, output_folder_path=str(out_dir / "tf"), not_use_onnxsim=True,
-                    non_verbose=True,
-                    # keep the source layout for image-like inputs (onnx2tf accepts only 3-D to 5-D names here)
-                    keep_ncw_or_nchw_or_ncdhw_input_names=[k for k, v in feeds.items() if 3 <= v.ndim <= 5] or None)
-    convert_s = time.perf_counter() - t
-    tfl = sorted((out_dir / "tf").glob("*_float32.tflite"))[0]
-    interp = tf.lite.Interpreter(model_path=str(tfl), num_threads=threads)
+    try:
+        onnx2tf.convert(input_onnx_file_path=str(src), output_folder_path=str(out_dir / "tf"),
+                        not_use_onnxsim=opts.get("--onnxsim") != "1", non_verbose=True,
+                        # keep the source layout for image-like inputs (onnx2tf accepts only 3-D to 5-D names here)
+                        keep_ncw_or_nchw_or_ncdhw_input_names=[k for k, v in feeds.items() if 3 <= v.ndim <= 5] or None)
+        convert_s = time.perf_counter() - t
+        tfl = sorted((out_dir / "tf").glob("*_float32.tflite"))[0]
+    except BaseException as exc:  # noqa: BLE001 - the converter's failure is the peer's answer
+        import traceback
+
+        traceback.print_exc()
+        # onnx2tf logs its error and calls sys.exit(1) inside an except block: name that error
+        root = exc.__context__ if isinstance(exc, SystemExit) and exc.__context__ is not None else exc
+        first = (str(root).strip().splitlines() or [""])[0][:200]
+        print(f"{type(root).__name__}: {first}", file=sys.stderr)
+        return 1
+    interp = Interpreter(model_path=str(tfl), num_threads=threads)
     interp.allocate_tensors()
     details = interp.get_input_details()
-    by_name = {d["name"]: d for d in details}
+    by_name = {re.sub(r"^serving_default_|:\d+$", "", d["name"]): d for d in details}
     for i, (name, x) in enumerate(feeds.items()):
-        d = by_name.get(name) or details[i]
+        d = by_name.get(name) or by_name.get(re.sub(r"[^\w]", "_", name)) or details[i]
         interp.set_tensor(d["index"], x.astype(d["dtype"]))
     timed = [interp]
     if "--ours" in opts:  # opbridge's flatbuffer in this same process and TFLite build, timed alike
-        ours = tf.lite.Interpreter(model_path=opts["--ours"], num_threads=threads)
+        ours = Interpreter(model_path=opts["--ours"], num_threads=threads)
         ours.allocate_tensors()
         sig = ours.get_signature_runner().get_input_details()
         for key, x in dict(np.load(opts["--ours-inputs"], allow_pickle=False)).items():
@@ -69,15 +102,36 @@ def main() -> int:
             s = time.perf_counter()
             it.invoke()
             times[j].append(time.perf_counter() - s)
-    outs = [interp.get_tensor(o["index"]) for o in interp.get_output_details()]
+    outs, transposed = ordered_outputs(interp, onnx_outputs, out_shapes)
     np.savez(out_dir / "outputs.npz", *outs)
     ops = interp._get_ops_details()  # noqa: SLF001 - the interpreter's op list
     rec = {"convert_s": convert_s, "latency_s": statistics.median(times[0]),
-           "transposes": sum(1 for o in ops if o["op_name"] == "TRANSPOSE")}
+           "transposes": sum(1 for o in ops if o["op_name"] == "TRANSPOSE"), "outputs_transposed": transposed}
     if len(times) > 1:
         rec["ours_latency_s"] = statistics.median(times[1])
     print(json.dumps(rec))
     return 0
+
+
+def ordered_outputs(interp, names: list[str], shapes: list[list[int | None]]) -> tuple[list[np.ndarray], int]:
+    """The interpreter's outputs in the ONNX graph's output order (onnx2tf names them
+    ``Identity``, ``Identity_1``... in that order, or keeps the ONNX names), and how many were
+    channels-last versions of a channels-first ONNX output, transposed back."""
+    details = interp.get_output_details()
+    plain = {re.sub(r"^StatefulPartitionedCall:|:\d+$", "", d["name"]): d for d in details}
+    if all(n in plain for n in names):
+        details = [plain[n] for n in names]
+    elif all(re.fullmatch(r"Identity(_\d+)?", k) for k in plain):
+        details = sorted(plain.values(), key=lambda d: int((re.findall(r"_(\d+)$", d["name"].split(":")[0]) or ["0"])[0]))
+    outs, transposed = [], 0
+    for d, shape in zip(details, shapes + [[]] * len(details)):
+        y = interp.get_tensor(d["index"])
+        if 3 <= y.ndim <= 5 and len(shape) == y.ndim and None not in shape and list(y.shape) != shape:
+            back = y.transpose(0, y.ndim - 1, *range(1, y.ndim - 1))
+            if list(back.shape) == shape:
+                y, transposed = back, transposed + 1
+        outs.append(y)
+    return outs, transposed
 
 
 if __name__ == "__main__":
