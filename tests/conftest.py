@@ -149,3 +149,23 @@ def run_nodetests(backend: str, peers: str, tmp_path: Path, timeout: int) -> dic
         os.makedirs(keep, exist_ok=True)
         shutil.copy(out, os.path.join(keep, f"{backend}.json"))
     return json.loads(out.read_text())
+
+
+def convert_keeping_batch(model: object, targets: "tuple[str, ...] | list[str]", out: object) -> dict:
+    """``opbridge.convert`` to ``targets``; asserts each converted, kept the input ``x``'s
+    ``batch`` symbolic (nothing fixed) and passed its check at every size of
+    ``dims.CHECK_SIZES`` (1 and 3). Returns the records by target."""
+    import opbridge
+    from translator import dims
+
+    res = opbridge.convert(str(model), to=",".join(targets), out=str(out))
+    by = {r["target"]: r for r in res["targets"]}
+    for t in targets:
+        rec = by[t]
+        assert rec["status"] == "ok", (t, rec)
+        assert "fixed_dims" not in rec, (t, rec)
+        assert "batch" in rec["dynamic_dims"]["x"], (t, rec)
+        assert rec["check"]["status"] == "pass", (t, rec)
+        assert [s["batch"] for s in rec["check"]["sizes"]] == list(dims.CHECK_SIZES) == [1, 3], (t, rec)
+    assert res["written"], res
+    return by
