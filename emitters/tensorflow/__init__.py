@@ -4,7 +4,7 @@
 artifact: only code generation), ``runtime`` (the artifact; run in memory, save as a
 SavedModel, load it back), ``helpers`` (checks and predicates the families share) and the
 rule families ``elementwise``, ``shape``, ``nn``, ``quant``, ``rnn``, ``control``,
-``attention``, ``misc`` (imported here so their rules register). One-line ops are the
+``attention``, ``misc``, ``resize`` (imported here so their rules register). One-line ops are the
 ``snippet`` of their tensorflow cell in ``optable.yaml``. TFLite (``emitters/tflite``)
 converts this module.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from translator.ir import Model
 
-from . import attention, control, elementwise, misc, nn, quant, rnn, shape  # noqa: F401 - rules register
+from . import attention, control, elementwise, misc, nn, quant, resize, rnn, shape  # noqa: F401 - rules register
 from .codegen import RESERVED, Codegen, NodeCtx, generate
 from .helpers import channels_last, tf_dtype_names
 from .registry import NAME
