@@ -89,7 +89,8 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: st
 
         t = time.perf_counter()
         try:
-            rec["report"] = predicted(opbridge.report(src, backends=targets.split(",")))
+            rec["report"] = predicted(opbridge.report(src, backends=targets.split(","), check_dims={
+                k: tuple(v) for k, v in json.loads(checks).items()} or None))
         except Exception as exc:  # noqa: BLE001 - a refusal of the whole model is a prediction too
             code = exc.code if isinstance(exc, OpbridgeError) else f"internal_error:{type(exc).__name__}"
             rec["report"] = {t_: {"status": "refused", "reason": code, "detail": str(exc).splitlines()[0][:300]

@@ -70,9 +70,12 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
 
 
 @_quietly
-def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None) -> dict[str, Any]:
+def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None,
+           fix_dims: dict[str, int] | None = None, check_dims: dict[str, Any] | None = None) -> dict[str, Any]:
     """``opbridge report MODEL --json`` (per target: what converts, what is decomposed, what is
-    refused and why); without ``model``, the whole operator table (``report --table --json``)."""
+    refused and why); without ``model``, the whole operator table (``report --table --json``).
+    ``fix_dims`` / ``check_dims`` as for ``convert`` (a target that fixes a symbolic dim takes
+    the first size it is checked at), so the prediction is made at the same sizes."""
     import json
 
     from translator import report as R
@@ -85,7 +88,8 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
     ir = model_loader(model, **opts)()
-    plans = R.plan_model(ir, list(backends) if backends else names(include_reference=False))
+    plans = R.plan_model(ir, list(backends) if backends else names(include_reference=False),
+                         **R.dim_options(fix_dims, check_dims))
     shown = model if isinstance(model, str) else type(model).__name__
     return json.loads(R.dumps(R.model_json(str(shown), plans)))
 

@@ -118,3 +118,37 @@ def test_check_dims_choose_the_sizes_and_the_fixed_size(tmp_path):
     assert by["coreml"]["fixed_dims"] == {"batch": 2} and by["coreml"]["status"] == "ok"
     with pytest.raises(OpbridgeError, match="check-dim bat"):
         opbridge.convert(str(model), to="onnx", out=str(tmp_path / "x.onnx"), check_dims={"bat": (2, 5)})
+
+
+def _conv1d(path: Path) -> Path:
+    """A length-5 kernel over a symbolic length, plus a (1, 2, 12) position table (wav2vec2's
+    pattern): only a length of 16 runs; fixed to 1 the shapes do not broadcast."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    w = nh.from_array(np.random.default_rng(1).standard_normal((2, 1, 5)).astype(np.float32), "W")
+    pos = nh.from_array(np.random.default_rng(2).standard_normal((1, 2, 12)).astype(np.float32), "P")
+    g = h.make_graph([h.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[5]), h.make_node("Add", ["c", "P"], ["y"])],
+                     "g", [h.make_tensor_value_info("x", T.FLOAT, ["batch", 1, "len"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["batch", 2, 12])], [w, pos])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_report_judges_at_the_sizes_convert_fixes(tmp_path):
+    """``report`` takes convert's --check-dim / --fix-dim, so on Core ML (which fixes dims) it
+    predicts at the same size convert converts at, and an unknown dim is the same bad_option."""
+    import opbridge
+
+    model = str(_conv1d(tmp_path / "c.onnx"))
+    def refused(rep: dict) -> list:
+        return [n for n in rep["backends"]["coreml"]["nodes"] if n["status"] == "unsupported"]
+
+    assert refused(opbridge.report(model, backends=["coreml"]))
+    assert not refused(opbridge.report(model, backends=["coreml"], check_dims={"len": (16, 8)}))
+    res = opbridge.convert(model, to="coreml", out=str(tmp_path / "c.mlpackage"), check_dims={"len": (16, 8)})
+    assert res["targets"][0]["status"] == "ok" and res["targets"][0]["fixed_dims"] == {"batch": 1, "len": 16}
+    with pytest.raises(OpbridgeError, match="no such symbolic input dim"):
+        opbridge.report(model, backends=["coreml"], fix_dims={"lenn": 4})

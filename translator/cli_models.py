@@ -122,8 +122,10 @@ def cmd_report(args: "argparse.Namespace") -> int:
     from .check import model_loader
 
     try:
+        from . import dims
+
         model = model_loader(args.model, **source_opts(args))()
-        plans = R.plan_model(model, backends)
+        plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim)))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     if args.html:
@@ -155,6 +157,10 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("--backends", help="comma-separated (default: all six targets)")
     r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
+    r.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
+                   help="as for convert: judge the model with this symbolic input dim fixed")
+    r.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
+                   help="as for convert: a target that must fix the dim (Core ML) fixes it to A")
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
     c.add_argument("model", help=MODEL_HELP)
     c.add_argument("--example-inputs", metavar="INPUTS.npz",

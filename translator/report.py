@@ -50,6 +50,8 @@ class BackendPlan:
             s += f", {len(bad)} unsupported: " + ", ".join(ops[:8]) + (" …" if len(ops) > 8 else "")
         counts = {k: sum(1 for p in self.nodes if p.status == k)
                   for k in ("native", "folded", "decomposed", "legalized")}
+        if bad and len(bad) == n and len({(p.reason, p.detail) for p in bad}) == 1:  # the whole model refused
+            return s + f" ({bad[0].reason}: {bad[0].detail})"
         return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
 
 
@@ -62,10 +64,23 @@ def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None
     return "verified" if cell.get("status") == "numeric" else cell.get("status", "claimed")
 
 
+def dim_options(fix_dims: dict[str, int] | None, check_dims: dict[str, Any] | None) -> dict[str, Any]:
+    """``convert``'s dim options as pipeline options: dims fixed as asked, and the first check
+    size of each dim as the size a target that must fix it uses."""
+    out: dict[str, Any] = {}
+    if fix_dims:
+        out["fix_dims"] = dict(fix_dims)
+    if check_dims:
+        out["dim_defaults"] = {d: tuple(s)[0] for d, s in check_dims.items()}
+    return out
+
+
 def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
-               verified: dict[str, Any] | None = None) -> list[BackendPlan]:
+               verified: dict[str, Any] | None = None, **options: Any) -> list[BackendPlan]:
     """Per backend, the compile pipeline without emit (``pipeline.plan``): what ``convert``
-    would do with each node of ``model``, in the model's node order."""
+    would do with each node of ``model``, in the model's node order. ``options`` are
+    ``convert``'s pipeline options (``fix_dims``, ``dim_defaults``: the sizes a target that
+    declares static shapes fixes symbolic dims to)."""
     from .pipeline import plan
     from .quick import load_verified
 
@@ -75,8 +90,10 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     plans = []
     for b in backends:
         try:
-            ctx = plan(model, b, tables)
+            ctx = plan(model, b, tables, **options)
         except OpbridgeError as exc:  # the whole model is refused before any node is judged (a prepare step)
+            if exc.code == "bad_option":
+                raise  # the user's options, not the model: convert refuses them the same way
             bp = BackendPlan(b)
             for node in order:
                 first = next((v for v in node.inputs if v is not None), None)
