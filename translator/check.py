@@ -272,7 +272,7 @@ def _saturated(value: Any, legal: str | None) -> Any:
     legalization's sentinel saturation); anything else unchanged."""
     from .dtypes import numpy_dtype
 
-    a = np.asarray(value) if isinstance(value, np.ndarray) else value
+    a = value
     if legal is None or not isinstance(a, np.ndarray) or a.dtype.kind not in "iu" or not a.size:
         return value
     try:

@@ -546,14 +546,14 @@ def infer_node(node: Node, tables: Tables, enum_map: dict[int, str] | None = Non
     return [TensorType(d, tuple(s) if s is not None else None) for d, s in zip(dtypes, shapes)]
 
 
-def _anonymous(d: object) -> bool:
+def anonymous_dim(d: object) -> bool:
     """A dim of unknown size no other dim is known to share: None, ``?`` or ONNX's ``unk__N``."""
     return d is None or isinstance(d, str) and (d in ("", "?") or d.startswith("unk__"))
 
 
-def _named(d: object) -> bool:
+def named_dim(d: object) -> bool:
     """A symbolic dim with a name of its own (a model input's ``batch``), not an anonymous one."""
-    return isinstance(d, str) and not _anonymous(d)
+    return isinstance(d, str) and not anonymous_dim(d)
 
 
 @paused_gc
@@ -585,6 +585,6 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
                 # a symbolic or unknown dim (e.g. ONNX inference's unk__0 behind a pad whose pads
                 # were only folded later) takes the static size inferred now; an anonymous one
                 # (None, unk__N) takes a named symbol inferred now (a Slice's kept batch dim)
-                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) or _anonymous(d) and _named(k) else d
+                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) or anonymous_dim(d) and named_dim(k) else d
                               for d, k in zip(shape, t.shape))
             v.type = TensorType(dtype, shape)

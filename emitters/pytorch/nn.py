@@ -503,7 +503,7 @@ def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], o
 @rule("resize")
 def resize(e: NodeEmit) -> str:
     x = e.x(0)
-    shape = e.shape(0) or e.v(0).type.shape  # symbolic dims outside the resized axes are fine
+    shape = e.dims(0)  # symbolic dims outside the resized axes are fine
     if shape is None:
         raise e.refuse("dynamic_shape", "input 0 needs a known rank")
     rank = len(shape)

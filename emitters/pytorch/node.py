@@ -118,11 +118,18 @@ class NodeEmit:
             raise self.refuse("dynamic_shape", f"input {i} needs a static shape")
         return s
 
+    def dims(self, i: int) -> tuple | None:
+        """Input ``i``'s shape as far as it is known: sizes, and symbols where the IR has them
+        (a dynamic batch); None if the rank is unknown."""
+        v = self.v(i)
+        if v is None or v.is_const:
+            return self.shape(i)
+        return None if v.type.shape is None else tuple(v.type.shape)
+
     def need_dims(self, i: int, start: int) -> tuple:
         """Input ``i``'s shape whose dims from ``start`` on are static (the ones a rule computes
         with); the leading ones may stay symbolic (a dynamic batch)."""
-        v = self.v(i)
-        s = self.shape(i) if v is not None and v.is_const else (None if v is None else v.type.shape)
+        s = self.dims(i)
         if s is None or not all(isinstance(d, int) for d in s[start:]):
             dims = "a static shape" if start == 0 else f"static dims from axis {start} on"
             raise self.refuse("dynamic_shape", f"input {i} needs {dims} (has {s})")

@@ -292,7 +292,7 @@ def gather_elements(e: NodeEmit) -> str:
 @rule("gather_nd")
 def gather_nd(e: NodeEmit) -> str:
     x, idx = e.x(0), e.x(1)
-    ishape = e.shape(1) or e.v(1).type.shape  # only the rank and the index depth must be known
+    ishape = e.dims(1)  # only the rank and the index depth must be known
     if ishape is None or not isinstance(ishape[-1], int):
         raise e.refuse("dynamic_shape", "gather_nd needs the rank of input 1 and its last dim")
     k, b = ishape[-1], int(e.attr("batch_dims"))

@@ -25,6 +25,7 @@ from typing import Union
 
 import numpy as np
 
+from ..infer import anonymous_dim, named_dim
 from ..ir import Graph, Node, Value
 
 Entry = Union[int, str, None]
@@ -47,6 +48,16 @@ def _ints(v: Value | None) -> list[int] | None:
         return None
     a = np.asarray(v.const)
     return [int(x) for x in a.reshape(-1)] if a.dtype.kind in "iu" else None
+
+
+def _empty(v: Value | None) -> bool:
+    """An optional operand left out: absent, or a constant with no elements."""
+    return v is None or v.is_const and np.asarray(v.const).size == 0
+
+
+def _axes(n: Node, r: int) -> list[int]:
+    """A resize's ``axes`` (all when omitted), non-negative."""
+    return [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
 
 
 def _dim(d: object) -> Entry:
@@ -137,7 +148,7 @@ def _resize_axes(n: Node, known: dict[int, Partial]) -> bool:
     """A resize whose run-time sizes keep the input's own dims on some axes → constant sizes on the others."""
     if len(n.inputs) < 4 or n.inputs[3] is None or n.inputs[3].is_const or n.inputs[0] is None:
         return False
-    if any(v is not None and not (v.is_const and np.asarray(v.const).size == 0) for v in n.inputs[1:3]):
+    if not all(_empty(v) for v in n.inputs[1:3]):
         return False
     if str(n.attrs.get("keep_aspect_ratio_policy", "stretch")) != "stretch" \
             or str(n.attrs.get("coordinate_transformation_mode", "half_pixel")) == "tf_crop_and_resize":
@@ -146,8 +157,7 @@ def _resize_axes(n: Node, known: dict[int, Partial]) -> bool:
     shp = n.inputs[0].type.shape
     if p is None or shp is None:
         return False
-    r = len(shp)
-    axes = [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
+    axes = _axes(n, len(shp))
     if len(axes) != len(p[1]):
         return False
     keep_axes, sizes = [], []
@@ -180,15 +190,12 @@ def _resize_unit_scales(n: Node) -> bool:
     if len(n.inputs) < 3 or n.inputs[2] is None or not n.inputs[2].is_const or n.inputs[0] is None \
             or n.inputs[0].type.shape is None:
         return False
-    if len(n.inputs) > 3 and n.inputs[3] is not None and not (n.inputs[3].is_const and np.asarray(n.inputs[3].const).size == 0):
-        return False
-    if n.inputs[1] is not None and not (n.inputs[1].is_const and np.asarray(n.inputs[1].const).size == 0) \
+    if not _empty(n.inputs[3] if len(n.inputs) > 3 else None) or not _empty(n.inputs[1]) \
             or str(n.attrs.get("coordinate_transformation_mode", "half_pixel")) == "tf_crop_and_resize":
         return False
     scales = [float(v) for v in np.asarray(n.inputs[2].const).reshape(-1)]
     shp = n.inputs[0].type.shape
-    r = len(shp)
-    axes = [int(a) % r for a in n.attrs["axes"]] if n.attrs.get("axes") is not None else list(range(r))
+    axes = _axes(n, len(shp))
     if len(axes) != len(scales) or not any(s == 1.0 and not isinstance(shp[a], int) for a, s in zip(axes, scales)):
         return False
     keep = [(a, s) for a, s in zip(axes, scales) if s != 1.0]
@@ -224,7 +231,7 @@ def _retype(y: Value, new: list[Entry]) -> bool:
     for old, d in zip(y.type.shape, new):
         if isinstance(old, int) or d is None or isinstance(d, int) and d < 0:
             merged.append(old)
-        elif isinstance(d, int) or old is None or str(old).startswith("unk__") and not d.startswith("unk__"):
+        elif isinstance(d, int) or old is None or anonymous_dim(old) and named_dim(d):
             merged.append(d)
         else:
             merged.append(old)
@@ -295,12 +302,11 @@ def run(graph: Graph) -> int:
         p = known.get(id(out)) if out is not None else None
         if p is None or not all(isinstance(e, int) for e in p[1]) or n.op == "shape" and not p[1]:
             continue
-        dt = out.type.dtype or "int64"
-        arr = np.asarray(p[1], dtype=np.dtype(dt)).reshape(() if p[0] == 0 else (-1,))
-        c = graph.add_constant(out.name + "_folded", arr, dt)
         if any(o is out for o in graph.outputs):
             continue  # a graph output keeps its node (fold_constants renames outputs; not needed here)
-        graph.replace_all_uses_with(out, c)
+        dt = out.type.dtype or "int64"
+        arr = np.asarray(p[1], dtype=np.dtype(dt)).reshape(() if p[0] == 0 else (-1,))
+        graph.replace_all_uses_with(out, graph.add_constant(out.name + "_folded", arr, dt))
         changed += 1
     if changed:
         _drop_dead(graph)
