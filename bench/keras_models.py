@@ -82,7 +82,7 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str) -> None:
     for mod in (("ai_edge_litert.interpreter", "ai_edge_litert.schema_py_generated") if src.endswith(".tflite")
                 else ("tensorflow", "keras")):
         importlib.import_module(mod)
-    from translator.convert import convert
+    from translator.run.convert import convert
 
     stamps: list[tuple[float, str]] = []
     t0 = time.perf_counter()
@@ -94,7 +94,7 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str) -> None:
     try:
         rec = convert(src, targets, outdir, check=True, progress=progress)
     except Exception as exc:  # noqa: BLE001 - the refusal is the cell's answer
-        from translator.errors import OpbridgeError
+        from translator.table.errors import OpbridgeError
 
         code = exc.code if isinstance(exc, OpbridgeError) else f"internal_error:{type(exc).__name__}"
         rec = {"refused": {"code": code, "detail": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}}

@@ -4,7 +4,7 @@ Every case of the installed ``onnx`` package (``onnx.backend.test.loader.load_mo
 1,884 on onnx 1.23.2) goes ONNX frontend → IR → backend B, and is compared with the
 case's expected outputs (rtol 1e-3, atol 1e-5 for floats; exact otherwise). The artifact
 is judged as written: saved, loaded back with the framework's own API and run
-(``translator.artifact_io.run_written``); each output must have the declared dtype and
+(``translator.run.artifact_io.run_written``); each output must have the declared dtype and
 name, and exactly the declared outputs must come back. An output the artifact documents
 in another dtype (TFLite's int64 as int32…) is a ``pass_legalized``, counted apart with
 the legalization named; its values must still be those of the declared dtype. Peers run
@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.harness import classify  # noqa: E402
-from translator.target import names  # noqa: E402
+from translator.run.harness import classify  # noqa: E402
+from translator.compile.target import names  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers._common import ATOL, RTOL, as_value, check_outputs, feeds_for  # noqa: E402,F401
@@ -59,9 +59,9 @@ def run_opbridge(case: Any, backend: str) -> tuple[str, str]:
 def run_opbridge_built(case: Any, backend: str) -> tuple[str, str, bool]:
     """(status, reason, built): ``built`` = the backend's artifact was emitted for every data
     set (for coreml: converted by coremltools, saved and loaded back), whatever running it gave."""
-    from translator.artifact_io import output_ports, run_written
+    from translator.run.artifact_io import output_ports, run_written
     from translator.frontends.onnx import from_proto
-    from translator.harness import convert
+    from translator.run.harness import convert
     built = False
     names = [o.name for o in case.model.graph.output]
     legalized = ""

@@ -147,7 +147,7 @@ def tolerance(op: Any) -> tuple[float, float]:
 
 
 def compare(expected: list[Any], got: list[Any], rtol: float, atol: float, legal: list[Any] | None) -> tuple[bool, str]:
-    from translator.harness import compare as cmp
+    from translator.run.harness import compare as cmp
 
     if len(got) != len(expected):
         return False, f"{len(got)} outputs, expected {len(expected)}"
@@ -185,9 +185,9 @@ def run_peer(module: Any, tensors: tuple[Any, ...], expected: list[Any], rtol: f
 
 
 def run_target(name: str, model: Any, feeds: dict[str, Any], expected: list[Any], rtol: float, atol: float) -> tuple[str, str]:
-    from translator.errors import OpbridgeError
-    from translator.pipeline import compile
-    from translator.target import get
+    from translator.table.errors import OpbridgeError
+    from translator.compile.pipeline import compile
+    from translator.compile.target import get
 
     target = get(name)
     try:

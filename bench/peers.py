@@ -111,8 +111,8 @@ def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, flo
     then saved, timed apart (``SAVE_S``, printed as ``save``)."""
     from translator.frontends.onnx import load_onnx
     from translator import reference
-    from translator.harness import convert
-    from translator.target import get
+    from translator.run.harness import convert
+    from translator.compile.target import get
 
     target = get(backend)
     # warm-up, as the peers' imports are done before they are timed: imports (constant

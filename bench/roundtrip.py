@@ -30,16 +30,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nodetests import load_cases  # noqa: E402
 from peers._common import check_outputs, feeds_for  # noqa: E402
-from translator.harness import classify  # noqa: E402
+from translator.run.harness import classify  # noqa: E402
 
 TARGETS = ("onnx", "pytorch", "openvino")
 
 
 def direct(case: Any) -> tuple[str, str, Any]:
     """``nodetests.run_opbridge_built(case, "tflite")``'s verdict, keeping the artifact."""
-    from translator.artifact_io import output_ports, run_written
+    from translator.run.artifact_io import output_ports, run_written
     from translator.frontends.onnx import from_proto
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     names = [o.name for o in case.model.graph.output]
     artifact = None
@@ -60,9 +60,9 @@ def direct(case: Any) -> tuple[str, str, Any]:
 def round_trip(case: Any, artifact: Any, targets: list[str], workdir: Path) -> dict[str, tuple[str, ...]]:
     """The written ``.tflite`` → TFLite frontend → each target, judged on the case's data sets."""
     from emitters.tensorflow.runtime import feed_arrays, restore_outputs
-    from translator.artifact_io import output_ports, run_written, save
+    from translator.run.artifact_io import output_ports, run_written, save
     from translator.frontends import tflite
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     path = workdir / "model.tflite"
     save("tflite", artifact, path)

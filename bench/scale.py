@@ -78,7 +78,7 @@ def measure(paths: list[str], batches: list[int], backend: str, repeat: int) -> 
 
     sys.path.insert(0, str(ROOT))
     from translator.frontends.onnx import load_onnx
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     # warm-up on the bundled model: imports, table loading and runtime probes are not conversion time
     convert(backend, load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
@@ -129,7 +129,7 @@ LIMIT = 12.0  # time(100k) / time(10k); linear growth is 10
 
 def available_backends() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from translator.target import names
+    from translator.compile.target import names
 
     return names(include_reference=False)
 

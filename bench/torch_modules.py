@@ -5,7 +5,7 @@ The suite of bench/peers.py (ResNet-50, MobileNetV3-Large, EfficientNet-B0, a sm
 as ``nn.Module``s with fixed seeds (bench/torch_zoo_defs.py: torchvision's architectures in
 plain torch, torchvision does not import beside the project's CPU torch), not ONNX files.
 
-opbridge, per model: ``translator.convert.convert(module, TARGETS, out, example_inputs=(x,),
+opbridge, per model: ``translator.run.convert.convert(module, TARGETS, out, example_inputs=(x,),
 check=True, inputs=...)`` in this process: the status of every target and the check's error
 against eager PyTorch (``vs_source``). Then, for the figures: the frontend (``torch.export`` →
 IR) timed once, each target compiled again in memory (conversion time = frontend + compile,
@@ -121,8 +121,8 @@ def classify_target(rec: dict[str, Any]) -> dict[str, Any]:
 def run_ours(name: str, module: Any, x: Any, feeds: dict[str, np.ndarray], targets: list[str],
              out_dir: Path) -> tuple[dict[str, dict[str, Any]], float]:
     """convert() with the check → per-target cells; the whole call's seconds."""
-    from translator.convert import convert
-    from translator.errors import OpbridgeError
+    from translator.run.convert import convert
+    from translator.table.errors import OpbridgeError
 
     t = time.perf_counter()
     try:
@@ -139,9 +139,9 @@ def run_ours(name: str, module: Any, x: Any, feeds: dict[str, np.ndarray], targe
 def prepare_ours(module: Any, x: Any, cells: dict[str, dict[str, Any]]) -> tuple[float | None, dict[str, Any]]:
     """Frontend timed once; each written target compiled again in memory (timed) and its written
     file read back by the target's loader. → (frontend_s, {target: loaded artifact})."""
-    from translator.check import model_loader
-    from translator.pipeline import compile
-    from translator.target import get
+    from translator.run.check import model_loader
+    from translator.compile.pipeline import compile
+    from translator.compile.target import get
 
     written = [t for t, c in cells.items() if c.get("output")]
     if not written:
@@ -253,7 +253,7 @@ def peer_openvino(module: Any, x: Any) -> tuple[dict[str, Any], Any]:
 def _ort_call(path: str, feeds: dict[str, np.ndarray], threads: int):
     import onnxruntime as ort
 
-    from translator.ort_run import session_options
+    from translator.ir.ort_run import session_options
 
     so = session_options()
     so.intra_op_num_threads = threads
@@ -297,7 +297,7 @@ def bench_model(name: str, targets: list[str], n: int, threads: int, peers: bool
     row: dict[str, Any] = {"model": name, "input": list(x.shape), "frontend_s": frontend_s,
                            "convert_call_s": convert_all_s, "targets": cells, "peers": {}}
     from emitters.openvino import CPU_CONFIG, core, infer
-    from translator.target import get
+    from translator.compile.target import get
 
     config = dict(CPU_CONFIG, INFERENCE_NUM_THREADS=threads)
     calls: dict[str, Any] = {}

@@ -80,8 +80,8 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: st
 
     for mod in ("onnx", "onnxruntime"):
         importlib.import_module(mod)
-    from translator.convert import convert
-    from translator.errors import OpbridgeError
+    from translator.run.convert import convert
+    from translator.table.errors import OpbridgeError
 
     rec: dict[str, Any] = {}
     if with_report == "1":
@@ -115,7 +115,7 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, inputs: st
 
 def peers_worker(src: str, inputs: str, peers: str, result: str, timeout: str = "900") -> None:
     """Each peer on ``src``, judged against onnxruntime on the original by the rule opbridge's
-    own check applies to a whole model's output (``translator.check.compare_output`` at the
+    own check applies to a whole model's output (``translator.run.check.compare_output`` at the
     default rtol 1e-3 / atol 1e-5, which also passes an error within 128 eps of the output's
     largest magnitude), so both sides are held to the same bar. A peer in a subprocess gets
     ``timeout`` seconds; the result file is rewritten after every peer (a killed child keeps
@@ -123,7 +123,7 @@ def peers_worker(src: str, inputs: str, peers: str, result: str, timeout: str = 
     import numpy as np
     import onnxruntime as ort
 
-    from translator.check import compare_output
+    from translator.run.check import compare_output
 
     feeds = dict(np.load(inputs)) if inputs else None
     sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])

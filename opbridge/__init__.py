@@ -27,7 +27,7 @@ def _quiet() -> Any:
 
     if os.environ.get("OPBRIDGE_VERBOSE"):
         return contextlib.nullcontext()
-    from translator.cli import native_stderr_filtered, quiet_frameworks
+    from translator.cli.main import native_stderr_filtered, quiet_frameworks
 
     quiet_frameworks()
     return native_stderr_filtered()
@@ -60,7 +60,7 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
     target allows); ``signature``: a SavedModel's signature (default ``serving_default``);
     ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``);
     ``check_dims``: the two sizes a dynamic dim is checked at (``{"samples": (400, 800)}``)."""
-    from translator.convert import convert as _convert
+    from translator.run.convert import convert as _convert
 
 
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
@@ -78,13 +78,13 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
     the first size it is checked at), so the prediction is made at the same sizes."""
     import json
 
-    from translator import report as R
+    from translator.run import report as R
 
 
     if model is None:
         return json.loads(R.dumps(R.table_matrix()))
-    from translator.check import model_loader
-    from translator.target import names
+    from translator.run.check import model_loader
+    from translator.compile.target import names
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
     ir = model_loader(model, **opts)()
@@ -99,7 +99,7 @@ def check(model: Any, example_inputs: Any = None, backends: str | Iterable[str] 
           inputs: Any = None) -> dict[str, Any]:
     """``opbridge check MODEL --backends B --json``: each backend against the NumPy reference
     and the source framework's own runtime."""
-    from translator.check import check_model, load_inputs, model_loader, report_json
+    from translator.run.check import check_model, load_inputs, model_loader, report_json
 
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}

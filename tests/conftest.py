@@ -156,7 +156,7 @@ def convert_keeping_batch(model: object, targets: "tuple[str, ...] | list[str]",
     ``batch`` symbolic (nothing fixed) and passed its check at every size of
     ``dims.CHECK_SIZES`` (1 and 3). Returns the records by target."""
     import opbridge
-    from translator import dims
+    from translator.ir import dims
 
     res = opbridge.convert(str(model), to=",".join(targets), out=str(out))
     by = {r["target"]: r for r in res["targets"]}

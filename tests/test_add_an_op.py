@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translator.target import names
+from translator.compile.target import names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,8 @@ ENTRY = """
 
 @pytest.fixture(scope="module")
 def with_expm1(tmp_path_factory):
-    from translator import paths, reference
+    from translator.table import paths
+    from translator import reference
 
     folder = tmp_path_factory.mktemp("table")
     table = folder / "optable.yaml"
@@ -76,10 +77,10 @@ def with_expm1(tmp_path_factory):
 
 @pytest.mark.parametrize("name", names(include_reference=False))
 def test_a_new_elementwise_op_converts_on_every_target(with_expm1, name):
-    from translator.artifact_io import run_written
-    from translator.harness import compare, single_op_model
-    from translator.pipeline import compile
-    from translator.tables import load_tables
+    from translator.run.artifact_io import run_written
+    from translator.run.harness import compare, single_op_model
+    from translator.compile.pipeline import compile
+    from translator.table.loader import load_tables
 
     assert "expm1" in load_tables().ops
     x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)

@@ -157,7 +157,7 @@ def test_translator_imports_no_private_emitter_name():
 
 def test_backends_are_packages_with_the_same_inner_names():
     """Every built-in target is a package exposing TARGET, with a leaf registry module."""
-    from translator.target import get, names
+    from translator.compile.target import get, names
 
     shared = {"__init__.py", "registry.py", "target.py", "codegen.py", "runtime.py"}
     families = {"elementwise.py", "shape.py", "nn.py", "quant.py", "rnn.py", "control.py", "attention.py",
@@ -173,7 +173,7 @@ def test_backends_are_packages_with_the_same_inner_names():
         assert shared <= files, f"{name} lacks {sorted(shared - files)}"
         prefixed = sorted(f for f in files if f.startswith(name + "_") or f.startswith(name.rstrip("s") + "_ops"))
         assert not prefixed, f"{name}: inner modules repeat the backend's name: {prefixed}"
-        from translator.registry import RULES
+        from translator.compile.registry import RULES
 
         if any(b == name for (_, b) in RULES):  # a target with rules of its own files them by family
             assert files & families, f"{name} has none of the family modules {sorted(families)}"
@@ -182,3 +182,58 @@ def test_backends_are_packages_with_the_same_inner_names():
         reg = f"emitters.{name}.registry"
         inner = {e for e in edges.get(reg, ()) if e.startswith(f"emitters.{name}")}
         assert not inner, f"{reg} is not a leaf: imports {sorted(inner)}"
+
+
+#: translator/'s rooms, bottom first: a room imports from its own room and those before it only.
+#: ``proofs`` and ``cli`` share the top (neither imports the other); ``resolvers`` import no room.
+LAYERS = (("table",), ("reference",), ("ir",), ("compile",), ("frontends",), ("run",), ("proofs", "cli"),
+          ("resolvers",))
+
+
+def room(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if parts[0] == "translator" and len(parts) > 1 else None
+
+
+def layering_violations(edges: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """(importer → imported) edges of translator/ that go up or sideways between rooms."""
+    rank = {r: i for i, level in enumerate(layers) for r in level}
+    out = []
+    for mod, targets in sorted(edges.items()):
+        a = room(mod)
+        if a is None:
+            continue
+        for t in sorted(targets):
+            b = room(t)
+            if b is None or b == a:
+                continue
+            if a not in rank or b not in rank or rank[b] >= rank[a]:
+                out.append(f"{mod} -> {t}")
+    return out
+
+
+def test_translator_top_level_holds_only_packages():
+    loose = sorted(p.name for p in (ROOT / "translator").glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"modules outside the rooms: {loose}"
+    for d in (ROOT / "translator").iterdir():
+        if d.is_dir() and not d.name.startswith(("_", ".")):
+            assert (d / "__init__.py").is_file(), d
+            assert d.name in {r for level in LAYERS for r in level}, f"translator/{d.name} is in no layer"
+            doc = ast.get_docstring(ast.parse((d / "__init__.py").read_text(encoding="utf-8"))) or ""
+            assert "import" in doc, f"translator/{d.name}/__init__.py does not say what it may import"
+
+
+def test_rooms_import_only_the_rooms_below():
+    bad = layering_violations(import_graph()[0])
+    assert not bad, "imports against the layers: " + "; ".join(bad)
+
+
+def test_the_layering_check_finds_an_upward_import(tmp_path):
+    pkg = tmp_path / "translator"
+    for sub, code in (("table", "def f():\n    from ..ir import graph\n"), ("ir", "from ..table import a\n")):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+        (pkg / sub / ("a.py" if sub == "table" else "graph.py")).write_text(code)
+    (pkg / "__init__.py").write_text("")
+    edges, _ = import_graph(tmp_path, ("translator",))
+    assert layering_violations(edges) == ["translator.table.a -> translator.ir.graph"]

@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from translator.harness import compare, exact_astype
+from translator.run.harness import compare, exact_astype
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
@@ -71,7 +71,7 @@ def test_exact_astype_restores_only_values_that_survive():
 def test_check_outputs_wants_exactly_the_declared_outputs():
     from peers._common import check_outputs
 
-    from translator.artifact_io import OutputPort
+    from translator.run.artifact_io import OutputPort
 
     e = [np.zeros(2, np.float32)]
     assert check_outputs(e, [e[0], e[0]]) == (False, "extra_outputs")
@@ -86,7 +86,7 @@ def test_an_openvino_artifact_returning_unwrapped_int4_fails_whatever_the_runner
     """The runner converts int8 back to int4 only when every value is an int4 value: the old
     emission (a plain Convert, -9/8/9 for ONNX's wrapped 7/-8/-7) cannot pass any more."""
     import emitters.openvino  # noqa: F401 - its rules register
-    from translator.registry import RULES, Rule
+    from translator.compile.registry import RULES, Rule
 
     case = _case("test_cast_FLOAT16_to_INT4")
     assert _bench(case, "openvino") == ("pass_legalized", "legalized int4→int8")
@@ -110,8 +110,8 @@ def test_run_written_runs_the_file_not_the_object(monkeypatch):
     """What runs is read back from the written file: a corrupted write is what gets judged."""
     from emitters import onnx as onnx_backend
 
-    from translator.artifact_io import run_written
-    from translator.harness import single_op_model
+    from translator.run.artifact_io import run_written
+    from translator.run.harness import single_op_model
 
     model, feeds = single_op_model("add", [np.ones(3, np.float32), np.ones(3, np.float32)], {})
     art = onnx_backend.emit(model)
@@ -126,7 +126,7 @@ def test_run_written_runs_the_file_not_the_object(monkeypatch):
 
     import dataclasses
 
-    import translator.artifact_io as aio
+    import translator.run.artifact_io as aio
 
     monkeypatch.setattr(aio, "get", lambda name: dataclasses.replace(onnx_backend.TARGET, save=bad_save))
     with pytest.raises(Exception):

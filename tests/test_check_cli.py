@@ -44,7 +44,7 @@ def test_mismatch_names_the_first_diverging_node(monkeypatch):
     """A disagreement is caught and traced to the node that caused it (here the oracle's relu
     is deliberately perturbed, so onnxruntime's correct relu1 is the first divergence)."""
     from translator import reference
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     build = model_loader(str(MODEL))
     reference.get("relu")  # load the registry before patching it
@@ -63,7 +63,7 @@ def test_unknown_backend_exits_2():
 def test_a_model_output_passes_scaled_to_its_magnitude_but_not_beyond():
     import numpy as np
 
-    from translator.check import SCALED_EPS, compare_output
+    from translator.run.check import SCALED_EPS, compare_output
 
     tol = {"rtol": 1e-3, "atol": 1e-5}
     e = np.array([4.0, 5e4], dtype=np.float32)

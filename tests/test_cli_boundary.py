@@ -13,7 +13,7 @@ import pytest
 import numpy as np
 from onnx import TensorProto, helper
 
-from translator import cli
+from translator.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -55,7 +55,7 @@ def test_an_internal_error_is_one_line_with_its_code_and_writes_nothing(tmp_path
 
 
 def test_an_exception_outside_any_target_is_caught_at_the_boundary(capsys, monkeypatch, tmp_path):
-    import translator.check as C
+    import translator.run.check as C
 
     def boom(path):
         raise ZeroDivisionError("integer division or modulo by zero")
@@ -66,7 +66,7 @@ def test_an_exception_outside_any_target_is_caught_at_the_boundary(capsys, monke
 
 
 def test_a_check_that_could_not_run_is_not_a_pass(tmp_path, capsys, monkeypatch):
-    import translator.check as C
+    import translator.run.check as C
 
     real = C.check_model
 
@@ -86,7 +86,7 @@ def test_a_check_that_could_not_run_is_not_a_pass(tmp_path, capsys, monkeypatch)
 
 
 def test_a_mismatch_exits_1_and_keeps_the_artifact_for_inspection(tmp_path, capsys, monkeypatch):
-    import translator.check as C
+    import translator.run.check as C
 
     real = C.check_model
 
@@ -105,10 +105,10 @@ def test_one_target_refused_means_nothing_written_and_a_hint(tmp_path, capsys, m
     import dataclasses
 
     import emitters.openvino as ov
-    from translator import target as T
+    from translator.compile import target as T
 
     def refuse(*a, **k):
-        from translator.errors import Unsupported
+        from translator.table.errors import Unsupported
 
         raise Unsupported("relu", "openvino", "unsupported_op", "pretend it is missing", "n0")
 
@@ -136,7 +136,7 @@ def test_native_log_lines_are_filtered_from_the_console():
     """TensorFlow's C++ prints absl lines on fd 2 at import; with the console filter (main()
     installs it unless -v) none of them shows, while other native output and our own lines do."""
     code = ("import os, sys\n"
-            "from translator import cli\n"
+            "from translator.cli import main as cli\n"
             "cli.filter_native_stderr()\n"
             "os.write(2, b'I0000 00:00:1795554494.548140    6850 port.cc:153] noise\\n')\n"
             "os.write(2, b'WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n')\n"

@@ -32,7 +32,7 @@ def _guarded(path, batch):
 @pytest.mark.parametrize("target", ["pytorch", "openvino", "coreml"])
 def test_constant_if_is_inlined_on_folding_targets(tmp_path, batch, target):
     from translator.frontends import load
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     model = load(str(_guarded(tmp_path / "m.onnx", batch)))
     done = compile(model, target)
@@ -52,8 +52,8 @@ def test_core_ml_converts_a_size_guard_and_checks(tmp_path):
 
 
 def test_a_data_dependent_if_is_kept():
-    from translator.ir import Graph, TensorType
-    from translator.passes.control import inline_constant_ifs
+    from translator.ir.graph import Graph, TensorType
+    from translator.compile.passes.control import inline_constant_ifs
 
     g = Graph()
     c = g.add_input("c", TensorType("bool", ()))

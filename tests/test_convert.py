@@ -81,7 +81,7 @@ def test_channels_last_io_converts_and_checks(tmp_path):
 
 
 def test_repeated_warnings_are_grouped_on_the_terminal():
-    from translator.cli_models import _grouped
+    from translator.cli.models import _grouped
 
     ws = [f"tflite: constant 'c{i}' int64 -> int32" for i in range(5)] + ["tflite: input 'x' int64 -> int32"]
     assert _grouped(ws) == ["tflite: constants int64 -> int32 — 5 tensors ('c0', 'c1', 'c2', …)",

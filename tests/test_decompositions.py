@@ -1,7 +1,7 @@
 """Every decomposition in optable.yaml against its op's reference, on random inputs.
 
 Generated from the table: the op is evaluated once by its own NumPy reference and once
-through its decomposition: the one pipeline (``translator.pipeline.compile``) for the NumPy
+through its decomposition: the one pipeline (``translator.compile.pipeline.compile``) for the NumPy
 reference target with the op itself removed from what it supports, so the expansion is
 recursive down to ops that have a reference.
 """
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from translator import reference
-from translator import target as targets
-from translator.harness import compare, single_op_model
-from translator.pipeline import compile
-from translator.samples import sample
-from translator.tables import load_tables
+from translator.compile import target as targets
+from translator.run.harness import compare, single_op_model
+from translator.compile.pipeline import compile
+from translator.run.samples import sample
+from translator.table.loader import load_tables
 
 TABLES = load_tables()
 DECOMPOSED = [op for op in TABLES.ops.values() if op.decomposition]

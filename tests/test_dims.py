@@ -1,4 +1,4 @@
-"""Symbolic input dims end to end (``translator.dims``): kept dynamic where the target keeps
+"""Symbolic input dims end to end (``translator.ir.dims``): kept dynamic where the target keeps
 them and checked at two sizes, fixed (and said so) where it does not, ``--fix-dim`` on demand."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translator import dims
-from translator.errors import OpbridgeError
+from translator.ir import dims
+from translator.table.errors import OpbridgeError
 
 ROOT = Path(__file__).resolve().parents[1]
 

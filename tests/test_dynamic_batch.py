@@ -5,7 +5,7 @@ sequence sizes at run time: ``tf.shape`` / a ``tf.while_loop``, OpenVINO ``Shape
 whose result the IR knows up to the batch, then a transpose: TFLite's reshape takes one
 dynamic dim), and a Resize whose ``sizes`` are computed at run time from ``Shape`` (the batch
 and channels kept, the spatial sizes known: ``passes/shape_values`` narrows it to the spatial
-axes). Each artifact is checked at sizes 1 and 3 (``translator.dims.CHECK_SIZES``).
+axes). Each artifact is checked at sizes 1 and 3 (``translator.ir.dims.CHECK_SIZES``).
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translator import dims
+from translator.ir import dims
 
 INF_NODE = "bias_neg_inf"
 

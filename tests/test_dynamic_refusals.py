@@ -2,7 +2,7 @@
 
 * a ``Slice`` on an inner axis (CoAtNet's q/k/v split) and a ``Pad`` of the last axis only
   (EfficientViT's ``F.pad(v, (0, 1), value=1)``), whose exported value_info names the batch
-  ``unk__N``: shape inference keeps the named ``batch`` it infers (``translator.infer``), so the
+  ``unk__N``: shape inference keeps the named ``batch`` it infers (``translator.ir.infer``), so the
   reshape after them knows its output up to the batch and TFLite's conv sees static channels
   (before: ``TFLite builtins lack tf.Conv2D here``);
 * a ``ConstantOfShape`` / ``Expand`` to a shape computed from ``Shape(x)`` (EdgeNeXt's
@@ -15,7 +15,7 @@
   ``input 0 needs a static shape``).
 
 Each model keeps a symbolic batch, converts to the target(s) that refused it and checks at
-sizes 1 and 3 (``translator.dims.CHECK_SIZES``).
+sizes 1 and 3 (``translator.ir.dims.CHECK_SIZES``).
 """
 from __future__ import annotations
 
@@ -175,8 +175,8 @@ def test_dynamic_batch_converts_where_it_was_refused(tmp_path, name):
 def test_inferred_batch_replaces_an_anonymous_dim():
     """The unit behind the first two models: a stale ``unk__N`` (or unknown) dim takes the named
     symbol inferred now; a named symbol and a size are kept."""
-    from translator.ir import Graph, TensorType
-    from translator.infer import infer
+    from translator.ir.graph import Graph, TensorType
+    from translator.ir.infer import infer
 
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", ("batch", 2, 24, 16)))

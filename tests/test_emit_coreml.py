@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("coremltools")
 
 from emitters import coreml  # noqa: E402
-from translator.errors import OpbridgeError, Unsupported  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.ir import Graph, Model, TensorType  # noqa: E402
+from translator.table.errors import OpbridgeError, Unsupported  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.ir.graph import Graph, Model, TensorType  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RNG = np.random.default_rng(0)
@@ -189,8 +189,8 @@ def test_importing_the_emitter_imports_no_framework():
 
 
 def test_every_snippet_is_one_mil_call_of_a_known_op_and_rules_and_snippets_do_not_overlap():
-    from translator.registry import rules
-    from translator.tables import load_tables
+    from translator.compile.registry import rules
+    from translator.table.loader import load_tables
 
     tables = load_tables()
     have = rules(coreml.NAME)
@@ -205,12 +205,12 @@ def test_every_snippet_is_one_mil_call_of_a_known_op_and_rules_and_snippets_do_n
 
 
 def test_target_describes_the_backend():
-    from translator.target import get
+    from translator.compile.target import get
 
     t = get("coreml")
     assert t is coreml.TARGET and t.suffix == "_coreml" and t.written == "model"
     assert t.legal_dtypes is not None
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     assert t.legal_dtypes(load_tables()) == frozenset({"float16", "float32", "int32", "bool"})
     assert [o.flag for o in t.options] == ["--target"]
@@ -266,7 +266,7 @@ def test_suite_model_mlpackage_reloads_with_the_onnx_interface(models_dir, tmp_p
     import onnx
 
     from translator.frontends.onnx import load_onnx
-    from translator.render import ident
+    from translator.compile.render import ident
 
     path = models_dir / f"{name}.onnx"
     out = coreml.save(coreml.emit(load_onnx(path)), tmp_path / name)
@@ -291,7 +291,7 @@ def test_suite_model_mlpackage_reloads_with_the_onnx_interface(models_dir, tmp_p
 
 # ----------------------------------------------------------------------------- einsum, quantization, resize, RNNs
 def _reference(op: str, inputs: list, attrs: dict, n_outputs: int = 1, const: tuple[int, ...] = ()) -> list:
-    from translator import interpreter
+    from translator.compile import interpreter
 
     model, feeds = single_op_model(op, inputs, attrs, n_outputs, const)
     return [np.asarray(v) for v in interpreter.run(model, feeds)]
@@ -548,7 +548,7 @@ def test_lstm_matches_the_reference_under_coremltools_lstm_semantics(monkeypatch
 
 
 def test_rnn_refusals_name_the_attribute():
-    """What neither MIL's gru nor the unrolled cells (translator/unroll.py) take is refused by
+    """What neither MIL's gru nor the unrolled cells (translator/compile/unroll.py) take is refused by
     name; linear_before_reset=1 (MIL's gru lacks reset_after on iOS17) falls back to the cells."""
     x, w, r = _f32(3, 2, 4), _f32(1, 15, 4), _f32(1, 15, 5)
     model, _ = single_op_model("gru", [x, w, r], {"hidden_size": 5, "linear_before_reset": 1}, 2, (1, 2))
@@ -604,7 +604,7 @@ def test_program_text_is_not_rendered_for_dropped_debug_logs():
 # ----------------------------------------------------------------------------- legalized values, in the graph
 def _written(art, feeds):
     """Run the artifact as written (saved, loaded back): what the node-test bench judges."""
-    from translator.artifact_io import run_written
+    from translator.run.artifact_io import run_written
 
     return run_written("coreml", art, feeds)
 

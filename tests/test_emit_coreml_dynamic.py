@@ -1,7 +1,7 @@
 """Core ML: operands MIL takes as constants but a model feeds at run time (reduction axes,
 squeeze/unsqueeze axes, split sizes, top-k k, cumsum axis, one-hot depth, conv_transpose
 weights), and the small dtypes MIL lacks (float8, float4, int4/2), computed in wider ones and
-rounded in the graph. The NumPy reference (``translator.interpreter``) decides every value;
+rounded in the graph. The NumPy reference (``translator.compile.interpreter``) decides every value;
 each artifact is run as written (saved, loaded back: the MIL evaluator on Linux)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from emitters import coreml
-from translator import interpreter
-from translator.harness import compare, single_op_model
+from translator.compile import interpreter
+from translator.run.harness import compare, single_op_model
 
 RNG = np.random.default_rng(3)
 
@@ -20,7 +20,7 @@ def _f32(*shape: int) -> np.ndarray:
 
 
 def _written(art, feeds):
-    from translator.artifact_io import run_written
+    from translator.run.artifact_io import run_written
 
     return run_written("coreml", art, feeds)
 
@@ -73,7 +73,7 @@ def test_small_float_casts_round_in_the_graph(dtype, saturate):
     then retypes exactly. The NumPy reference (ml_dtypes) decides."""
     import ml_dtypes
 
-    from translator.dtypes import numpy_dtype, onnx_enum_of
+    from translator.table.dtypes import numpy_dtype, onnx_enum_of
 
     info = ml_dtypes.finfo(numpy_dtype(dtype))
     top, tiny = float(info.max), float(info.smallest_subnormal)
@@ -94,7 +94,7 @@ def test_small_float_casts_round_in_the_graph(dtype, saturate):
 
 @pytest.mark.parametrize("dtype", ["int4", "uint4", "int2", "uint2"])
 def test_sub_byte_integers_are_computed_in_int32_and_wrap(dtype):
-    from translator.dtypes import numpy_dtype, onnx_enum_of
+    from translator.table.dtypes import numpy_dtype, onnx_enum_of
 
     x = np.asarray([-9.7, -8.0, -2.5, -0.5, 0.0, 1.9, 3.0, 7.2, 8.0, 15.9, 16.5], np.float32)
     model, feeds = single_op_model("cast", [x], {"to": onnx_enum_of()[dtype]})

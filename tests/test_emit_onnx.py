@@ -10,7 +10,7 @@ import pytest
 from emitters import onnx as onnx_backend
 from emitters.onnx import runtime as onnx_runtime
 from translator.frontends.onnx import load_onnx
-from translator.harness import compare, single_op_model
+from translator.run.harness import compare, single_op_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -107,7 +107,7 @@ def test_a_node_the_runtime_runs_at_no_opset_is_decomposed(monkeypatch):
 def test_a_runtime_gap_the_decomposition_does_not_cover_is_refused_with_the_kernel_named(monkeypatch):
     """Where's decomposition is for bool values only (``when: dtype_of: X``): a float Where
     without a kernel is refused, naming the kernel."""
-    from translator.errors import Unsupported
+    from translator.table.errors import Unsupported
 
     c = np.asarray([True, False, True])
     model, _ = single_op_model("where", [c, np.ones(3, np.float32), np.zeros(3, np.float32)], {})
@@ -129,7 +129,7 @@ def test_bool_where_has_no_kernel_at_any_version_and_is_decomposed():
 def test_report_plans_the_opset_convert_would_choose(monkeypatch):
     """``opbridge report`` asks the same question as ``convert``: a node onnxruntime runs at a
     lower opset is native; one it runs at none is refused with the kernel named."""
-    from translator.report import plan_model
+    from translator.run.report import plan_model
 
     _pretend_no_kernel(monkeypatch, "QuantizeLinear", 24)
     (plan,) = plan_model(_quantize_model()[0], ["onnx"])
@@ -213,8 +213,8 @@ def test_duplicate_node_names_get_unique_names_in_the_written_model():
 def test_an_output_that_is_a_model_input_is_written_through_an_identity_with_a_warning():
     """An ONNX graph output is a value of its own: a model input returned as an output goes
     through an Identity under a new name, and the compilation says so (not silently)."""
-    from translator.ir import Graph, Model, TensorType
-    from translator.pipeline import compile
+    from translator.ir.graph import Graph, Model, TensorType
+    from translator.compile.pipeline import compile
 
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", (2,)))
@@ -233,7 +233,7 @@ def test_an_output_that_is_a_model_input_is_written_through_an_identity_with_a_w
 def test_the_opset_option_is_kept_and_the_plan_refuses_what_convert_refuses(monkeypatch):
     """``--opset`` (``Target.options``) overrides the choice; ``pipeline.plan`` runs the same
     configure/accepts hooks as ``compile`` and collects the refusal instead of raising."""
-    from translator.pipeline import plan
+    from translator.compile.pipeline import plan
 
     assert [o.dest for o in onnx_backend.TARGET.options] == ["opset"]
     model, feeds = _quantize_model()
@@ -248,8 +248,8 @@ def test_the_opset_option_is_kept_and_the_plan_refuses_what_convert_refuses(monk
 
 def test_every_native_onnx_cell_has_the_node_writer_as_its_rule():
     """The families register ``write_node`` for exactly the ops whose onnx cell is native."""
-    from translator.registry import rules
-    from translator.tables import load_tables
+    from translator.compile.registry import rules
+    from translator.table.loader import load_tables
 
     from emitters.onnx.codegen import write_node
 

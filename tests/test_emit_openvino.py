@@ -17,11 +17,11 @@ ov = pytest.importorskip("openvino")
 
 from emitters import numpy as numpy_backend  # noqa: E402
 from emitters import openvino as ovb  # noqa: E402
-from translator.errors import Unsupported  # noqa: E402
-from translator.pipeline import compile as compile_to  # noqa: E402
+from translator.table.errors import Unsupported  # noqa: E402
+from translator.compile.pipeline import compile as compile_to  # noqa: E402
 from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.tables import load_tables  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.table.loader import load_tables  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -287,8 +287,8 @@ def test_snippets_call_real_opset16_functions():
 
 
 def test_supported_ops_need_a_cell_and_code_and_the_lint_is_clean():
-    from translator.lint import lint_target
-    from translator.registry import rules, supported
+    from translator.compile.lint import lint_target
+    from translator.compile.registry import rules, supported
 
     tables = load_tables()
     ours = supported(ovb.TARGET, tables)
@@ -302,7 +302,7 @@ def test_supported_ops_need_a_cell_and_code_and_the_lint_is_clean():
 # ----------------------------------------------------------------------------- larger runs
 @pytest.mark.slow
 def test_resnet18_matches_the_reference(models_dir):
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     res = check_model(model_loader(str(models_dir / "resnet18.onnx")), ["openvino"])
     (rep,) = res["backends"]

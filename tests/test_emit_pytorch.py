@@ -16,11 +16,11 @@ torch = pytest.importorskip("torch")
 
 from emitters import numpy as numpy_backend  # noqa: E402
 from emitters import pytorch as pt  # noqa: E402
-from translator.errors import Unsupported  # noqa: E402
+from translator.table.errors import Unsupported  # noqa: E402
 from translator.frontends.onnx import from_proto, load_onnx  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.ir import Graph, Model, TensorType  # noqa: E402
-from translator.tables import load_tables  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.ir.graph import Graph, Model, TensorType  # noqa: E402
+from translator.table.loader import load_tables  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -323,7 +323,7 @@ def test_a_node_a_rule_cannot_write_is_decomposed_by_the_pipeline():
     """A node its rule cannot write (here: layer_normalization of an input whose rank is
     unknown) is refused while lowering (the rule is tried on it): the table's decomposition
     is written instead, and the plan (``opbridge report``) says so too."""
-    from translator.pipeline import plan
+    from translator.compile.pipeline import plan
 
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", None))

@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from emitters import tensorflow as tfe  # noqa: E402
-from translator.errors import Unsupported  # noqa: E402
+from translator.table.errors import Unsupported  # noqa: E402
 from translator.frontends.onnx import load_onnx  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.interpreter import run as ref_run  # noqa: E402
-from translator.ir import Graph, Model, TensorType  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.compile.interpreter import run as ref_run  # noqa: E402
+from translator.ir.graph import Graph, Model, TensorType  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -171,8 +171,8 @@ def test_generated_source_runs_without_opbridge(tmp_path):
 
 
 def test_snippets_and_rules_are_one_per_op_and_the_table_decides():
-    from translator.registry import rules, supported
-    from translator.tables import load_tables
+    from translator.compile.registry import rules, supported
+    from translator.table.loader import load_tables
 
     tables = load_tables()
     snips = {op.id: c.snippet for op in tables.ops.values()
@@ -224,7 +224,7 @@ def test_node_tests_pass_1480_with_a_reason_for_every_gap(tmp_path):
 def test_flatten_takes_an_axis_equal_to_the_rank(axis):
     """Flatten's axis lies in [-r, r]: axis r keeps everything in the first dimension (the
     shared axis normalization once refused it on TensorFlow/TFLite)."""
-    from translator.harness import convert, single_op_model
+    from translator.run.harness import convert, single_op_model
 
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     model, feeds = single_op_model("flatten", [x], {"axis": axis})
@@ -240,7 +240,7 @@ def test_layer_norm_with_large_mean_is_exact_under_onednn(tmp_path):
     import onnx
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     assert os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"  # the runtime's default settings
     rng = np.random.default_rng(0)

@@ -10,10 +10,10 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from emitters import tflite  # noqa: E402
-from translator.errors import Unsupported  # noqa: E402
+from translator.table.errors import Unsupported  # noqa: E402
 from translator.frontends.onnx import load_onnx  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.interpreter import run as ref_run  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.compile.interpreter import run as ref_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -120,7 +120,7 @@ def test_a_prepared_runner_gives_what_run_gives():
 
 
 def _depthwise(c: int, mult: int, attrs: dict):
-    from translator.ir import Graph, Model, TensorType
+    from translator.ir.graph import Graph, Model, TensorType
 
     rng = np.random.default_rng(5)  # the same weights every time
     g = Graph()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translator.target import get, names
+from translator.compile.target import get, names
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -36,7 +36,7 @@ def tiny():
 
 
 def _available(name: str):
-    from translator.errors import OpbridgeError
+    from translator.table.errors import OpbridgeError
 
     try:
         return get(name)
@@ -46,7 +46,7 @@ def _available(name: str):
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_compile_leaves_the_callers_ir_alone_and_saves_the_same_bytes_twice(name, tiny, tmp_path):
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     target = _available(name)
     before = _ir_fingerprint(tiny)
@@ -70,7 +70,7 @@ def test_the_target_names_its_library_version(name):
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_a_failed_save_leaves_nothing_behind(name, tiny, tmp_path, monkeypatch):
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     target = _available(name)
     art = compile(tiny, target).artifact
@@ -99,9 +99,9 @@ def test_a_failed_save_leaves_nothing_behind(name, tiny, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_what_was_written_runs_back_like_the_reference(name, tiny):
-    from translator.artifact_io import output_ports, run_written
-    from translator.check import random_inputs
-    from translator.harness import compare, convert
+    from translator.run.artifact_io import output_ports, run_written
+    from translator.run.check import random_inputs
+    from translator.run.harness import compare, convert
 
     _available(name)
     feeds = random_inputs(tiny)
@@ -122,10 +122,10 @@ def test_a_node_without_code_or_decomposition_is_refused_in_one_line(name):
     code; ``plan`` reports the same node as refused instead of raising."""
     import dataclasses
 
-    from translator.errors import Unsupported
-    from translator.harness import single_op_model
-    from translator.pipeline import compile, plan
-    from translator.tables import load_tables
+    from translator.table.errors import Unsupported
+    from translator.run.harness import single_op_model
+    from translator.compile.pipeline import compile, plan
+    from translator.table.loader import load_tables
 
     target = _available(name)
     tables = load_tables()

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _check(module, args, backends, **opts):
-    from translator.check import check_model, report_json
+    from translator.run.check import check_model, report_json
     from translator.frontends import pytorch as frontend
 
     model = frontend.load(module, example_inputs=args, **opts)
@@ -101,7 +101,7 @@ def test_dynamic_batch_onnx_runs_at_two_sizes():
     import onnxruntime as ort
 
     from translator.frontends import pytorch as frontend
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     m = _seeded(lambda: nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Flatten(0)))
     batch = torch.export.Dim("batch", min=1, max=64)
@@ -181,7 +181,7 @@ def test_cli_factory_and_unmapped_op(tmp_path):
 
 def test_every_handler_resolves_through_the_table():
     from translator.frontends.pytorch_ops import HANDLERS, OPS
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     index = load_tables().reverse_index("pytorch")
     wrong = {k: (OPS[k], [op for op, _ in index.get(k, [])]) for k in HANDLERS
@@ -205,7 +205,7 @@ def test_pt2_file(tmp_path):
     m = _seeded(lambda: nn.Sequential(nn.Linear(4, 3), nn.Softplus(beta=2.0)))
     path = tmp_path / "m.pt2"
     torch.export.save(torch.export.export(m, (torch.randn(2, 4),)), str(path))
-    from translator.check import check_model, report_json
+    from translator.run.check import check_model, report_json
     from translator.frontends import detect
 
     fe = detect(str(path))

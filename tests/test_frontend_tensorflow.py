@@ -93,7 +93,7 @@ def saved(tmp_path_factory):
 
 
 def _check(path: str, backends: list[str]) -> dict:
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     res = check_model(model_loader(path), backends, source=path)
     assert res["source"].startswith("TensorFlow"), res["source"]
@@ -173,7 +173,7 @@ def test_unrecognised_while_loop_is_refused_by_name(tmp_path):
     """A While loop that is not a Keras LSTM/GRU cell is refused naming the node, never guessed."""
     import tensorflow as tf
 
-    from translator.errors import FrontendError
+    from translator.table.errors import FrontendError
     from translator.frontends import tensorflow
 
     class M(tf.Module):
@@ -193,7 +193,7 @@ def test_unrecognised_while_loop_is_refused_by_name(tmp_path):
 def test_every_handler_resolves_in_the_table():
     """The table is the mapping: every handled TF graph op is read by a cell naming the handler's IR op."""
     from translator.frontends.tensorflow_ops import HANDLERS
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     rev = load_tables().reverse_index("tensorflow")
     missing = {tf_op: op for tf_op, (op, _) in HANDLERS.items() if op not in [o for o, _ in rev.get(tf_op, ())]}
@@ -306,7 +306,7 @@ def test_unrolled_lstm_steps_are_typed(saved_rnn):
 @pytest.mark.parametrize("form", ["keras", "savedmodel"])
 def test_lstm_with_other_activation_is_refused(saved_rnn, form):
     """An LSTM whose cell is not the default sigmoid/tanh one is refused naming the loop and why."""
-    from translator.errors import FrontendError
+    from translator.table.errors import FrontendError
     from translator.frontends import tensorflow
 
     with pytest.raises(FrontendError) as e:

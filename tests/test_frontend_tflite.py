@@ -2,7 +2,7 @@
 
 Every model here is built by ``tf.lite.TFLiteConverter`` (float32 and full-integer int8 with a
 representative dataset of random inputs), read by ``translator/frontends/tflite.py`` and
-checked with ``translator.check.check_model`` on several targets, where the LiteRT
+checked with ``translator.run.check.check_model`` on several targets, where the LiteRT
 interpreter's outputs on the original file decide (``source_mismatch`` otherwise).
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ def models(tmp_path_factory):
 
 
 def _check(path: Path, backends: list[str]) -> dict:
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     res = check_model(model_loader(str(path)), backends, source=str(path))
     assert res["source"] == "LiteRT interpreter", res["source"]
@@ -91,7 +91,7 @@ def _assert_pass(reports: dict, backend: str) -> None:
 # ----------------------------------------------------------------------------- the table is the mapping
 def test_every_handler_resolves_in_the_reverse_index():
     from translator.frontends import tflite_ops
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     rev = load_tables().reverse_index("tflite")
     assert [b for b in tflite_ops.HANDLERS if b not in rev] == []
@@ -107,7 +107,7 @@ def test_cnn_matches_litert_on_four_targets(models):
 
 def test_cnn_transposes_cancel(models):
     from translator.frontends import tflite
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     m = tflite.load(str(models["cnn"]))
     before = sum(1 for n in m.graph.nodes if n.op == "transpose")
@@ -164,7 +164,7 @@ def test_float16_weights_become_casts(models):
 
 def test_int8_on_onnxruntime(models):
     """onnxruntime's QDQS8ToU8Transformer rejects int8 QuantizeLinear at opset >= 21; opbridge
-    turns it off (translator.ort_run.DISABLED_OPTIMIZERS)."""
+    turns it off (translator.ir.ort_run.DISABLED_OPTIMIZERS)."""
     _assert_pass(_check(models["int8_float_io"], ["onnx"]), "onnx")
 
 
@@ -188,7 +188,7 @@ def test_hostile_files_exit_2_with_one_line_and_write_nothing(models, tmp_path, 
 
 
 def test_unmapped_builtins_are_all_named_in_one_line(tmp_path):
-    from translator.errors import FrontendError
+    from translator.table.errors import FrontendError
     from translator.frontends import tflite
 
     @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32), tf.TensorSpec([4], tf.int32)])
@@ -226,7 +226,7 @@ def test_keras_lstm_while_loop_matches_litert_natively_and_unrolled(rnn_models):
     """WHILE → the IR loop (cond inlined before the loop and after the body); ONNX keeps the
     loop, Core ML (no subgraphs in MIL) gets it unrolled: both agree with LiteRT."""
     from translator.frontends import tflite
-    from translator.pipeline import compile as compile_to
+    from translator.compile.pipeline import compile as compile_to
 
     m = tflite.load(str(rnn_models["lstm"]))
     (loop,) = [n for n in m.graph.nodes if n.op == "loop"]

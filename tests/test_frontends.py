@@ -26,7 +26,7 @@ def test_every_frontend_has_the_contract_names():
 
 def test_detect_picks_by_form_and_refuses_the_rest(tmp_path):
     from translator import frontends
-    from translator.errors import FrontendError
+    from translator.table.errors import FrontendError
 
     assert frontends.detect(str(MODEL)).NAME == "onnx"
     other = tmp_path / "weights.bin"
@@ -65,7 +65,7 @@ def test_a_non_onnx_source_runtime_decides(monkeypatch, widen, verdict):
     """For a non-ONNX source the source runtime is the oracle: a translation the reference and
     the target agree on but the source does not is a failure (``source_mismatch``), unless the
     frontend widened that output's tolerance (e.g. one int8 quantization step)."""
-    from translator import check as C
+    from translator.run import check as C
     from translator import frontends
 
     model = frontends.load(str(MODEL))
@@ -76,8 +76,8 @@ def test_a_non_onnx_source_runtime_decides(monkeypatch, widen, verdict):
     assert ref.status == "pass"
 
     def wrong(feeds):  # the source computes something else: outputs shifted by 0.5
-        from translator import interpreter
-        from translator.harness import convert
+        from translator.compile import interpreter
+        from translator.run.harness import convert
 
         return [np.asarray(o) + 0.5 for o in interpreter.run(convert("numpy", model.clone()), feeds, {})]
 
@@ -92,7 +92,7 @@ def test_a_non_onnx_source_runtime_decides(monkeypatch, widen, verdict):
 
 
 def test_an_onnx_source_informs_but_the_reference_decides():
-    from translator.check import check_model, model_loader
+    from translator.run.check import check_model, model_loader
 
     res = check_model(model_loader(str(MODEL)), ["numpy"], source=str(MODEL))
     assert res["source"] == "onnxruntime"
@@ -126,7 +126,7 @@ def test_python_api_convert_report_check(tmp_path):
 
 def test_python_api_convert_refuses_without_writing(tmp_path):
     import opbridge
-    from translator.errors import OpbridgeError
+    from translator.table.errors import OpbridgeError
 
     with pytest.raises(OpbridgeError):
         opbridge.convert(str(MODEL), to="no_such_target", out=str(tmp_path / "x"))
@@ -152,7 +152,7 @@ def test_an_int8_output_may_differ_from_its_source_by_the_recorded_steps(tmp_pat
     import onnx
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
-    from translator import check as C
+    from translator.run import check as C
     from translator import frontends
 
     g = h.make_graph([h.make_node("Mul", ["x", "k"], ["m"]), h.make_node("Cast", ["m"], ["y"], to=T.INT8)], "q",

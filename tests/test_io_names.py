@@ -1,4 +1,4 @@
-"""Graph I/O names per backend (``translator/names.py``: one rule set for every emitter)
+"""Graph I/O names per backend (``translator/ir/names.py``: one rule set for every emitter)
 and byte-identical artifacts: hostile names (``x`` and ``X``, Python keywords and
 builtins, coremltools' reserved ``tuple``) convert and check on every target; converting
 twice gives the same bytes in every file of every target."""
@@ -12,8 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from translator.names import IO_RULES, io_names
-from translator.target import names
+from translator.ir.names import IO_RULES, io_names
+from translator.compile.target import names
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -81,7 +81,7 @@ def _convert(model: Path, out: Path, *extra: str) -> dict:
     import contextlib
     import io
 
-    from translator.cli import main
+    from translator.cli.main import main
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from translator.ir import Graph, TensorType
+from translator.ir.graph import Graph, TensorType
 
 
 def _chain():
@@ -91,7 +91,7 @@ def _edit_seconds(n: int) -> float:
     process heap, which other tests in this worker have grown)."""
     import time
 
-    from translator.gcpause import gc_paused
+    from translator.ir.gcpause import gc_paused
 
     with gc_paused():
         g = Graph()

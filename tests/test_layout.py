@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from translator import reference
-from translator.harness import compare
-from translator.interpreter import run as run_reference
-from translator.ir import Graph, Model, TensorType
-from translator.passes import layout, verify
+from translator.run.harness import compare
+from translator.compile.interpreter import run as run_reference
+from translator.ir.graph import Graph, Model, TensorType
+from translator.compile.passes import layout, verify
 
 RNG = np.random.default_rng(0)
 CL_OPS = ("conv", "conv_transpose", "max_pool", "average_pool", "resize", "depth_to_space", "space_to_depth", "lrn",
@@ -235,7 +235,7 @@ def test_the_op_classes_come_from_the_table():
     import dataclasses
     from types import MappingProxyType
 
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     tables = load_tables()
     assert "layout_unary" in tables.ops["relu"].traits

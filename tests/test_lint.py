@@ -1,13 +1,13 @@
-"""The table and the code agree both ways (``translator.lint``); each check is shown firing."""
+"""The table and the code agree both ways (``translator.compile.lint``); each check is shown firing."""
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 
-from translator import lint, registry
-from translator.tables import load_tables
-from translator.target import get, names
+from translator.compile import lint, registry
+from translator.table.loader import load_tables
+from translator.compile.target import get, names
 
 
 def _with_cell(tables, op_id: str, backend: str, cell):

@@ -1,4 +1,4 @@
-"""The static unrolling of ``loop`` (translator/unroll_loop.py): a loop whose trip count folds
+"""The static unrolling of ``loop`` (translator/compile/unroll_loop.py): a loop whose trip count folds
 to a constant is inlined iteration by iteration (exact against onnxruntime), a loop whose
 condition depends on data is refused with the reason, and Core ML (which lowers no
 subgraphs) uses the unrolled form."""
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from translator import interpreter, unroll
+from translator.compile import interpreter, unroll
 from translator.frontends.onnx import from_proto
-from translator.infer import infer
-from translator.tables import load_tables
+from translator.ir.infer import infer
+from translator.table.loader import load_tables
 
 T = TensorProto
 
@@ -123,7 +123,7 @@ def _coreml_ready():
 def test_coreml_converts_the_unrolled_loop_and_refuses_the_data_dependent_one(tmp_path):
     import onnx
 
-    from translator.convert import convert
+    from translator.run.convert import convert
 
     ok = tmp_path / "counted.onnx"
     onnx.save(_counted_loop(5), ok)

@@ -27,8 +27,8 @@ def _bool_gather_model(tmp_path, op: str):
 def test_a_bool_gather_on_coreml_is_widened_and_exact(tmp_path, op):
     """Core ML's gather/gather_nd take no bool (the padding masks of transformers): the
     node moves int32 copies and casts back; the check is numeric and exact."""
-    from translator.check import check_model, model_loader
-    from translator.pipeline import compile, plan
+    from translator.run.check import check_model, model_loader
+    from translator.compile.pipeline import compile, plan
 
     path = _bool_gather_model(tmp_path, op)
     model = model_loader(str(path))()
@@ -42,7 +42,7 @@ def test_a_bool_gather_on_coreml_is_widened_and_exact(tmp_path, op):
 
 def test_an_op_that_computes_is_not_widened():
     """``moves_data`` is a trait in the table; arithmetic ops never carry it."""
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     t = load_tables()
     assert "moves_data" in t.ops["gather"].traits and "moves_data" in t.ops["where"].traits
@@ -57,8 +57,8 @@ def test_torchscript_pad_sentinels_fold_and_clamp(tmp_path):
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
 
-    from translator.check import check_model, model_loader
-    from translator.pipeline import plan
+    from translator.run.check import check_model, model_loader
+    from translator.compile.pipeline import plan
 
     class M(torch.nn.Module):
         def forward(self, x):

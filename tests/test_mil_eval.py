@@ -1,6 +1,6 @@
 """The MIL evaluator (emitters/coreml/mil_eval*.py) against the NumPy reference.
 
-For every op with a generated sample (``translator.samples.op_samples``, the samples of
+For every op with a generated sample (``translator.run.samples.op_samples``, the samples of
 tests/test_ops.py) that the Core ML target emits: the op alone in a graph is compiled for
 coreml, the package is written and loaded back, and the evaluator computes the written
 program (not the IR) directly; its outputs must match the reference under the op's
@@ -19,13 +19,13 @@ import pytest
 pytest.importorskip("coremltools")
 
 from emitters.coreml import mil_eval  # noqa: E402
-from translator import target as targets  # noqa: E402
-from translator.artifact_io import load_written, save  # noqa: E402
-from translator.harness import compare, single_op_model  # noqa: E402
-from translator.pipeline import compile  # noqa: E402
-from translator.registry import supported  # noqa: E402
-from translator.samples import op_samples, tolerance, xfail_reasons  # noqa: E402
-from translator.tables import load_tables  # noqa: E402
+from translator.compile import target as targets  # noqa: E402
+from translator.run.artifact_io import load_written, save  # noqa: E402
+from translator.run.harness import compare, single_op_model  # noqa: E402
+from translator.compile.pipeline import compile  # noqa: E402
+from translator.compile.registry import supported  # noqa: E402
+from translator.run.samples import op_samples, tolerance, xfail_reasons  # noqa: E402
+from translator.table.loader import load_tables  # noqa: E402
 
 TABLES = load_tables()
 CORE = targets.get("coreml")
@@ -105,8 +105,8 @@ def _conv_model():
 
 def test_conv_is_checked_numerically_through_run():
     """A conv model (no coremltools value inference for conv) gets numbers from coreml.run."""
-    from translator.artifact_io import run_written
-    from translator.harness import convert
+    from translator.run.artifact_io import run_written
+    from translator.run.harness import convert
 
     model, feeds = _conv_model()
     got = run_written("coreml", convert("coreml", model), feeds)
@@ -116,7 +116,7 @@ def test_conv_is_checked_numerically_through_run():
 
 def test_the_weights_are_read_from_the_written_package(tmp_path):
     """The evaluator reads the package's blob file: changing the written weights changes the result."""
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     model, feeds = _conv_model()
     art = convert("coreml", model)
@@ -131,7 +131,7 @@ def test_the_weights_are_read_from_the_written_package(tmp_path):
 
 
 def test_an_unknown_op_is_named_never_evaluated():
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     model, feeds = _conv_model()
     art = convert("coreml", model)
@@ -146,7 +146,7 @@ def test_an_unknown_op_is_named_never_evaluated():
 
 
 def test_a_result_unlike_the_declared_type_is_an_error():
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     model, feeds = _conv_model()
     art = convert("coreml", model)

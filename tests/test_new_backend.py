@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from translator.target import OutputPort, Target
+from translator.compile.target import OutputPort, Target
 
 LACKS = {"hard_swish"}
 
@@ -57,7 +57,7 @@ def load(path, model):
 
 
 def run(model, inputs):
-    from translator import interpreter
+    from translator.compile import interpreter
 
     return interpreter.run(model, inputs)
 

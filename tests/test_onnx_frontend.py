@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from translator.errors import FrontendError
+from translator.table.errors import FrontendError
 from translator.frontends.onnx import from_proto, load_onnx
-from translator.harness import compare
-from translator.interpreter import run
+from translator.run.harness import compare
+from translator.compile.interpreter import run
 
 ROOT = Path(__file__).resolve().parent.parent
 

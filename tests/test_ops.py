@@ -1,7 +1,7 @@
 """The generic cross-execution test, generated from the table.
 
 One case per (op, backend, dtype, sample): the op alone in a graph, compiled for the target
-through the one pipeline (``translator.pipeline.compile``) and run, compared with the NumPy
+through the one pipeline (``translator.compile.pipeline.compile``) and run, compared with the NumPy
 reference under the op's tolerance. Expected failures are data: an op's ``xfail`` entries in
 optable.yaml become strict xfails with their reason. So is the absence of a case: an op
 without one says why in its ``no_case`` key (or has the ``random`` trait), and the set of
@@ -15,15 +15,15 @@ import os
 
 import pytest
 
-from translator import target as targets
-from translator import unroll
-from translator.errors import Unsupported
-from translator.harness import compare, single_op_model
-from translator.pipeline import compile
-from translator.registry import supported
-from translator.samples import op_samples, tolerance, xfail_reasons
-from translator.tables import load_tables
-from translator.target import names
+from translator.compile import target as targets
+from translator.compile import unroll
+from translator.table.errors import Unsupported
+from translator.run.harness import compare, single_op_model
+from translator.compile.pipeline import compile
+from translator.compile.registry import supported
+from translator.run.samples import op_samples, tolerance, xfail_reasons
+from translator.table.loader import load_tables
+from translator.compile.target import names
 
 TARGETS = tuple(names(include_reference=False))
 
@@ -117,7 +117,7 @@ def test_op(op_id, backend, dtype, smp, expected, record_verified):
 
 def test_every_sample_fits_its_op():
     """A sample the op's own reference rejects would silently lose the op's cases."""
-    assert SAMPLE_ERRORS == [], "samples the reference cannot evaluate (fix translator/samples.py): " + \
+    assert SAMPLE_ERRORS == [], "samples the reference cannot evaluate (fix translator/run/samples.py): " + \
         "; ".join(f"{op} at {dt}: {err}" for op, dt, err in SAMPLE_ERRORS)
 
 

@@ -26,17 +26,17 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contains_data_and_entry_point(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("translator/_data/optable.yaml", "translator/_data/dtypes.yaml", "translator/_data/templates/onnx/doc_string.j2",
-              "translator/cli.py", "emitters/onnx/__init__.py"):
+              "translator/cli/main.py", "emitters/onnx/__init__.py"):
         assert f in names, f
     ep = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "opbridge = translator.cli:main" in zipfile.ZipFile(wheel).read(ep).decode()
+    assert "opbridge = translator.cli.main:main" in zipfile.ZipFile(wheel).read(ep).decode()
 
 
 def test_installed_wheel_answers_queries_outside_the_checkout(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = dict(os.environ, PYTHONPATH=str(site), OPBRIDGE_CACHE=str(tmp_path / "cache"))
-    code = ("import json, translator.paths as p, translator; "
+    code = ("import json, translator.table.paths as p, translator; "
             "print(json.dumps([p.data_root(), translator.query('Mod', ['onnx'])['explanation']]))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from translator.errors import Unsupported, VerifyError
-from translator.interpreter import run
-from translator.ir import Graph, Model, TensorType
-from translator.passes import fold_constants, legalize_dtypes, verify
+from translator.table.errors import Unsupported, VerifyError
+from translator.compile.interpreter import run
+from translator.ir.graph import Graph, Model, TensorType
+from translator.compile.passes import fold_constants, legalize_dtypes, verify
 
 
 def _model(g: Graph) -> Model:
@@ -98,7 +98,7 @@ def test_a_constant_resize_folds_and_shapes_follow(tmp_path):
     from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
     from translator.frontends.onnx import load_onnx
-    from translator.pipeline import fold
+    from translator.compile.pipeline import fold
 
     inits = [nh.from_array(np.ones((1, 1, 64, 64), np.float32), "mask"),
              nh.from_array(np.array([1, 1, 1 / 32, 1 / 32], np.float32), "scales")]
@@ -117,7 +117,7 @@ def test_a_constant_resize_folds_and_shapes_follow(tmp_path):
 
 
 def test_random_and_quantize_ops_never_fold():
-    from translator.passes.fold_constants import foldable
+    from translator.compile.passes.fold_constants import foldable
 
     assert foldable("resize") and foldable("matmul") and foldable("shape")
     assert not foldable("random_normal") and not foldable("dequantize_linear") and not foldable("loop")

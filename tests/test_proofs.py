@@ -14,9 +14,9 @@ import os
 import pytest
 
 from translator import proofs
-from translator.harness import compare
-from translator.samples import op_samples, tolerance, xfail_reasons
-from translator.tables import load_tables
+from translator.run.harness import compare
+from translator.run.samples import op_samples, tolerance, xfail_reasons
+from translator.table.loader import load_tables
 
 TABLES = load_tables()
 LIVE = ("native", "composite")

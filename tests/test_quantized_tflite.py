@@ -68,9 +68,10 @@ def int8_model(tmp_path_factory):
 @needs_tf
 def test_reference_is_litert_exact(int8_model):
     """The IR (convolutions and average pools rewritten) computes what LiteRT's integer kernels do."""
-    from translator import check, interpreter
+    from translator.run import check
+    from translator.compile import interpreter
     from translator.frontends import tflite
-    from translator.harness import convert
+    from translator.run.harness import convert
 
     m = tflite.load(int8_model)
     ops = m.op_histogram()
@@ -94,7 +95,7 @@ def test_reference_is_litert_exact(int8_model):
 def test_convert_and_check(int8_model, target, tmp_path):
     if importlib.util.find_spec(TARGETS[target]) is None:
         pytest.xfail(f"{TARGETS[target]} is not installed")
-    from translator.convert import convert
+    from translator.run.convert import convert
 
     res = convert(int8_model, target, str(tmp_path / f"net.{target}"), check=True)
     t = res["targets"][0]
@@ -107,7 +108,7 @@ def test_convert_and_check(int8_model, target, tmp_path):
 
 def _qconv_graph(bias: bool = True):
     """dequantize(x) -> conv(per-axis dequantized weights, int32 bias) -> quantize, by hand."""
-    from translator.ir import Graph, Model, TensorType
+    from translator.ir.graph import Graph, Model, TensorType
 
     rng = np.random.default_rng(1)
     g = Graph("q")
@@ -140,8 +141,8 @@ def _qconv_graph(bias: bool = True):
 @pytest.mark.parametrize("bias", [True, False])
 def test_requantize_conv_is_integer_exact(bias):
     """acc = conv(q - zp, w) + b in integers; y = round_half_even(acc * f32(f32(s_x*s_w)/s_out)) + zp."""
-    from translator import interpreter
-    from translator.passes import requantize
+    from translator.compile import interpreter
+    from translator.compile.passes import requantize
 
     m, (s_x, z_x, w, s_w, b, s_o, z_o) = _qconv_graph(bias)
     assert requantize.run(m.graph) == 1
@@ -161,7 +162,7 @@ def test_requantize_conv_is_integer_exact(bias):
 
 def test_requantize_leaves_other_patterns():
     """A conv whose output is also read in float (not only quantized) is not rewritten."""
-    from translator.passes import requantize
+    from translator.compile.passes import requantize
 
     m, _ = _qconv_graph()
     conv = next(n for n in m.graph.nodes if n.op == "conv")
@@ -175,9 +176,9 @@ def test_requantize_leaves_other_patterns():
 
 def test_average_pool_rounds_half_away_from_zero():
     """LiteRT's int8 average pool: (sum + count/2) / count truncated, over the in-bounds elements."""
-    from translator import interpreter
-    from translator.ir import Graph, Model, TensorType
-    from translator.passes import requantize
+    from translator.compile import interpreter
+    from translator.ir.graph import Graph, Model, TensorType
+    from translator.compile.passes import requantize
 
     g = Graph("p")
     x = g.add_input("x", TensorType("int8", (1, 2, 4, 4)))
@@ -205,8 +206,8 @@ def test_average_pool_rounds_half_away_from_zero():
 
 def test_sunk_transpose_keeps_the_name_and_layout():
     """quantize(transpose(x)) -> transpose(quantize(x)): the name stays on the value in the old layout."""
-    from translator.ir import Graph, TensorType
-    from translator.passes import transposes
+    from translator.ir.graph import Graph, TensorType
+    from translator.compile.passes import transposes
 
     g = Graph("t")
     x = g.add_input("x", TensorType("float32", (1, 2, 3, 4)))
@@ -223,8 +224,8 @@ def test_sunk_transpose_keeps_the_name_and_layout():
 
 def test_widening_int8_keeps_the_extremes():
     """int8 -> int32 legalization: -128 (a zero point of a ReLU output) and 127 stay."""
-    from translator.ir import Graph, TensorType
-    from translator.passes import legalize_dtypes
+    from translator.ir.graph import Graph, TensorType
+    from translator.compile.passes import legalize_dtypes
 
     g = Graph("l")
     x = g.add_input("x", TensorType("float32", (3,)))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import translator
-from translator.quick import NotFound
+from translator.table.quick import NotFound
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,7 +110,7 @@ def test_terminal_output_is_readable():
 
 
 def test_query_path_imports_no_heavy_framework():
-    code = ("import sys, translator.cli as c; c.main(['query','conv','--backend','openvino']); "
+    code = ("import sys, translator.cli.main as c; c.main(['query','conv','--backend','openvino']); "
             "heavy=[m for m in ('numpy','yaml','torch','tensorflow','onnx','openvino','coremltools','jinja2') "
             "if m in sys.modules]; print('HEAVY', heavy)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -160,7 +160,7 @@ def test_an_unknown_cell_says_so_on_one_line(tmp_path):
 
 
 def test_unknown_status_needs_its_reason(tmp_path):
-    from translator.constants import TableError
+    from translator.table.constants import TableError
 
     _table_copy(tmp_path)
     cells = tmp_path / "cells.yaml"
@@ -191,7 +191,7 @@ def test_setcells_rewrites_only_its_cells(tmp_path):
 
     added = [ln for ln in difflib.ndiff(before, once.splitlines()) if ln.startswith(("+ ", "- "))]
     assert all(ln.startswith("+ ") for ln in added) and len(added) == 12, added
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     t = load_tables(path, use_cache=False)
     assert t.ops["gelu"].backends["stablehlo"].names == ("stablehlo.erf",)

@@ -243,8 +243,8 @@ def test_the_reference_keeps_numpys_runtime_warnings_quiet():
     (the fuzzer found ``Mean of empty slice`` breaking the one-line error of a refused model)."""
     import warnings
 
-    from translator import interpreter
-    from translator.harness import single_op_model
+    from translator.compile import interpreter
+    from translator.run.harness import single_op_model
 
     model, feeds = single_op_model("global_average_pool", [np.zeros((1, 2, 0, 3), np.float32)], {})
     with warnings.catch_warnings():

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from translator import paths, render as R
+from translator.table import paths
+from translator.compile import render as R
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -46,8 +47,8 @@ def _templates() -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def contexts() -> dict[tuple[str, str], dict[str, Any]]:
     """The context each code template is rendered with, captured from a real emission."""
-    from translator.check import model_loader
-    from translator.harness import convert
+    from translator.run.check import model_loader
+    from translator.run.harness import convert
 
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     real = R.render

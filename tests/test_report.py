@@ -132,7 +132,7 @@ def test_a_decomposed_node_named_like_a_path_lists_its_ops():
     from onnx import TensorProto, helper
 
     from translator.frontends.onnx import from_proto
-    from translator.report import plan_model
+    from translator.run.report import plan_model
 
     g = helper.make_graph([helper.make_node("Shrink", ["x"], ["y"], name="/blk/shrink", lambd=0.5)], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from translator.resolvers import RESOLVABLE, resolver
-from translator.tables import load_tables
+from translator.table.loader import load_tables
 
 TABLES = load_tables()
 CELLS = [(api, op.id, cell.names) for op in TABLES.ops.values() for api, cell in op.backends.items()

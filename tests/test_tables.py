@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from translator.constants import TableError
-from translator.tables import API_KEYS, DTYPE_GROUPS, load_tables
+from translator.table.constants import TableError
+from translator.table.loader import API_KEYS, DTYPE_GROUPS, load_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The unrolled recurrences (translator/unroll.py): exact against the ONNX node tests' expected
+"""The unrolled recurrences (translator/compile/unroll.py): exact against the ONNX node tests' expected
 outputs, against onnxruntime on PyTorch's own GRU/LSTM exports, and used by the pipeline
 when a target's native rule refuses (Core ML's gru without reset_after)."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translator import interpreter, unroll
-from translator.harness import convert
-from translator.infer import infer
-from translator.tables import load_tables
+from translator.compile import interpreter, unroll
+from translator.run.harness import convert
+from translator.ir.infer import infer
+from translator.table.loader import load_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -99,7 +99,7 @@ def test_a_refused_native_gru_falls_back_to_the_unrolled_cells(tmp_path):
     the rule refuses, and the pipeline decomposes instead of failing."""
     pytest.importorskip("coremltools")
     from translator.frontends.onnx import load_onnx
-    from translator.pipeline import plan
+    from translator.compile.pipeline import plan
 
     model = load_onnx(_torch_rnn_onnx(tmp_path, "gru", False))
     ctx = plan(model, "coreml")

@@ -14,8 +14,8 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper
 
-from translator import budget
-from translator.errors import REASON_CODES, OpbridgeError
+from translator.table import budget
+from translator.table.errors import REASON_CODES, OpbridgeError
 
 OPSET = 17
 
@@ -56,8 +56,8 @@ def load(m, base_dir=".", validate=True):
 
 
 def reference_run(m, feeds=None, validate=True):
-    from translator import interpreter
-    from translator.check import random_inputs
+    from translator.compile import interpreter
+    from translator.run.check import random_inputs
 
     ir = load(m, validate=validate)
     interpreter.prepare(ir)
@@ -156,7 +156,7 @@ def external_model(tmp_path, loc="w.bin", offset=None, length=None, dims=(4,), d
 
 def test_external_data_valid(tmp_path):
     m = external_model(tmp_path, offset=0, length=16)
-    from translator import interpreter
+    from translator.compile import interpreter
 
     ir = load(m, tmp_path)
     interpreter.prepare(ir)
@@ -281,8 +281,8 @@ def test_budget_from_environment(monkeypatch):
 
 def test_constant_folding_never_evaluates_a_huge_range():
     """Emitters fold shape subgraphs with the reference: a huge constant Range stays a node."""
-    from translator.ir import Graph, TensorType
-    from translator.passes import fold_constants
+    from translator.ir.graph import Graph, TensorType
+    from translator.compile.passes import fold_constants
 
     g = Graph("g")
     a, b, c = (g.add_constant(n, np.array(v, np.int64), "int64") for n, v in (("a", 0), ("b", 2 ** 40), ("c", 1)))
@@ -314,8 +314,8 @@ def test_reference_on_invalid_graphs(node, inputs, feeds, inits, words):
 
 
 def test_float_axis_in_reference():
-    from translator import interpreter
-    from translator.ir import Graph, Model, TensorType
+    from translator.compile import interpreter
+    from translator.ir.graph import Graph, Model, TensorType
 
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", (2, 3)))
@@ -342,8 +342,8 @@ def test_loop_body_with_missing_inputs():
     ("concat", {"axis": 7}, (2, 3)),
 ], ids=["conv_strides0", "transpose_perm", "gather_axis", "concat_axis"])
 def test_shape_inference_on_invalid_attributes(op, attrs, shape):
-    from translator.infer import infer
-    from translator.ir import Graph, TensorType
+    from translator.ir.infer import infer
+    from translator.ir.graph import Graph, TensorType
 
     g = Graph("g")
     x = g.add_input("x", TensorType("float32", shape))
@@ -359,7 +359,7 @@ def test_shape_inference_on_invalid_attributes(op, attrs, shape):
 
 # ----------------------------------------------------------------------------- the check's random inputs
 def test_random_inputs_refuses_what_it_cannot_generate():
-    from translator.check import random_inputs
+    from translator.run.check import random_inputs
 
     opt = helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(T.FLOAT, [2])))
     m = model([helper.make_node("OptionalHasElement", ["o"], ["y"])], [opt], [vi("y", [], T.BOOL)], opset=18)
@@ -379,7 +379,7 @@ def test_random_inputs_refuses_what_it_cannot_generate():
     ("ext", lambda tmp: external_model(tmp, offset=-1), "bad_model"),
 ], ids=["range", "dup_out", "loop", "external_offset"])
 def test_cli_check_exits_2_with_one_line(tmp_path, capsys, name, build, code):
-    from translator.cli import main
+    from translator.cli.main import main
 
     path = tmp_path / f"{name}.onnx"
     onnx.save(build(tmp_path), path)
@@ -422,7 +422,7 @@ def test_a_computed_tensor_over_budget_is_refused_before_any_backend_builds_it(t
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from translator.cli import main
+    from translator.cli.main import main
 
     sh = numpy_helper.from_array(np.array([2 ** 20, 2 ** 20, 2], np.int64), "sh")
     g = helper.make_graph([helper.make_node("ConstantOfShape", ["sh"], ["k"], name="k"),
@@ -448,9 +448,9 @@ def test_inference_refuses_inconsistent_static_shapes(nodes, inputs, inits, code
     TensorFlow's tracer, whose ValueError was reported as an internal error."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from translator.errors import OpbridgeError
+    from translator.table.errors import OpbridgeError
     from translator.frontends.onnx import from_proto
-    from translator.pipeline import prepare
+    from translator.compile.pipeline import prepare
 
     g = helper.make_graph([helper.make_node(op, ins, ["y"], name="n", **attrs) for op, ins, attrs in nodes], "g",
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
@@ -462,9 +462,9 @@ def test_inference_refuses_inconsistent_static_shapes(nodes, inputs, inits, code
 
 
 def test_inference_refuses_a_matmul_whose_contraction_dimensions_differ():
-    from translator.errors import OpbridgeError
-    from translator.harness import single_op_model
-    from translator.pipeline import prepare
+    from translator.table.errors import OpbridgeError
+    from translator.run.harness import single_op_model
+    from translator.compile.pipeline import prepare
 
     model, _ = single_op_model("matmul", [np.ones(2, np.float32), np.ones((4, 3), np.float32)], {})
     with pytest.raises(OpbridgeError, match=r"contraction dimensions differ: \(2,\) @ \(4, 3\) \[bad_model\]"):

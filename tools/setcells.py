@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.constants import API_KEYS  # noqa: E402
+from translator.table.constants import API_KEYS  # noqa: E402
 
 KEY_ORDER = ("status", "name", "seed", "attrs", "dtypes", "rank", "notes", "source", "verified", "snippet",
              "unimplemented", "reads")
@@ -153,7 +153,7 @@ def apply(cells_path: str | os.PathLike[str], optable: Path = ROOT / "optable.ya
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(out)
-            from translator.tables import load_tables
+            from translator.table.loader import load_tables
 
             load_tables(tmp, use_cache=False)  # the strict loader: a bad cell raises, nothing is written
             if dry_run:

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from translator.report import README_BEGIN, README_END, readme_section, support_doc, table_matrix  # noqa: E402
+from translator.run.report import README_BEGIN, README_END, readme_section, support_doc, table_matrix  # noqa: E402
 
 
 DECOMP_INTRO = """# Decompositions
@@ -18,7 +18,7 @@ DECOMP_INTRO = """# Decompositions
 Generated from `optable.yaml` by `tools/update_docs.py` (a test fails when this file drifts).
 
 An op's optional `decomposition` rewrites one node into other table ops. The lowering
-(translator/lowering.py) uses it when a backend has no native cell and no registered
+(translator/compile/lowering.py) uses it when a backend has no native cell and no registered
 Python lowering for the op, and only when `when` holds for the node. Every decomposition
 is executed against the op's NumPy reference by `tests/test_decompositions.py`, and through
 every backend that needs it by the generated `tests/test_ops.py`.
@@ -54,7 +54,7 @@ def _val(v: object) -> str:
 
 
 def decompositions_doc() -> str:
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     rows = []
     for op in sorted(load_tables().ops.values(), key=lambda o: o.id):

@@ -13,35 +13,35 @@ __all__ = ["load_tables", "query", "dtype", "ops", "backends", "__version__"]
 
 
 def load_tables(*args: Any, **kwargs: Any) -> Any:
-    """Load and validate ``optable.yaml`` and ``dtypes.yaml`` (see ``translator.tables``)."""
-    from .tables import load_tables as _load
+    """Load and validate ``optable.yaml`` and ``dtypes.yaml`` (see ``translator.table.loader``)."""
+    from .table.loader import load_tables as _load
 
     return _load(*args, **kwargs)
 
 
 def query(op: str, backends: Iterable[str] | None = None) -> dict[str, Any]:
     """``opbridge query OP [--backend B ...] --json`` as a dict."""
-    from .catalog import query as _query
+    from .run.catalog import query as _query
 
     return _query(op, backends)
 
 
 def dtype(name: str | None = None, backends: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """``opbridge dtype [NAME] --json``."""
-    from .catalog import dtype_query
+    from .run.catalog import dtype_query
 
     return dtype_query(name, backends)
 
 
 def ops(category: str | None = None, backend: str | None = None, missing: bool = False) -> list[dict[str, Any]]:
     """``opbridge ops [--category C] [--backend B --missing] --json``."""
-    from .catalog import list_ops
+    from .run.catalog import list_ops
 
     return list_ops(category, backend, missing)
 
 
 def backends() -> list[dict[str, Any]]:
     """``opbridge backends --json``."""
-    from .catalog import backends_summary
+    from .run.catalog import backends_summary
 
     return backends_summary()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.harness import compare
+from translator.run.harness import compare
 
 RTOL, ATOL = 1e-3, 1e-5
 

@@ -9,7 +9,7 @@ from ._common import check_outputs, feeds_for
 def run(case: Any) -> tuple[str, str]:
     import onnxruntime as ort
 
-    from translator.ort_run import run_session
+    from translator.ir.ort_run import run_session
 
     so = ort.SessionOptions()
     so.log_severity_level = 4

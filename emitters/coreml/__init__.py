@@ -1,6 +1,6 @@
 """The Core ML backend: IR → a standalone MIL builder script → ML program (.mlpackage).
 
-``TARGET`` (``target.py``) is what ``translator.pipeline.compile`` runs; ``emit(model,
+``TARGET`` (``target.py``) is what ``translator.compile.pipeline.compile`` runs; ``emit(model,
 target=..., tables=...)`` is that compile's artifact, for callers of the emitter modules.
 The package: ``registry`` (the rule decorator), ``mil`` (shared helpers and the artifact),
 ``prepare`` (the target's IR preparation), ``codegen`` (the builder script), ``runtime``
@@ -18,28 +18,28 @@ from .runtime import output_ports, run, save
 from .target import TARGET, legal_dtypes
 
 if TYPE_CHECKING:
-    from translator.ir import Model, Node
-    from translator.tables import Tables
+    from translator.ir.graph import Model, Node
+    from translator.table.loader import Tables
 
 
 def emit(model: "Model", target: str = DEFAULT_TARGET, tables: "Tables | None" = None) -> CoreMLArtifact:
     """``model`` (not modified) → the converted, saved and reloaded Core ML artifact."""
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, tables, deployment_target=target).artifact
 
 
 def supported_ops(tables: "Tables | None" = None) -> frozenset[str]:
     """Ops emitted here: a native or composite coreml cell AND a snippet or a rule."""
-    from translator.registry import supported
-    from translator.tables import load_tables
+    from translator.compile.registry import supported
+    from translator.table.loader import load_tables
 
     return supported(TARGET, tables or load_tables())
 
 
 def accepts(node: "Node") -> str | None:
     """Why the op's rule does not take ``node`` (its check's detail), else None."""
-    from translator.registry import rules
+    from translator.compile.registry import rules
 
     r = rules(NAME).get(node.op)
     why = r.check(node) if r is not None and r.check is not None else None

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from translator.ir import Node, Value
+from translator.ir.graph import Node, Value
 
 from .mil import lit, np_dtype, np_lit, static_shape
 from .registry import Refusal, rule

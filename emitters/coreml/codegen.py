@@ -1,10 +1,10 @@
 """Lowered IR → the MIL builder script (``templates/coreml/builder.py.j2``) and its weights.
 
-Only code generation: the pipeline (``translator.pipeline.compile``) has already verified,
+Only code generation: the pipeline (``translator.compile.pipeline.compile``) has already verified,
 folded, prepared (``prepare.py``), legalized and lowered the graph, so every node here is
 one the Core ML target emits itself. ``Gen`` writes one line per node from the snippet of
 its optable cell (``mb.add(x={A}, y={B})``, completed with the output variable and the
-MIL op name), or the lines of the node's rule (``translator.registry``, registered by the
+MIL op name), or the lines of the node's rule (``translator.compile.registry``, registered by the
 family modules: ``elementwise``, ``shape``, ``reductions``, ``nn``, ``quant``, ``rnn``, ``attention``).
 
 Values the model computes in a dtype Core ML lacks are computed in the legal one
@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from translator import snippets as snippet_grammar
-from translator.errors import Unsupported
-from translator.ir import Graph, Node, Value
-from translator.names import COREML_RESERVED, NameSet, io_names
-from translator.registry import rules, snippet_of
-from translator.render import ident, literal
+from translator.table import snippets as snippet_grammar
+from translator.table.errors import Unsupported
+from translator.ir.graph import Graph, Node, Value
+from translator.ir.names import COREML_RESERVED, NameSet, io_names
+from translator.compile.registry import rules, snippet_of
+from translator.compile.render import ident, literal
 
 from .mil import NAME, CoreMLArtifact, Port, contiguous, lit, mil_dtype, np_dtype
 
 if TYPE_CHECKING:
-    from translator.ir import Model
-    from translator.pipeline import Compilation
-    from translator.tables import Tables
+    from translator.ir.graph import Model
+    from translator.compile.pipeline import Compilation
+    from translator.table.loader import Tables
 
 #: integer dtypes Core ML computes in int32: (bits, signed)
 NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False),
@@ -49,7 +49,7 @@ SMALL_FLOATS = {"float8e4m3fn": (3, -6, 448.0, float("nan")), "float8e4m3fnuz": 
 
 
 class Binder:
-    """``translator.snippets.Binder`` for one node: inputs are the script's variables, float
+    """``translator.table.snippets.Binder`` for one node: inputs are the script's variables, float
     attributes are typed like the first input (MIL wants T-typed scalar operands)."""
 
     def __init__(self, gen: "Gen", node: Node) -> None:
@@ -327,11 +327,11 @@ def _fix(source: str | None, legal: str | None, saturate: int = 1) -> tuple[str,
 def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
     """The lowered graph → builder script + weights + I/O ports (not yet built or converted)."""
     from translator import __version__
-    from translator.render import Code, code_lines, render
+    from translator.compile.render import Code, code_lines, render
 
     g = model.graph
     gen = Gen(g, ctx.tables)
-    # Core ML names: one rule set for every backend (translator/names.py): identifiers, not
+    # Core ML names: one rule set for every backend (translator/ir/names.py): identifiers, not
     # one of the type names coremltools renames (``tuple`` → ``tuple_workaround``)
     io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs])
     ctx.warn(io.warnings)

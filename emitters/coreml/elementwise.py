@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.errors import Unsupported
-from translator.ir import Node
-from translator.render import literal
+from translator.table.errors import Unsupported
+from translator.ir.graph import Node
+from translator.compile.render import literal
 
 from .mil import const_of, lit, mil_dtype, need_rank, np_dtype, np_lit, onnx_to_dtype
 from .registry import NAME, rule

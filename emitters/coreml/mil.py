@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from translator.dtypes import norm_axis, numpy_dtype, onnx_enum
-from translator.ir import Node, Value
-from translator.render import literal
+from translator.table.dtypes import norm_axis, numpy_dtype, onnx_enum
+from translator.ir.graph import Node, Value
+from translator.compile.render import literal
 
 from .registry import NAME, Refusal
 
@@ -44,7 +44,7 @@ def ct() -> Any:
 
 def deployment_target(name: str) -> str:
     """``name`` if it is one of coremltools' ``ct.target`` members (any case), else a refusal."""
-    from translator.errors import OpbridgeError
+    from translator.table.errors import OpbridgeError
 
     known = [t for t in dir(ct().target) if not t.startswith("_")]
     for t in known:

@@ -5,10 +5,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.errors import Unsupported
-from translator.ir import Node, Value
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.table.errors import Unsupported
+from translator.ir.graph import Node, Value
+from translator.compile.render import literal
 
 from .mil import const_of, lit, mil_dtype, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule

@@ -3,7 +3,7 @@ dtype legalization, in this order:
 
 1. control flow (a node with subgraphs) is refused: the builder does not lower MIL
    ``cond`` / ``while_loop`` bodies yet; a ``loop`` whose trip count folds to a constant is
-   unrolled instead (``translator/unroll_loop.py``);
+   unrolled instead (``translator/compile/unroll_loop.py``);
 2. ``cast_like`` of a constant becomes a constant (it reads only its second input's dtype;
    folding takes only nodes whose inputs are all constants), then the graph is folded
    again, so MIL sees constant operands;
@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.dtypes import norm_axis, numpy_dtype
-from translator.errors import Unsupported
-from translator.ir import Graph
+from translator.table.dtypes import norm_axis, numpy_dtype
+from translator.table.errors import Unsupported
+from translator.ir.graph import Graph
 
 from .mil import const_of, static_shape
 from .quant import note_quant_dtypes
 from .registry import NAME, Refusal
 
 if TYPE_CHECKING:
-    from translator.ir import Model
-    from translator.pipeline import Compilation
+    from translator.ir.graph import Model
+    from translator.compile.pipeline import Compilation
 
 
 def prepare(model: "Model", ctx: "Compilation") -> None:
-    from translator.infer import infer
-    from translator.pipeline import fold
+    from translator.ir.infer import infer
+    from translator.compile.pipeline import fold
 
     g = model.graph
     unrolled = refuse_control_flow(g, ctx)
@@ -51,10 +51,10 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
 
 
 def refuse_control_flow(graph: Graph, ctx: "Compilation") -> int:
-    """A ``loop`` whose trip count folds to a constant is unrolled (``translator.unroll``);
+    """A ``loop`` whose trip count folds to a constant is unrolled (``translator.compile.unroll``);
     any other node with subgraphs is refused (``plan`` collects the refusal; ``compile`` raises
     it). Returns the number of loops unrolled."""
-    from translator import unroll
+    from translator.compile import unroll
 
     unrolled = 0
     for node in list(graph.nodes):
@@ -135,8 +135,8 @@ def widen_small_dtypes(graph: Graph, ctx: "Compilation") -> int:
     """Values (constants, inputs, outputs included) and cast targets in ``SMALL_DTYPES`` take
     its wider dtype; every change is reported. The dtype each node's outputs are declared in
     was recorded before (``node.meta["source_dtypes"]``, ``ctx.source_inputs/outputs``)."""
-    from translator.dtypes import onnx_enum_of
-    from translator.ir import TensorType
+    from translator.table.dtypes import onnx_enum_of
+    from translator.ir.graph import TensorType
 
     enum_of = onnx_enum_of(ctx.tables)
     changed = 0

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Graph, Node
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Graph, Node
+from translator.compile.render import literal
 
 from .mil import const_of, lit, mil_dtype, static_shape
 from .registry import Refusal, rule

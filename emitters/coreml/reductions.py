@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
 
 from .mil import lit, need_rank, np_dtype, np_lit, static_shape
 from .registry import Refusal, rule

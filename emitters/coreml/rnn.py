@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .mil import const_of, lit, np_dtype, static_shape
 from .registry import Refusal, rule

@@ -40,8 +40,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from translator.errors import OpbridgeError, Unsupported
-from translator.target import OutputPort
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.compile.target import OutputPort
 
 from .mil import IO_DTYPE, NAME, SCRIPT, CoreMLArtifact, ct, mil_dtype
 
@@ -58,7 +58,7 @@ def _complete_outputs(art: CoreMLArtifact, prog: Any) -> None:
     """Outputs whose dtype the IR did not infer take the dtype MIL inferred."""
     from coremltools.converters.mil.mil import types
 
-    from translator.dtypes import dtype_id
+    from translator.table.dtypes import dtype_id
 
     for p, var in zip(art.outputs, prog.functions["main"].outputs):
         if not p.legal:
@@ -272,7 +272,7 @@ def _can_predict() -> bool:
 
 
 def _feeds(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     feeds = {}
     for p in art.inputs:
@@ -290,8 +290,8 @@ def _feeds(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarr
 
 
 def _back(art: CoreMLArtifact, values: list[Any]) -> list[np.ndarray]:
-    from translator.dtypes import numpy_dtype
-    from translator.harness import exact_astype
+    from translator.table.dtypes import numpy_dtype
+    from translator.run.harness import exact_astype
 
     out = []
     for p, v in zip(art.outputs, values):

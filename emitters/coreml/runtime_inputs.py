@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.render import literal
 
 from .mil import lit, mil_dtype, np_lit, static_shape
 

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.errors import Unsupported
-from translator.ir import Node
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.table.errors import Unsupported
+from translator.ir.graph import Node
+from translator.compile.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule
@@ -371,7 +371,7 @@ def _where(gen: Gen, node: Node) -> None:
     av = gen.var(a)
     sa, sb, out = static_shape(a), static_shape(b), static_shape(node.outputs[0])
     if sa is not None and sb is not None and out is not None:
-        from translator.infer import broadcast_shapes
+        from translator.ir.infer import broadcast_shapes
 
         if tuple(broadcast_shapes(sa, sb)) != out:
             av = _broadcast_static(gen, node, av, sa, out, "a")

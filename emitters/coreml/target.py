@@ -1,4 +1,4 @@
-"""``TARGET``: the Core ML backend as the pipeline sees it (``translator.target.Target``).
+"""``TARGET``: the Core ML backend as the pipeline sees it (``translator.compile.target.Target``).
 
 * ``configure``: the deployment target (``--target``, default iOS17), checked against
   coremltools' ``ct.target`` → ``ctx.options["deployment_target"]`` (not ``target``: that is
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.target import Option, Target, column_dtypes
+from translator.compile.target import Option, Target, column_dtypes
 
 from .codegen import emit as generate
 from .mil import DEFAULT_TARGET, CoreMLArtifact, deployment_target
@@ -23,8 +23,8 @@ from .registry import NAME
 from .runtime import load, output_ports, package, run, save, version
 
 if TYPE_CHECKING:
-    from translator.ir import Model
-    from translator.pipeline import Compilation
+    from translator.ir.graph import Model
+    from translator.compile.pipeline import Compilation
 
 
 #: the dtypes MIL programs compute in: the native cells of the coreml column of dtypes.yaml

@@ -1,4 +1,4 @@
-"""The NumPy reference as a target: the IR evaluated op by op (``translator/interpreter.py``).
+"""The NumPy reference as a target: the IR evaluated op by op (``translator/compile/interpreter.py``).
 
 It is the oracle of ``check``, the generated tests and the node-test bench, not a
 conversion target (``reference=True``): the pipeline decomposes only the ops without a
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from translator.ir import Model
-from translator.target import OutputPort, Target
+from translator.ir.graph import Model
+from translator.compile.target import OutputPort, Target
 
 NAME = "numpy"
 
@@ -25,7 +25,7 @@ def _emit(model: Model, ctx: Any) -> Model:
 
 
 def run(artifact: Model, inputs: Mapping[str, Any]) -> list[Any]:
-    from translator import interpreter
+    from translator.compile import interpreter
 
     return interpreter.run(artifact, inputs)
 
@@ -48,6 +48,6 @@ TARGET = Target(
 
 
 def emit(model: Model, **options: Any) -> Model:
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, **options).artifact

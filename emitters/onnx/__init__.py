@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.ir import Model
+from translator.ir.graph import Model
 
 from . import attention, control, elementwise, misc, nn, quant, rnn, shape  # noqa: F401 - register the rules
 from .codegen import FULL_CHECK_MAX_NODES
@@ -20,10 +20,10 @@ from .target import TARGET
 
 def emit(model: Model, opset: int | None = None, ir_version: int | None = None, check: bool | str = True,
          tables: Any = None) -> Any:
-    """IR → ``onnx.ModelProto`` through the pipeline (``translator.pipeline.compile``); the
+    """IR → ``onnx.ModelProto`` through the pipeline (``translator.compile.pipeline.compile``); the
     caller's ``model`` is not modified. ``opset``: default the newest onnxruntime runs the
     model at; ``check``: see ``codegen.emit``."""
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, tables=tables, opset=opset, ir_version=ir_version, check=check).artifact
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from translator.errors import OpbridgeError, Unsupported
-from translator.ir import Graph, Model, TensorType, Value
-from translator.names import NameSet
-from translator.registry import rules
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.ir.graph import Graph, Model, TensorType, Value
+from translator.ir.names import NameSet
+from translator.compile.registry import rules
 
 from .registry import NAME
 from .runtime import element_types
@@ -198,7 +198,7 @@ def write_node(em: Emitter, n: Any) -> Any:
 
 
 def _doc_string(model: Model) -> str:
-    from translator.render import render
+    from translator.compile.render import render
 
     return render("onnx", "doc_string.j2", source=model.source, source_format=model.source_format,
                   ops=model.op_histogram())

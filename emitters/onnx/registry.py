@@ -1,7 +1,7 @@
 """The ONNX target's name and its rule binder (a leaf: imports only ``translator.*``)."""
 from __future__ import annotations
 
-from translator.registry import binder
+from translator.compile.registry import binder
 
 NAME = "onnx"
 rule = binder(NAME)

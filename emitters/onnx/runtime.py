@@ -16,10 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from translator.ir import Graph
-from translator.ort_run import session as ort_session
-from translator.registry import Refusal
-from translator.target import OutputPort
+from translator.ir.graph import Graph
+from translator.ir.ort_run import session as ort_session
+from translator.compile.registry import Refusal
+from translator.compile.target import OutputPort
 
 from .registry import NAME
 
@@ -156,8 +156,8 @@ def _kernel_gap(op_type: str, opset: int, bound: dict[str, str], inputs: tuple[i
 # ----------------------------------------------------------------------------- the per-node check
 @lru_cache(maxsize=None)
 def element_types() -> dict[str, int]:
-    """dtype id → ONNX TensorProto number (``translator.dtypes.onnx_enum_of``, cached)."""
-    from translator.dtypes import onnx_enum_of
+    """dtype id → ONNX TensorProto number (``translator.table.dtypes.onnx_enum_of``, cached)."""
+    from translator.table.dtypes import onnx_enum_of
 
     return onnx_enum_of()
 
@@ -270,7 +270,7 @@ def load(path: Path, artifact: Any = None) -> Any:
 def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
     """Run with onnxruntime's CPU provider; returns outputs in graph order."""
 
-    from translator.ort_run import run_session
+    from translator.ir.ort_run import run_session
 
     sess = ort_session(proto.SerializeToString())
     names = [i.name for i in sess.get_inputs()]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.registry import Refusal, supported
-from translator.target import Option, Target, package_fields
+from translator.compile.registry import Refusal, supported
+from translator.compile.target import Option, Target, package_fields
 
 from . import codegen, runtime
 from .registry import NAME

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.ir import Model
+from translator.ir.graph import Model
 
 from . import attention, control, elementwise, misc, nn, quant, rnn, shape  # noqa: F401 - rules register
 from .codegen import RESERVED, Emission, Gen, ov_types
@@ -23,8 +23,8 @@ from .target import TARGET
 
 def emit(model: Model, **options: Any) -> Artifact:
     """IR → builder script + weights and the ``ov.Model`` it builds, through the one pipeline
-    (``translator.pipeline.compile``); ``model`` is not modified."""
-    from translator.pipeline import compile
+    (``translator.compile.pipeline.compile``); ``model`` is not modified."""
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, **options).artifact
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import Refusal, all_along, i64, rank_of, used
 from .registry import rule

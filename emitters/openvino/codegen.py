@@ -1,6 +1,6 @@
 """Lowered IR → OpenVINO artifact: a standalone builder script over ``openvino.opset16`` + weights.
 
-The pipeline (``translator.pipeline.compile``) has already verified, folded and lowered the
+The pipeline (``translator.compile.pipeline.compile``) has already verified, folded and lowered the
 IR; ``emit(model, ctx)`` only generates code. It renders ``templates/openvino/builder.py.j2``:
 one Python function per graph (the main graph and each If/Loop/Scan body) whose body is
 straight-line code, one line per op from the ``snippet`` of the op's openvino cell in
@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from translator import snippets as snippet_grammar
-from translator.errors import OpbridgeError, Unsupported
-from translator.ir import Graph, Model, Node, TensorType, Value
-from translator.names import NameSet
-from translator.registry import rules, snippet_of
-from translator.render import ident, literal
-from translator.tables import Tables, load_tables
+from translator.table import snippets as snippet_grammar
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.ir.graph import Graph, Model, Node, TensorType, Value
+from translator.ir.names import NameSet
+from translator.compile.registry import rules, snippet_of
+from translator.compile.render import ident, literal
+from translator.table.loader import Tables, load_tables
 
 from .registry import NAME
 from .runtime import BOUNDARY, Artifact
 
 if TYPE_CHECKING:
-    from translator.target import Compilation
+    from translator.compile.target import Compilation
 
 #: integer/bool constants up to this many elements are written inline, and finite floats up to INLINE_FLOATS
 INLINE_MAX = 16
@@ -161,7 +161,7 @@ class Emission:
         if node.outputs and all(_is_empty(v.type) for v in node.outputs):
             # every output is statically empty: a constant (the CPU plugin mishandles
             # some ops on zero-sized tensors, e.g. comparisons, and crashes the process)
-            from translator.dtypes import numpy_dtype
+            from translator.table.dtypes import numpy_dtype
 
             for i, v in enumerate(node.outputs):
                 empty = np.zeros(tuple(int(d) for d in v.type.shape or ()), dtype=numpy_dtype(self.dtype_of(v)))
@@ -214,7 +214,7 @@ class Emission:
     def constant(self, arr: np.ndarray, dtype: str | None, fn: _Function, hint: str) -> str:
         """Emit a constant; returns its variable. Small ones are literals (shared within a
         function), large ones are weights read from ``w``."""
-        from translator.dtypes import dtype_id
+        from translator.table.dtypes import dtype_id
 
         dtype = dtype or dtype_id(arr.dtype)
         ty = self.ty(dtype)
@@ -358,7 +358,7 @@ class Gen:
         return self.em.ty(dtype)
 
     def const(self, value: Any, dtype: str) -> str:
-        from translator.dtypes import numpy_dtype
+        from translator.table.dtypes import numpy_dtype
 
         return self.em.constant(np.asarray(value, dtype=numpy_dtype(dtype)), dtype, self.fn, f"{self.hint}_c")
 
@@ -383,7 +383,7 @@ class Gen:
             self.out(i, f"{var}.output({i})")
 
     def expand(self, snippet: str) -> str:
-        """The op cell's snippet filled in for this node (``translator.snippets``)."""
+        """The op cell's snippet filled in for this node (``translator.table.snippets``)."""
         return snippet_grammar.expand(snippet, self.node, self.op, _Binder(self))
 
     def refuse(self, code: str, detail: str) -> Unsupported:
@@ -425,7 +425,7 @@ class _Binder:
 
 def emit(model: Model, ctx: "Compilation") -> Artifact:
     """Lowered IR → builder script + weights, and the ``ov.Model`` that script builds."""
-    from translator.render import Code, code_lines, render
+    from translator.compile.render import Code, code_lines, render
 
     g = model.graph
     em = Emission(ctx.tables)

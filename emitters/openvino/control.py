@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.ir import Graph, Node, TensorType, Value
+from translator.ir.graph import Graph, Node, TensorType, Value
 
 from .helpers import Refusal, i64, norm_axis, scalar_i64
 from .registry import rule

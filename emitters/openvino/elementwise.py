@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import np_dtype
 from .registry import rule

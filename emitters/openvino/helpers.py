@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 if TYPE_CHECKING:
     from .codegen import Gen
@@ -22,7 +22,7 @@ def attr(node: Node, name: str, default: Any = None) -> Any:
     """An attribute of the node, else the op's signature default, else ``default``."""
     if name in node.attrs:
         return node.attrs[name]
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     op = load_tables().ops.get(node.op)
     if op is not None and op.signature is not None:
@@ -43,7 +43,7 @@ def needs_rank(what: str) -> Check:
 
 
 def np_dtype(dtype: str) -> Any:
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     return numpy_dtype(dtype)
 

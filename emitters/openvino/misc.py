@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import i64
 from .registry import rule

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir import Node, TensorType
+from translator.ir.graph import Node, TensorType
 
 from .helpers import Refusal, attr, dim, i64, needs_rank, norm_axis, rank_of, static_out, used
 from .registry import rule

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import Refusal, all_axes, attr, i64, norm_axis
 from .nn import bias, convolve, static_w

@@ -1,13 +1,13 @@
 """The OpenVINO backend's name and its rule decorator (a leaf: only ``translator`` imports).
 
 ``@rule("conv", check=...)`` registers a code generator ``fn(g, node)`` (``g`` is the
-``codegen.Gen`` of the node) in the one lowering registry, ``translator.registry``; a check
+``codegen.Gen`` of the node) in the one lowering registry, ``translator.compile.registry``; a check
 returns ``None`` or a ``Refusal`` (the pipeline then decomposes the node by the table, or
 refuses it with that reason code).
 """
 from __future__ import annotations
 
-from translator.registry import Refusal, binder
+from translator.compile.registry import Refusal, binder
 
 NAME = "openvino"
 rule = binder(NAME)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import Refusal, attr, dim, i64
 from .registry import rule

@@ -23,8 +23,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from translator.errors import OpbridgeError
-from translator.target import OutputPort
+from translator.table.errors import OpbridgeError
+from translator.compile.target import OutputPort
 
 #: the CPU plugin's compile configuration used by ``run`` (and by the openvino_fe peer)
 CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -163,8 +163,8 @@ def _array(t: Any, ov: Any) -> np.ndarray:
 
 def runner(artifact: Artifact) -> Callable[[Mapping[str, Any]], list[np.ndarray]]:
     """A callable running the artifact repeatedly: compiled once, one reused infer request."""
-    from translator.dtypes import numpy_dtype
-    from translator.harness import exact_astype
+    from translator.table.dtypes import numpy_dtype
+    from translator.run.harness import exact_astype
 
     if artifact._compiled is None:
         try:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from translator.ir import Node
+from translator.ir.graph import Node
 
 from .helpers import (INT64_MAX, Refusal, all_along, all_axes, as_i64, attr, dim, i64, norm_axis, np_dtype, rank_of,
                       scalar_i64, static_out)

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.registry import Refusal
-from translator.target import Target, package_fields
+from translator.compile.registry import Refusal
+from translator.compile.target import Target, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
 
 if TYPE_CHECKING:
-    from translator.ir import Node
-    from translator.target import Compilation
+    from translator.ir.graph import Node
+    from translator.compile.target import Compilation
 
 
 def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:

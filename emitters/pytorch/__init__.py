@@ -1,7 +1,7 @@
 """The PyTorch backend: IR → a standalone ``torch.nn.Module`` (``model.py``) and its weights
 (``weights.safetensors``).
 
-``TARGET`` (``target.py``) is what the one pipeline (``translator.pipeline.compile``) needs;
+``TARGET`` (``target.py``) is what the one pipeline (``translator.compile.pipeline.compile``) needs;
 ``codegen.py`` writes the module from the lowered IR, ``runtime.py`` saves, loads and runs it.
 Per-op code is the ``snippet`` of the op's ``pytorch`` cell in ``optable.yaml`` or a rule
 (``@rule`` from ``registry.py``) in the family modules: ``elementwise``, ``shape``, ``nn``,
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from translator.tables import Tables, load_tables
+from translator.table.loader import Tables, load_tables
 
 # the families register their rules on import
 from . import attention, control, elementwise, misc, nn, quant, rnn, shape  # noqa: F401
@@ -27,7 +27,7 @@ from .target import TARGET
 def emit(model: Any, fold: bool = True, tables: Tables | None = None, **options: Any) -> PyTorchArtifact:
     """IR → ``PyTorchArtifact`` through the one pipeline (``model`` is not modified).
     ``fold=False`` keeps constant and static-shape subgraphs as nodes."""
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     target = TARGET if fold else replace(TARGET, fold=False)
     return compile(model, target, tables, **options).artifact
@@ -35,7 +35,7 @@ def emit(model: Any, fold: bool = True, tables: Tables | None = None, **options:
 
 def supported_ops(tables: Tables | None = None) -> frozenset[str]:
     """Ops this backend writes itself: a ``native``/``composite`` cell and a snippet or rule."""
-    from translator.registry import supported
+    from translator.compile.registry import supported
 
     return supported(TARGET, tables or load_tables())
 

@@ -1,7 +1,7 @@
 """PyTorch rules: attention (scaled dot-product, rotary embedding, linear attention)."""
 from __future__ import annotations
 
-from translator.render import literal
+from translator.compile.render import literal
 
 from .node import WIDE, NodeEmit
 from .registry import rule

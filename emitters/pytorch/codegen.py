@@ -1,6 +1,6 @@
 """Lowered IR → a standalone PyTorch module (Python source + a safetensors state dict).
 
-Only code generation: ``translator.pipeline.compile`` has already verified, folded,
+Only code generation: ``translator.compile.pipeline.compile`` has already verified, folded,
 legalized dtypes (uint16 / uint32 are computed in int32 / int64) and lowered the graph, so
 every node here has a rule (``@rule`` in the family modules) or a snippet (the ``snippet`` of
 its ``pytorch`` cell in ``optable.yaml``). The generated file holds one ``torch.nn.Module``
@@ -29,20 +29,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator import paths
-from translator.errors import Unsupported
-from translator.ir import Graph, Model, Node, Value
-from translator.names import NameSet, io_names
-from translator.registry import Refusal, rules, snippet_of
-from translator.render import ident, literal
-from translator.tables import Tables
+from translator.table import paths
+from translator.table.errors import Unsupported
+from translator.ir.graph import Graph, Model, Node, Value
+from translator.ir.names import NameSet, io_names
+from translator.compile.registry import Refusal, rules, snippet_of
+from translator.compile.render import ident, literal
+from translator.table.loader import Tables
 
 from .node import Binder, NodeEmit
 from .registry import NAME
 from .runtime import WEIGHTS_FILE, PyTorchArtifact
 
 if TYPE_CHECKING:
-    from translator.pipeline import Compilation
+    from translator.compile.pipeline import Compilation
 
 #: constants written inline (``torch.tensor(...)``): scalars, and integer vectors up to this size
 INLINE_MAX = 8
@@ -231,7 +231,7 @@ class Codegen:
         return r.fn(e) if r is not None else self.snippet(e)
 
     def snippet(self, e: NodeEmit) -> str:
-        from translator import snippets
+        from translator.table import snippets
 
         text = snippet_of(e.op, self.columns)
         if text is None:
@@ -361,7 +361,7 @@ def _wrap_mask(dtype: str | None) -> int | None:
     """The bit mask that wraps a widened unsigned output back into its declared range."""
     if dtype is None or not dtype.startswith("uint"):
         return None
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     return (1 << (8 * np.dtype(numpy_dtype(dtype)).itemsize)) - 1
 
@@ -369,13 +369,13 @@ def _wrap_mask(dtype: str | None) -> int | None:
 def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
     """The lowered IR → ``PyTorchArtifact`` (the pipeline ran every pass before this)."""
     from translator import __version__
-    from translator.pipeline import Rejected
-    from translator.render import code_lines, render
+    from translator.compile.pipeline import Rejected
+    from translator.compile.render import code_lines, render
 
     g = model.graph
     source_in = dict(zip((v.name for v in g.inputs), ctx.source_inputs))
     cg = Codegen(ctx.tables, ctx.target.columns)
-    # parameter names: one rule set for every backend (translator/names.py)
+    # parameter names: one rule set for every backend (translator/ir/names.py)
     io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs], extra_reserved=_RESERVED)
     params = [cg.bind(v, name) for v, name in zip(g.inputs, io.inputs)]
     cg.graph_body(g)

@@ -1,7 +1,7 @@
 """PyTorch rules: control flow (if / loop / scan as nested functions) and sequences."""
 from __future__ import annotations
 
-from translator.render import literal
+from translator.compile.render import literal
 
 from .node import NodeEmit
 from .registry import rule

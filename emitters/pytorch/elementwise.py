@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.render import literal
+from translator.compile.render import literal
 
 from .node import NodeEmit
 from .registry import rule
@@ -38,8 +38,8 @@ def _const_array(e: NodeEmit) -> np.ndarray:
 @rule("constant")
 def constant(e: NodeEmit) -> str:
     """A constant node: its value becomes a buffer (or an inline literal when tiny)."""
-    from translator.dtypes import dtype_id
-    from translator.ir import Value, TensorType
+    from translator.table.dtypes import dtype_id
+    from translator.ir.graph import Value, TensorType
 
     arr = _const_array(e)
     if arr.dtype.kind in "OSU":
@@ -155,7 +155,7 @@ def bit_cast(e: NodeEmit) -> str:
     """The cell's snippet (``x.view(dtype)``). When legalization widened one side (uint16 /
     uint32 computed in int32 / int64), the bits of the declared width are reinterpreted: a
     widened input is truncated to them first, a widened output is zero-extended from them."""
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     a, b = e.dtype_id(0), e.node.outputs[0].type.dtype
     if a is None or b is None or numpy_dtype(a).itemsize == numpy_dtype(b).itemsize:

@@ -1,7 +1,7 @@
 """PyTorch rules: signal processing (windows, DFT, STFT, mel filter banks)."""
 from __future__ import annotations
 
-from translator.dtypes import norm_axis
+from translator.table.dtypes import norm_axis
 
 from .node import NodeEmit
 from .registry import rule
@@ -89,7 +89,7 @@ def mel_weight_matrix(e: NodeEmit) -> str:
     """The ONNX formula through the ``_mel_weight_matrix`` helper (float64, then the output dtype)."""
     args = [e.scalar_code(0, "int"), e.scalar_code(1, "int"), e.scalar_code(2, "float"), e.scalar_code(3, "float"),
             e.scalar_code(4, "float")]
-    from translator.dtypes import onnx_enum
+    from translator.table.dtypes import onnx_enum
 
     declared = onnx_enum().get(int(e.attr("output_datatype")))  # the output's dtype when inference left it open
     out = e.out_dtype(0, e.dtype_of(declared) if declared is not None else None)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from translator.dtypes import norm_axis
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.compile.render import literal
 
 from .node import WIDE, NodeEmit, f32, onnx_float
 from .registry import rule

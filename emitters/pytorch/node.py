@@ -6,7 +6,7 @@ attributes with the signature's defaults, static shapes and constant values. A s
 right-hand side assigned to the node's outputs, a list is whole lines. Conditions the rule
 only finds while writing code (an unknown rank, a shape that is not static) raise
 ``e.refuse(code, detail)``: the code generator reports the node to the pipeline, which
-decomposes it where the table can (``translator.pipeline.Rejected``).
+decomposes it where the table can (``translator.compile.pipeline.Rejected``).
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from translator.errors import Unsupported
-from translator.ir import Graph, Node, Value
-from translator.render import literal
+from translator.table.errors import Unsupported
+from translator.ir.graph import Graph, Node, Value
+from translator.compile.render import literal
 
 from .registry import NAME
 
@@ -32,7 +32,7 @@ def f32(e: "NodeEmit", i: int) -> str:
 
 def onnx_float(enum: int, default: str = "torch.float32") -> str:
     """``torch.<dtype>`` of an ONNX TensorProto float element type (``stash_type``, ``precision``)."""
-    from translator.dtypes import onnx_enum
+    from translator.table.dtypes import onnx_enum
 
     d = onnx_enum().get(int(enum))
     return f"torch.{d}" if d in ("float32", "float16", "float64", "bfloat16") else default
@@ -154,7 +154,7 @@ class NodeEmit:
         """(min, max) of output ``j``'s integer dtype as the model declared it (before the
         pipeline's legalization widened it: ``node.meta["source_dtypes"]``): what saturating
         ops clamp to."""
-        from translator.dtypes import numpy_dtype
+        from translator.table.dtypes import numpy_dtype
 
         v = self.node.outputs[j]
         source = self.node.meta.get("source_dtypes") or []
@@ -220,7 +220,7 @@ class NodeEmit:
 
 
 class Binder:
-    """``translator.snippets.Binder`` over a ``NodeEmit``: inputs as expressions, attributes
+    """``translator.table.snippets.Binder`` over a ``NodeEmit``: inputs as expressions, attributes
     as Python literals, dtypes as ``torch.<dtype>``."""
 
     def __init__(self, e: NodeEmit) -> None:

@@ -1,8 +1,8 @@
 """PyTorch rules: quantization, integer matrix products and convolutions."""
 from __future__ import annotations
 
-from translator.dtypes import norm_axis
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.compile.render import literal
 
 from .node import NodeEmit, onnx_float
 from .nn import explicit_pads, ints_attr, spatial, torch_kwargs, torch_pads

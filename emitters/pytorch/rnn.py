@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.ir import TensorType, Value
-from translator.render import literal
+from translator.ir.graph import TensorType, Value
+from translator.compile.render import literal
 
 from .node import NodeEmit
 from .registry import rule

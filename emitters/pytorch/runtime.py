@@ -17,8 +17,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from translator.errors import OpbridgeError, Unsupported
-from translator.target import OutputPort
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.compile.target import OutputPort
 
 from .registry import NAME
 
@@ -158,7 +158,7 @@ def runner(artifact: PyTorchArtifact) -> Any:
     inputs by graph input name, legalized dtypes converted on the way in and back out."""
     import torch
 
-    from translator.harness import exact_astype
+    from translator.run.harness import exact_astype
 
     model = artifact.instantiate()
 

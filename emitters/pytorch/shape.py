@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.render import literal
+from translator.table.dtypes import norm_axis
+from translator.compile.render import literal
 
 from .node import NodeEmit
 from .registry import rule

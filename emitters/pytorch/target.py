@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.registry import Refusal
-from translator.target import Target, package_fields
+from translator.compile.registry import Refusal
+from translator.compile.target import Target, package_fields
 
 from . import codegen, runtime
 from .codegen import torch_dtypes, trial
 from .registry import NAME
 
 if TYPE_CHECKING:
-    from translator.ir import Node
-    from translator.pipeline import Compilation
-    from translator.tables import Tables
+    from translator.ir.graph import Node
+    from translator.compile.pipeline import Compilation
+    from translator.table.loader import Tables
 
 #: dtypes torch stores but hardly computes in: the pipeline widens them (lossless, reported)
 WIDENED = {"uint16": "int32", "uint32": "int64"}

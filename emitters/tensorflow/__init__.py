@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.ir import Model
+from translator.ir.graph import Model
 
 from . import attention, control, elementwise, misc, nn, quant, resize, rnn, shape  # noqa: F401 - rules register
 from .codegen import RESERVED, Codegen, NodeCtx, generate
@@ -24,9 +24,9 @@ from .target import TARGET
 
 
 def emit(model: Model, **options: Any) -> TFArtifact:
-    """IR → TensorFlow artifact through the one pipeline (``translator.pipeline.compile``);
+    """IR → TensorFlow artifact through the one pipeline (``translator.compile.pipeline.compile``);
     options: ``io_channels_last``. ``model`` is not modified."""
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, **options).artifact
 

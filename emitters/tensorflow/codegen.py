@@ -1,7 +1,7 @@
 """Lowered IR → a standalone TensorFlow module: a ``tf.Module`` whose ``forward`` is a
 ``tf.function`` with an explicit input signature, plus its weights (``runtime.TFArtifact``).
 
-``emit(model, ctx)`` is only code generation: ``translator.pipeline.compile`` has already
+``emit(model, ctx)`` is only code generation: ``translator.compile.pipeline.compile`` has already
 verified, folded, legalized dtypes (the target's ``legal_dtypes``), lowered (a node is
 emitted here when its cell is native or composite and a rule of the families or a snippet of
 the cell exists) and run the layout pass (``channels_last``). Each node becomes the lines of
@@ -9,7 +9,7 @@ its rule (``emitters/tensorflow/<family>.py``) or its cell's one-line ``snippet`
 into ``templates/tensorflow/module.py.j2``. For a target with several code columns (TFLite:
 ``tflite``, then ``tensorflow``) the first column with a rule or a snippet wins, a rule
 before a snippet of the same column. Model names become sanitized, de-duplicated
-identifiers; literals go through ``translator.render.literal``.
+identifiers; literals go through ``translator.compile.render.literal``.
 """
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from translator.dtypes import onnx_enum
-from translator.errors import Unsupported
-from translator.ir import Graph, Model, Node, Value
-from translator.names import NameSet, io_names
-from translator.registry import RULES
-from translator.snippets import expand
-from translator.tables import Tables
+from translator.table.dtypes import onnx_enum
+from translator.table.errors import Unsupported
+from translator.ir.graph import Graph, Model, Node, Value
+from translator.ir.names import NameSet, io_names
+from translator.compile.registry import RULES
+from translator.table.snippets import expand
+from translator.table.loader import Tables
 
 from .helpers import tf_dtype_names, widens
 from .runtime import Port, TFArtifact
@@ -42,7 +42,7 @@ class Namer:
         self.names: dict[int, str] = {}
 
     def fresh(self, base: str) -> str:
-        from translator.render import ident
+        from translator.compile.render import ident
 
         return self.used.take(ident(base))
 
@@ -136,7 +136,7 @@ class NodeCtx:
 
     @staticmethod
     def lit(v: Any) -> str:
-        from translator.render import literal
+        from translator.compile.render import literal
 
         if isinstance(v, np.ndarray):
             v = v.tolist()
@@ -163,7 +163,7 @@ class NodeCtx:
 
     @property
     def channels_last(self) -> bool:
-        from translator.passes.layout import is_channels_last
+        from translator.compile.passes.layout import is_channels_last
 
         return is_channels_last(self.node)
 
@@ -186,7 +186,7 @@ class NodeCtx:
 
 
 class _Binder:
-    """How a cell's snippet reads one node (``translator.snippets``): inputs as the
+    """How a cell's snippet reads one node (``translator.table.snippets``): inputs as the
     expressions the emitter owns (the float32 copies while a node is widened), attributes as
     literals, dtypes as ``tf.<name>`` (float32 for a narrow float while widened)."""
 
@@ -231,7 +231,7 @@ class Codegen:
         extra = ", trainable=False" if ctor == "tf.Variable" else ""
         dtype = ""
         if arr.dtype.kind not in "U":
-            from translator.dtypes import dtype_id
+            from translator.table.dtypes import dtype_id
 
             dtype = f", dtype={tf_dtype_names()[dtype_id(arr.dtype)]}"
         self.init.append(f"self.{name} = {ctor}(weights[{NodeCtx.lit(name)}]{dtype}{extra})")
@@ -359,7 +359,7 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
     """The module of a lowered model (``source_in``/``source_out``: its I/O dtypes before
     legalization; TFLite's segments pass their own)."""
     from translator import __version__
-    from translator.render import Code, code_lines, render
+    from translator.compile.render import Code, code_lines, render
 
     backend, tables = ctx.target.name, ctx.tables
     io_channels_last = bool(ctx.options.get("io_channels_last"))
@@ -369,7 +369,7 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
     rep = ctx.layout
     transposes, layout = (rep.transposes, rep.as_dict()) if rep is not None else (0, {})
     cg = Codegen(backend, tables, ctx.legal, ctx.target.columns)
-    # signature names: one rule set for every backend (translator/names.py); TensorFlow
+    # signature names: one rule set for every backend (translator/ir/names.py); TensorFlow
     # lowercases argument names, so ``x`` and ``X`` must differ in more than case
     io = io_names(backend, [v.name for v in g.inputs], out_names, extra_reserved=RESERVED)
     warnings += [w for w in io.warnings if w not in warnings]

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import is_float, is_int
 from .registry import rule

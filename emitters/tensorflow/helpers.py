@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 Check = Callable[[Node], "Refusal | None"]
 
@@ -18,7 +18,7 @@ Check = Callable[[Node], "Refusal | None"]
 @lru_cache(maxsize=None)
 def tf_dtype_names() -> dict[str, str]:
     """dtype id → ``tf.<name>`` from the ``tensorflow`` column of dtypes.yaml."""
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     out = {}
     for d in load_tables().dtypes.values():

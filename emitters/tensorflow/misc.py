@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import const_ints, needs_rank, scalar
 from .registry import rule

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import SPATIAL_RANKS, static_dims, both, is_float, is_int, needs_rank, rank_of
 from .registry import rule

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import Check, needs_rank, rank_of
 from .registry import rule
@@ -59,7 +59,7 @@ def _per_axis(c: Any, expr: str, k: int) -> str:
 
 @rule("quantize_linear", check=_quant_check)
 def quantize_linear(c: Any) -> list[str]:
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     out_dt = c.out_dtype()
     source = (c.node.meta.get("source_dtypes") or [None])[0] or out_dt  # saturate to the model's type

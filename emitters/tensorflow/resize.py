@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import is_float
 from .nn import _static_spatial

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import static_dims
 from .registry import rule

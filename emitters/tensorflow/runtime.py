@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from translator.errors import OpbridgeError, Unsupported
-from translator.target import OutputPort
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.compile.target import OutputPort
 
 from .helpers import tf_dtype_names
 
@@ -86,7 +86,7 @@ def quiet_tf() -> None:
 def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Model-named feeds (in the source model's layout) → arrays in the artifact's dtypes
     (legalized inputs range-checked) and I/O layout (``io_channels_last`` moves axis 1 last)."""
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     out = {}
     for p in artifact.inputs:
@@ -112,8 +112,8 @@ def feed_arrays(artifact: TFArtifact, inputs: Mapping[str, Any]) -> dict[str, np
 def restore_outputs(artifact: TFArtifact, values: list[Any]) -> list[Any]:
     """Back to the source model's dtypes where the values allow it exactly (strings decoded)
     and layout, in the model's output order."""
-    from translator.dtypes import numpy_dtype
-    from translator.harness import exact_astype
+    from translator.table.dtypes import numpy_dtype
+    from translator.run.harness import exact_astype
 
     res = []
     for p, y in zip(artifact.outputs, values):

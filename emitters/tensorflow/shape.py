@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from translator.dtypes import norm_axis
-from translator.ir import Node
-from translator.registry import Refusal
+from translator.table.dtypes import norm_axis
+from translator.ir.graph import Node
+from translator.compile.registry import Refusal
 
 from .helpers import static_dims, const_ints, needs_rank, rank_of, scalar
 from .registry import rule
@@ -42,7 +42,7 @@ def constant(c: Any) -> list[str]:
 
 @rule("constant_of_shape")
 def constant_of_shape(c: Any) -> list[str]:
-    from translator.dtypes import numpy_dtype
+    from translator.table.dtypes import numpy_dtype
 
     v = c.attr("value")
     arr = np.asarray(v).reshape(-1)[:1].reshape(()) if v is not None else np.zeros((), np.float32)

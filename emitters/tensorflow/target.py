@@ -10,7 +10,7 @@ channels-last too (``io_channels_last``).
 """
 from __future__ import annotations
 
-from translator.target import Option, Target, column_dtypes, dist_version, package_fields
+from translator.compile.target import Option, Target, column_dtypes, dist_version, package_fields
 
 from . import codegen, runtime
 from .helpers import accepts, channels_last

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from emitters.tensorflow.runtime import TFArtifact
-from translator.ir import Model
+from translator.ir.graph import Model
 
 from .codegen import IO_NAMES_METADATA, SOURCE_NAME, convert, convert_model, with_io_names
 from .registry import NAME
@@ -21,9 +21,9 @@ from .target import TARGET, legal_dtypes
 
 def emit(model: Model, **options: Any) -> TFArtifact:
     """IR → a TFArtifact whose ``tflite`` holds the flatbuffer, through the one pipeline
-    (``translator.pipeline.compile``); options: ``io_channels_last``, ``allow_select_tf_ops``.
+    (``translator.compile.pipeline.compile``); options: ``io_channels_last``, ``allow_select_tf_ops``.
     ``model`` is not modified."""
-    from translator.pipeline import compile
+    from translator.compile.pipeline import compile
 
     return compile(model, TARGET, **options).artifact
 

@@ -7,7 +7,7 @@ float16 → float32, …; every change reported), generates the TensorFlow modul
 its ``tf.function`` with ``tf.lite.TFLiteConverter``: builtin ops only unless
 ``allow_select_tf_ops``. When the converter rejects a TensorFlow op, the IR node that
 produced it (known from the generated source's line numbers) is reported to the pipeline
-(``translator.pipeline.Rejected``), which decomposes it through the table and runs again.
+(``translator.compile.pipeline.Rejected``), which decomposes it through the table and runs again.
 Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
 (``segments``). Renamed I/O names are recorded in the flatbuffer's metadata.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 from emitters.tensorflow.codegen import generate
 from emitters.tensorflow.runtime import TFArtifact
-from translator.errors import OpbridgeError, Unsupported
-from translator.ir import Model
-from translator.pipeline import Rejected
-from translator.registry import Refusal
+from translator.table.errors import OpbridgeError, Unsupported
+from translator.ir.graph import Model
+from translator.compile.pipeline import Rejected
+from translator.compile.registry import Refusal
 
 from . import infinities, segments
 from .registry import NAME

@@ -7,7 +7,7 @@ builtins have) wins over the tensorflow cell's.
 """
 from __future__ import annotations
 
-from translator.registry import Refusal, binder
+from translator.compile.registry import Refusal, binder
 
 NAME = "tflite"
 rule = binder(NAME)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from emitters.tensorflow.runtime import TFArtifact, feed_arrays, output_ports, restore_outputs
-from translator.errors import OpbridgeError, Unsupported
+from translator.table.errors import OpbridgeError, Unsupported
 
 from .registry import NAME
 
@@ -113,7 +113,7 @@ def load(path: str | os.PathLike[str], artifact: TFArtifact) -> TFArtifact:
 
 
 def version() -> str:
-    from translator.target import dist_version
+    from translator.compile.target import dist_version
 
     return dist_version("tensorflow", "tensorflow-cpu") + " (tf.lite)"
 

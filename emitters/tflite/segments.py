@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from translator.ir import Graph, Model, Value
+from translator.ir.graph import Graph, Model, Value
 
 #: the most nodes one converter call gets; a graph converts in segments above twice this
 SEGMENT_NODES = 10_000
@@ -43,7 +43,7 @@ def split(model: Model) -> list[Segment] | None:
     """The segments of a graph above the threshold, or None (convert it whole): small graphs,
     graphs with control-flow subgraphs, or values whose type a segment signature needs but
     the IR does not know statically."""
-    from translator.ir import copy_constant, copy_node
+    from translator.ir.graph import copy_constant, copy_node
 
     g = model.graph
     nodes = g.nodes
@@ -122,7 +122,7 @@ def convert(model: Model, segments: list[Segment], emit_one: Callable[[Model], A
 
 
 def _io_names(graph: Graph) -> Any:
-    from translator.names import io_names
+    from translator.ir.names import io_names
 
     from emitters.tensorflow.codegen import RESERVED
 
@@ -157,7 +157,7 @@ def join(graph: Graph, segments: list[Segment], arts: list[Any], source_inputs: 
     from tensorflow.lite.python import schema_py_generated as fb
     from tensorflow.lite.tools import flatbuffer_utils as fbu
 
-    from translator.errors import OpbridgeError
+    from translator.table.errors import OpbridgeError
 
     merged = fb.ModelT()
     merged.version = 3

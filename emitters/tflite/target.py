@@ -7,7 +7,7 @@ integers → int32 and wrapped back on output: every change reported), its code 
 ``tflite`` cells' snippets, then the TensorFlow rules and snippets (``code_columns``).
 ``prepare`` refuses a ``bit_cast`` whose dtypes TFLite would legalize to another width (the
 reinterpreted bits cannot survive it). ``emit`` converts; the converter's rejections come
-back as ``translator.pipeline.Rejected`` and the pipeline decomposes those nodes.
+back as ``translator.compile.pipeline.Rejected`` and the pipeline decomposes those nodes.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 import dataclasses
 
 from emitters.tensorflow import target as tensorflow
-from translator.errors import Unsupported
-from translator.target import Option, column_dtypes, package_fields
+from translator.table.errors import Unsupported
+from translator.compile.target import Option, column_dtypes, package_fields
 
 from . import codegen, runtime
 from .registry import NAME

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from translator.target import names
+from translator.compile.target import names
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_CNN = ROOT / "examples" / "models" / "tiny_cnn.onnx"

@@ -53,16 +53,17 @@ def _preload() -> None:
     import onnx  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    from translator import check, cli, cli_models, report  # noqa: F401
+    from translator.run import check, report
+    from translator.cli import main as cli, models as cli_models  # noqa: F401
     from translator.frontends import onnx as _fo  # noqa: F401
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     load_tables()
     if os.environ.get("OPBRIDGE_FUZZ_PRELOAD", "1") != "0":
         # the frameworks too (coremltools imports TensorFlow and PyTorch to probe them): a
         # child then starts in ~10 ms instead of ~10 s. Their import starts no thread that
         # holds a lock across fork; a child that hung on one would be counted as a hang.
-        from translator.cli import filter_native_stderr, quiet_frameworks
+        from translator.cli.main import filter_native_stderr, quiet_frameworks
 
         quiet_frameworks()
         import openvino  # noqa: F401
@@ -92,7 +93,7 @@ def _child(case: Case, workdir: Path, logs: Path, mem_limit: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
         argv = [a.format(model=case.model, out="out") for a in case.argv]
         sys.argv = ["opbridge", *argv]
-        from translator import cli
+        from translator.cli import main as cli
 
         code = cli.main()
     except SystemExit as exc:  # argparse
@@ -173,7 +174,7 @@ def _judge(case: Case, workdir: Path, logs: Path, status: int | None, hung: bool
     return rec
 
 
-#: the budgets the children run under (translator/budget.py reads them from the environment):
+#: the budgets the children run under (translator/table/budget.py reads them from the environment):
 #: smaller than the defaults so a loop bomb is refused in seconds, not a minute
 CHILD_BUDGET = {"OPBRIDGE_MAX_LOOP_ITERS": "20000", "OPBRIDGE_TIME_LIMIT": "60"}
 

@@ -12,9 +12,9 @@ import os
 import re
 import sys
 
-from .constants import API_TITLES, TableError, UserError
-from .terminal import internal_error_line, safe  # noqa: F401 - re-exported
-from .terminal import table as _table
+from ..table.constants import API_TITLES, TableError, UserError
+from ..run.terminal import internal_error_line, safe  # noqa: F401 - re-exported
+from ..run.terminal import table as _table
 
 if False:  # typing only (annotations are strings: nothing is imported at run time)
     import argparse
@@ -93,7 +93,7 @@ def _print_op(d: dict[str, Any], out: Callable[[str], None]) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .quick import query
+    from ..table.quick import query
 
     res = query(args.op, args.backend)
     if args.json:
@@ -110,7 +110,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_dtype(args: argparse.Namespace) -> int:
-    from .catalog import dtype_query
+    from ..run.catalog import dtype_query
 
     res = dtype_query(args.name, args.backend)
     if args.json:
@@ -143,7 +143,7 @@ def cmd_dtype(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from .catalog import list_ops
+    from ..run.catalog import list_ops
 
     if args.missing and not args.backend:
         raise UserError("--missing needs --backend B")
@@ -161,7 +161,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from .catalog import backends_summary
+    from ..run.catalog import backends_summary
 
     rows = backends_summary()
     if args.json:
@@ -210,7 +210,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _extra_commands() -> list[Callable[..., None]]:
     """Subcommands that live in other modules (model conversion, checks, reports)."""
     try:
-        from .cli_models import register
+        from .models import register
     except ImportError:
         return []
     return [register]
@@ -249,7 +249,7 @@ def quiet_frameworks() -> None:
     """TensorFlow/absl/gRPC log to stderr from C++ at import: off unless ``-v``."""
     for k, v in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("GRPC_VERBOSITY", "ERROR"), ("GLOG_minloglevel", "3")):
         os.environ.setdefault(k, v)
-    if "logging" in sys.modules or "translator.cli_models" in sys.modules:  # not on the fast query path
+    if "logging" in sys.modules or "translator.cli.models" in sys.modules:  # not on the fast query path
         import logging
 
         for name in ("tensorflow", "absl", "coremltools", "jax"):
@@ -320,13 +320,19 @@ def filter_native_stderr() -> None:
     atexit.register(lambda: cm.__exit__(None, None, None))
 
 
+def _models_command(args: Any) -> bool:
+    """Whether the parsed command is one of the model commands (``cli/models.py``)."""
+    func = getattr(args, "func", None)
+    return func is not None and func.__module__ == f"{__package__}.models"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (``argv`` None: ``sys.argv``, and this process's file descriptor 2
     is filtered of native log lines; a caller passing ``argv`` keeps its own)."""
     from_console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _quick_parse(argv) or build_parser(argv).parse_args(argv)
-    from .quick import NotFound
+    from ..table.quick import NotFound
 
     verbose = bool(getattr(args, "verbose", False))
     was_verbose = os.environ.get("OPBRIDGE_VERBOSE")
@@ -334,14 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["OPBRIDGE_VERBOSE"] = "1"  # runtimes opbridge configures show their own logs
     else:
         quiet_frameworks()
-        if from_console and getattr(args, "func", None) is not None and args.func.__module__.endswith("cli_models"):
+        if from_console and _models_command(args):
             filter_native_stderr()
     if from_console:  # a terminated conversion still removes its scratch folder (finally blocks run)
         import signal
 
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        if getattr(args, "json", False) and args.func.__module__.endswith("cli_models"):
+        if getattr(args, "json", False) and _models_command(args):
             # frameworks (coremltools) print notices on stdout: keep stdout for the JSON document
             import contextlib
 
@@ -360,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("opbridge: interrupted; nothing written", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the CLI boundary: one line, never a bare traceback
-        from .errors import OpbridgeError
+        from ..table.errors import OpbridgeError
 
         if verbose:
             import traceback
@@ -373,6 +379,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose and was_verbose is None:  # a caller in the same process keeps its environment
             os.environ.pop("OPBRIDGE_VERBOSE", None)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ if False:  # typing only
     import argparse
     from typing import Any, Callable
 
-from .constants import TableError, UserError
+from ..table.constants import TableError, UserError
 
 
 def _out(args: "argparse.Namespace", text: str) -> None:
@@ -17,9 +17,9 @@ def _out(args: "argparse.Namespace", text: str) -> None:
 
 
 def cmd_check(args: "argparse.Namespace") -> int:
-    from .check import check_model, load_inputs, model_loader, report_json
-    from .errors import OpbridgeError
-    from .target import names
+    from ..run.check import check_model, load_inputs, model_loader, report_json
+    from ..table.errors import OpbridgeError
+    from ..compile.target import names
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = [b for b in backends if b not in names()]
@@ -34,7 +34,7 @@ def cmd_check(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     out = report_json(res)
-    from .terminal import safe
+    from ..run.terminal import safe
 
     failed = any(r["status"] == "fail" for r in out["backends"])
     unchecked = [r for r in out["backends"] if r["status"] != "fail" and r["status"] != "pass"
@@ -57,7 +57,7 @@ def cmd_check(args: "argparse.Namespace") -> int:
         for o in r["outputs"]:
             rows.append([r["backend"], r["status"] if o["ok"] else "FAIL", o["name"], f"{o['max_abs']:.3g}",
                          f"{o['max_rel']:.3g}", f"{o['max_ulp']:.0f}", o["reason"]])
-    from .terminal import table as _table
+    from ..run.terminal import table as _table
 
     print(_table(rows, ["backend", "status", "output", "max abs", "max rel", "max ULP", "note"]))
     for r in out["backends"]:
@@ -92,8 +92,8 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def cmd_report(args: "argparse.Namespace") -> int:
-    from . import report as R
-    from .errors import OpbridgeError
+    from ..run import report as R
+    from ..table.errors import OpbridgeError
 
     if args.table:
         m = R.table_matrix()
@@ -112,17 +112,17 @@ def cmd_report(args: "argparse.Namespace") -> int:
         return 0
     if not args.model:
         raise UserError("give a MODEL, or --table for the whole operator table")
-    from .target import names
+    from ..compile.target import names
 
     targets = names(include_reference=False)
     backends = [b.strip() for b in args.backends.split(",")] if args.backends else targets
     bad = [b for b in backends if b not in targets]
     if bad:
         raise UserError(f"unknown backend(s) {', '.join(bad)} (known: {', '.join(targets)})")
-    from .check import model_loader
+    from ..run.check import model_loader
 
     try:
-        from . import dims
+        from ..ir import dims
 
         model = model_loader(args.model, **source_opts(args))()
         plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim)))
@@ -139,7 +139,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
     if args.json:
         _out(args, R.dumps(R.model_json(args.model, plans)))
     elif args.md != "-":
-        from .terminal import safe
+        from ..run.terminal import safe
 
         print("\n".join(safe(line) for line in R.model_text(plans).split("\n")))
     return 0
@@ -172,8 +172,8 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
 
 def _target_options() -> "dict[str, tuple[Any, list[str]]]":
     """flag → (Option, the targets that take it), from every discovered target."""
-    from .errors import OpbridgeError
-    from .target import get, names
+    from ..table.errors import OpbridgeError
+    from ..compile.target import get, names
 
     seen: dict = {}
     for n in names(include_reference=False):
@@ -209,14 +209,14 @@ def _grouped(warnings: "list[str]", show: int = 3) -> "list[str]":
 
 def cmd_convert(args: "argparse.Namespace") -> int:
     """Convert to each target into a scratch folder, check what was written, then move the
-    artifacts into place (``translator.convert``). Exit 0: written and checked (or
+    artifacts into place (``translator.run.convert``). Exit 0: written and checked (or
     --no-check); 1: written, and the check ran and found a mismatch (kept for inspection);
     2: a target cannot be converted or checked, and nothing is left at -o."""
-    from . import dims
-    from .convert import convert
-    from .errors import OpbridgeError
-    from .target import get, names
-    from .terminal import safe
+    from ..ir import dims
+    from ..run.convert import convert
+    from ..table.errors import OpbridgeError
+    from ..compile.target import get, names
+    from ..run.terminal import safe
 
     quiet = args.quiet or args.json
 
@@ -289,7 +289,7 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
     c.add_argument("model", help=MODEL_HELP)
     c.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
-    from .target import names
+    from ..compile.target import names
 
     c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")
     c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")

@@ -11,16 +11,17 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import budget, reference
-from .errors import OpbridgeError, Unsupported
-from .evaluate import call_reference
-from .ir import Graph, Model, Value
+from ..table import budget
+from .. import reference
+from ..table.errors import OpbridgeError, Unsupported
+from ..ir.evaluate import call_reference
+from ..ir.graph import Graph, Model, Value
 
 
 def prepare(model: Model) -> Model:
     """Decompose every op that has no reference function (in place)."""
     from .lowering import lower
-    from .tables import load_tables
+    from ..table.loader import load_tables
     from .target import Compilation, get
 
     lower(model.graph, Compilation(get("numpy"), load_tables()))

@@ -1,8 +1,8 @@
 """The table and the code agree, both ways, for every target.
 
-Per target column (``python -m translator.lint [--backend B]``):
+Per target column (``python -m translator.compile.lint [--backend B]``):
 
-1. ``rule without cell``: a rule (``translator.registry``) or a snippet for an op whose cell is
+1. ``rule without cell``: a rule (``translator.compile.registry``) or a snippet for an op whose cell is
    missing or ``unavailable``;
 2. ``cell without code``: a ``native``/``composite`` cell with neither a rule nor a snippet,
    unless it declares ``unimplemented: <reason>`` (a visible, reasoned gap);
@@ -76,7 +76,7 @@ def lint_target(target: Any, tables: Any) -> list[Finding]:
 
 
 def lint(backends: list[str] | None = None, tables: Any = None) -> list[Finding]:
-    from .tables import load_tables
+    from ..table.loader import load_tables
     from .target import get, names
 
     tables = tables or load_tables()
@@ -87,7 +87,7 @@ def lint(backends: list[str] | None = None, tables: Any = None) -> list[Finding]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m translator.lint", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m translator.compile.lint", description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", action="append", help="a target (repeatable; default: every target)")
     args = ap.parse_args(argv)
     found = lint(args.backend)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import Unsupported
-from .gcpause import gc_paused
-from .index import thaw as _thaw
-from .ir import Graph, Node, TensorType, Value
-from .tables import Op, Tables
+from ..table.errors import Unsupported
+from ..ir.gcpause import gc_paused
+from ..table.index import thaw as _thaw
+from ..ir.graph import Graph, Node, TensorType, Value
+from ..table.loader import Op, Tables
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -122,7 +122,7 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             continue
         not_unrolled = unroll.why_not(node) if (op is None or not op.decomposition) and depth < MAX_DEPTH \
             and node.op in unroll.OPS else "n/a"
-        if not_unrolled is None:  # a decomposition over static shapes (translator/unroll.py)
+        if not_unrolled is None:  # a decomposition over static shapes (translator/compile/unroll.py)
             new_nodes = unroll.expand(graph, node)
             ctx.decomposed.append((node.name, node.op))
             ctx.how[node.name] = "decomposed"
@@ -157,7 +157,7 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
     computed in a dtype the cell has and cast back: exact, since every output element is a
     copy of an input element. Returns the inserted nodes (casts in, the op, casts out), or
     None when the op or dtype does not allow it."""
-    from .dtypes import onnx_enum_of
+    from ..table.dtypes import onnx_enum_of
     from .passes.legalize_dtypes import SUBSTITUTES
 
     cell = op.backends.get(ctx.target.name)
@@ -216,7 +216,7 @@ def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
     """Type what a decomposition inserted and legalize its dtypes before judging it."""
     vals = [v for n in new_nodes for v in list(n.inputs) + list(n.outputs) if v is not None]
     if any(v.type.dtype is None and v.type.kind == "tensor" for v in vals):
-        from .infer import infer
+        from ..ir.infer import infer
 
         infer(graph, ctx.tables)
     legal = ctx.legal
@@ -230,7 +230,7 @@ def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
 def _literal(graph: Graph, value: Any, like: Value | None, name: str) -> Value:
     import numpy as np
 
-    from .dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     dtype = like.type.dtype if like is not None and like.type.dtype else "float32"
     arr = np.asarray(value, dtype=numpy_dtype(dtype))
@@ -256,7 +256,7 @@ def applies(op: Op, node: Node) -> str | None:
     of = when.get("dtype_of")
     first = given(of) if of is not None and op.signature is not None else next((v for v in node.inputs if v is not None), None)
     if kinds and first is not None and first.type.dtype is not None:
-        from .dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         kind = {"f": "float", "i": "int", "u": "uint", "b": "bool", "c": "complex"}.get(numpy_dtype(first.type.dtype).kind, "?")
         if kind not in kinds:
@@ -279,7 +279,7 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
     """
     import numpy as np
 
-    from .dtypes import dtype_id, numpy_dtype
+    from ..table.dtypes import dtype_id, numpy_dtype
 
     assert op.decomposition is not None
     why = applies(op, node)

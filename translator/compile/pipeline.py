@@ -12,7 +12,7 @@
   an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``).
 * **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
   become the first legal substitute, reported.
-* **lower** (``translator.lowering.lower``): per node, the target's rule or snippet when the
+* **lower** (``translator.compile.lowering.lower``): per node, the target's rule or snippet when the
   cell says native/composite and the checks pass; else the table's decomposition where it
   applies; else a refusal with its reason code. Decomposed nodes are typed and legalized
   before they are judged.
@@ -29,15 +29,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .errors import Unsupported
-from .gcpause import gc_paused
-from .ir import Graph, Model
+from ..table.errors import Unsupported
+from ..ir.gcpause import gc_paused
+from ..ir.graph import Graph, Model
 from .passes import verify
 from .target import Compilation
 
 if TYPE_CHECKING:
     from .registry import Refusal
-    from .tables import Tables
+    from ..table.loader import Tables
     from .target import Target
 
 MAX_RETRIES = 6
@@ -76,7 +76,7 @@ def _every_graph(g: Graph) -> list[Graph]:
 def fold(g: Graph, rounds: int = 64) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
     whose ``shape`` then folds in turn), until nothing more folds."""
-    from .infer import infer
+    from ..ir.infer import infer
     from .passes import control, fold_constants, shape_values
 
     for _ in range(rounds):
@@ -94,7 +94,7 @@ def fold(g: Graph, rounds: int = 64) -> None:
 def _fix_dims(model: Model, ctx: Compilation) -> None:
     """Symbolic input dims the user named (``fix_dims`` option), and every one for a target
     whose artifacts declare static input shapes, become sizes before anything folds."""
-    from . import dims
+    from ..ir import dims
 
     asked = dict(ctx.options.get("fix_dims") or {})
     fixed = dims.fix(model, asked, every=not ctx.target.dynamic_dims, defaults=ctx.options.get("dim_defaults"))
@@ -128,7 +128,7 @@ def legalize(g: Graph, ctx: Compilation) -> None:
 
 
 def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
-    from .infer import infer
+    from ..ir.infer import infer
     from .lowering import lower
 
     target, tables = ctx.target, ctx.tables
@@ -168,7 +168,7 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
 
 def compile(model: Model, target: "Target | str", tables: "Tables | None" = None, **options: Any) -> Compiled:
     """``model`` (not modified) → the target's artifact, through the one pipeline."""
-    from .tables import load_tables
+    from ..table.loader import load_tables
     from .target import get
 
     target = get(target) if isinstance(target, str) else target
@@ -194,7 +194,7 @@ def compile(model: Model, target: "Target | str", tables: "Tables | None" = None
 
 def plan(model: Model, target: "Target | str", tables: "Tables | None" = None, **options: Any) -> Compilation:
     """The pipeline without emit; every refusal is collected in ``ctx.refusals`` by node name."""
-    from .tables import load_tables
+    from ..table.loader import load_tables
     from .target import get
 
     target = get(target) if isinstance(target, str) else target

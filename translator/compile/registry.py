@@ -2,9 +2,9 @@
 
 A backend package registers its Python code generators here (``emitters/<backend>/registry.py``
 re-exports ``rule`` bound to its name); one-line code lives in the table instead, as the
-``snippet`` of the op's cell (``translator/snippets.py``). An op is supported on a backend
+``snippet`` of the op's cell (``translator/table/snippets.py``). An op is supported on a backend
 when its cell says ``native`` or ``composite`` AND a rule or a snippet exists
-(``supported``); ``translator/lint.py`` checks both directions.
+(``supported``); ``translator/compile/lint.py`` checks both directions.
 
 A rule's ``check`` answers whether it can emit one node: ``None``, or a ``Refusal``
 (reason code, detail). A check never raises to carry its reason: the pipeline decides what a
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 if TYPE_CHECKING:
-    from .ir import Node
-    from .tables import Tables
+    from ..ir.graph import Node
+    from ..table.loader import Tables
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ import os
 from functools import lru_cache
 from typing import Any
 
-from . import paths
-from .names import io_identifier
+from ..table import paths
+from ..ir.names import io_identifier
 
 #: names generated code binds itself (imports, parameters): a model's name never shadows them
 RESERVED = frozenset({"self", "torch", "tf", "np", "F", "ops", "ops17", "mb", "ct", "ov", "math", "os", "sys",

@@ -3,7 +3,7 @@
 Every backend is a package that exposes ``TARGET`` (a ``Target``): ``emitters/<name>/`` for
 the built-in ones, or any installed package that declares an ``opbridge.targets`` entry
 point (``name = "package.module:TARGET"``). ``targets()`` finds them all; nothing in the
-project lists backends by hand. ``translator.pipeline.compile(model, target)`` runs the same
+project lists backends by hand. ``translator.compile.pipeline.compile(model, target)`` runs the same
 ordered passes for every target and calls its ``emit`` on the lowered IR; ``convert``,
 ``check``, ``report`` and the benches only talk to targets through this shape.
 """
@@ -16,12 +16,12 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .errors import OpbridgeError
+from ..table.errors import OpbridgeError
 
 if TYPE_CHECKING:
-    from .ir import Model, Node
+    from ..ir.graph import Model, Node
     from .registry import Refusal
-    from .tables import Tables
+    from ..table.loader import Tables
 
 ENTRY_POINT_GROUP = "opbridge.targets"
 
@@ -78,7 +78,7 @@ class Target:
     channels_last: Callable[["Node"], bool] | None = None
     #: fold constant and static-shape subgraphs before lowering
     fold: bool = True
-    #: artifacts keep symbolic input dims; False: the pipeline fixes them first (``translator.dims``)
+    #: artifacts keep symbolic input dims; False: the pipeline fixes them first (``translator.ir.dims``)
     dynamic_dims: bool = True
     #: optable columns whose snippets and rules this target emits (default: its own name)
     code_columns: tuple[str, ...] = ()
@@ -131,7 +131,7 @@ class Compilation:
     layout: Any = None
     #: the lowered IR (``plan`` keeps it for the report)
     model: "Model | None" = None
-    #: symbolic input dims fixed before folding (label → size: ``translator.dims``)
+    #: symbolic input dims fixed before folding (label → size: ``translator.ir.dims``)
     fixed_dims: dict[str, int] = field(default_factory=dict)
 
     def warn(self, messages: list[str] | str) -> None:

@@ -34,8 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .dtypes import numpy_dtype
-from .ir import Graph, Node, Value
+from ..table.dtypes import numpy_dtype
+from ..ir.graph import Graph, Node, Value
 
 #: ONNX activation names this decomposition spells with an IR op
 _ACT = {"sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu"}

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import dtype_id, numpy_dtype
-from .ir import Graph, Node, Value, clone_graph
+from ..table.dtypes import dtype_id, numpy_dtype
+from ..ir.graph import Graph, Node, Value, clone_graph
 
 #: most iterations unrolled (a longer loop stays a loop, or is refused where it must be unrolled)
 LOOP_CAP = 4096
@@ -36,11 +36,11 @@ NODE_CAP = 200_000
 def _evaluate(node: Node, args: list[Any]) -> list[np.ndarray] | None:
     """The node's outputs computed from constant inputs (``args``), as constant folding would
     compute them (the same ops, the same size limit); None when it would not fold."""
-    from . import reference
-    from .errors import OpbridgeError
-    from .evaluate import call_reference
+    from .. import reference
+    from ..table.errors import OpbridgeError
+    from ..ir.evaluate import call_reference
     from .passes.fold_constants import MAX_ELEMENTS, foldable
-    from .reference._sizes import predict
+    from ..reference._sizes import predict
 
     if not foldable(node.op) or any(True for _ in node.subgraphs()) or any(v.type.kind != "tensor" for v in node.outputs):
         return None

@@ -22,7 +22,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from ..errors import FrontendError
+from ..table.errors import FrontendError
 
 #: in detection order (the first whose ``matches`` accepts the source reads it)
 FRONTENDS = ("onnx", "tflite", "tensorflow", "pytorch")

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, OpbridgeError
-from ..ir import Graph, Model, TensorType, Value
-from ..dtypes import onnx_dtype_map  # noqa: F401 - re-exported (the one map lives in translator.dtypes)
-from ..gcpause import gc_paused
-from ..tables import Tables, load_tables
+from ..table.errors import FrontendError, OpbridgeError
+from ..ir.graph import Graph, Model, TensorType, Value
+from ..table.dtypes import onnx_dtype_map  # noqa: F401 - re-exported (the one map lives in translator.table.dtypes)
+from ..ir.gcpause import gc_paused
+from ..table.loader import Tables, load_tables
 from .onnx_upgrades import pick_handler
 
 SUPPORTED_DOMAINS = ("", "ai.onnx")
@@ -454,7 +454,7 @@ def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: lis
     except ImportError:
         raise SourceUnavailable("onnxruntime is not installed") from None
     try:
-        from ..ort_run import session as ort_session
+        from ..ir.ort_run import session as ort_session
 
         sess = ort_session(str(source))
         wanted = {i.name for i in sess.get_inputs()}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..ir import Value
+from ..ir.graph import Value
 
 if TYPE_CHECKING:
     from .onnx import _Ctx
@@ -107,7 +107,7 @@ def _pad_v2(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, A
     ins = _with_input(ctx, inputs, 1, attrs.pop("pads", attrs.pop("paddings", None)))
     value = attrs.pop("value", None)
     if value is not None and inputs[0] is not None and inputs[0].type.dtype is not None:
-        from ..dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         ins = _with_input(ctx, ins, 2, value, numpy_dtype(inputs[0].type.dtype))
     elif value not in (None, 0.0):
@@ -123,7 +123,7 @@ def _clip_v6(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, 
     attrs = dict(attrs)
     dt = np.float32
     if inputs and inputs[0] is not None and inputs[0].type.dtype:
-        from ..dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         dt = numpy_dtype(inputs[0].type.dtype)
     ins = list(inputs)

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, OpbridgeError
-from ..ir import Graph, Model, TensorType, Value
+from ..table.errors import FrontendError, OpbridgeError
+from ..ir.graph import Graph, Model, TensorType, Value
 
 #: the frontend contract (translator/frontends/__init__.py)
 NAME = "pytorch"
@@ -235,8 +235,8 @@ def load(source: Any, **opts: Any) -> Model:
     """The IR of a PyTorch module / ExportedProgram / .pt2 / ``pkg.module:factory``."""
     from torch.export.graph_signature import InputKind
 
-    from ..gcpause import gc_paused
-    from ..tables import load_tables
+    from ..ir.gcpause import gc_paused
+    from ..table.loader import load_tables
     from .pytorch_ops import Ctx, unmapped
 
     where = _where(source)

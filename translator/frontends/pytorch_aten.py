@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Value
+from ..ir.graph import Value
 from .pytorch_ops import INT64_MAX, Ctx, _binary, _bool_in, _bool_out, _logical, _reduce, _unary, aten
 
 # ---------------------------------------------------------------------------- elementwise

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import TensorType, Value
+from ..ir.graph import TensorType, Value
 from .pytorch_aten import _adaptive_axiswise, advanced_index
 from .pytorch_ops import Ctx, _reduce, aten, static_int
 
@@ -199,7 +199,7 @@ def _scatter(ctx: Ctx, x: Any, dim: int, index: Any, src: Any, reduce: Any = Non
 
 
 def self_np(dt: str) -> Any:
-    from ..dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     return numpy_dtype(dt)
 
@@ -457,7 +457,7 @@ def _full(ctx: Ctx, size: list, value: Any = None, **kw: Any) -> Value:
     vals = [ctx.v(s) for s in size]
     if all(isinstance(s, int) for s in vals):
         return ctx.const(np.full(vals, fill), dt, "full")
-    from ..dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     return ctx.emit(ctx.op(), [ctx.shape_value(vals)], {"value": np.asarray([fill]).astype(numpy_dtype(dt))})
 
@@ -470,7 +470,7 @@ def _full_like(ctx: Ctx, x: Any, value: Any = None, **kw: Any) -> Value:
     shape = ctx.shape(x)
     if all(isinstance(s, int) for s in shape):
         return ctx.const(np.full(shape, fill), dt, "full")
-    from ..dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     return ctx.emit(ctx.op(), [ctx.emit("shape", [ctx.t(x)])], {"value": np.asarray([fill]).astype(numpy_dtype(dt))})
 
@@ -484,7 +484,7 @@ def _arange(ctx: Ctx, *args: Any, **kw: Any) -> Value:
     elif ctx.aten == "aten.arange.start":
         vals = [vals[0], vals[1], 1]
     if all(isinstance(v, (int, float)) for v in vals):
-        from ..dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         return ctx.const(np.arange(*vals).astype(numpy_dtype(dt)), dt, "arange")
     parts = [ctx.const(v, dt) if isinstance(v, (int, float)) else

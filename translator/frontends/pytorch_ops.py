@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import FrontendError
-from ..ir import Graph, TensorType, Value
+from ..table.errors import FrontendError
+from ..ir.graph import Graph, TensorType, Value
 
 HANDLERS: dict[str, Callable[..., Any]] = {}
 #: ATen overload → the IR op whose pytorch cell reads it (checked against the table by the tests)
@@ -81,7 +81,7 @@ def static_int(x: Any) -> int | None:
 
 
 def _onnx_codes(tables: Any) -> dict[str, int]:
-    from ..dtypes import onnx_dtype_map
+    from ..table.dtypes import onnx_dtype_map
 
     out: dict[str, int] = {}
     for code, dt in onnx_dtype_map(tables).items():
@@ -163,7 +163,7 @@ class Ctx:
         return a
 
     def const(self, array: Any, dtype: str, name: str = "c") -> Value:
-        from ..dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         arr = np.asarray(array).astype(numpy_dtype(dtype))
         return self.g.add_constant(f"{self.node_name or 'n'}_{name}", arr, dtype)
@@ -181,7 +181,7 @@ class Ctx:
         return self.g.add_constant(name, arr, torch_dtype_id(t.dtype))
 
     def _np(self, dtype: str) -> Any:
-        from ..dtypes import numpy_dtype
+        from ..table.dtypes import numpy_dtype
 
         return numpy_dtype(dtype)
 
@@ -387,7 +387,7 @@ if __name__ == "__main__":
     import yaml
 
     from translator.frontends import pytorch_ops  # the registered module (this one runs as __main__)
-    from translator.tables import load_tables
+    from translator.table.loader import load_tables
 
     if sys.argv[1:] == ["--cells"]:
         sys.stdout.write(yaml.safe_dump(pytorch_ops.cells_yaml(load_tables()), sort_keys=False, width=10**6))

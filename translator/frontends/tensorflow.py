@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, OpbridgeError
-from ..ir import Model
-from ..tables import load_tables
+from ..table.errors import FrontendError, OpbridgeError
+from ..ir.graph import Model
+from ..table.loader import load_tables
 
 NAME = "tensorflow"
 

@@ -6,12 +6,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dtypes import dtype_id, onnx_enum
-from ..infer import infer_node
-from ..errors import FrontendError
-from ..gcpause import gc_paused
-from ..ir import Graph, Model, TensorType, Value
-from ..tables import Tables
+from ..table.dtypes import dtype_id, onnx_enum
+from ..ir.infer import infer_node
+from ..table.errors import FrontendError
+from ..ir.gcpause import gc_paused
+from ..ir.graph import Graph, Model, TensorType, Value
+from ..table.loader import Tables
 
 #: graph plumbing: values pass through unchanged
 PASSTHROUGH = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient",

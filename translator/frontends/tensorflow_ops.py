@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import TensorType, Value
+from ..ir.graph import TensorType, Value
 from . import blocks
 
 Handler = Callable[[Any], list]
@@ -29,7 +29,7 @@ def handles(*tf_ops: str, op: str) -> Callable[[Handler], Handler]:
 
 
 def _onnx_enum(np_dtype: Any) -> int:
-    from ..dtypes import dtype_id, onnx_enum
+    from ..table.dtypes import dtype_id, onnx_enum
 
     did = dtype_id(np_dtype)
     for k, v in sorted(onnx_enum().items()):

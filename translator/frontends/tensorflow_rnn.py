@@ -132,7 +132,7 @@ def _while(ctx: Any) -> list:
                                  ctx.const(np.ascontiguousarray(bb)), None, init_h],
                          {"hidden_size": hidden, "linear_before_reset": int(parts["reset_after"])}, n=2)
         yc = None
-    from ..ir import TensorType
+    from ..ir.graph import TensorType
 
     dt, batch = x.type.dtype, x.type.shape[1]
     for v, shape in ((y, (seq[0], 1, batch, hidden)), (yh, (1, batch, hidden)), (yc, (1, batch, hidden))):

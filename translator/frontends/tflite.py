@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FrontendError, OpbridgeError
-from ..infer import infer_node
-from ..ir import Graph, Model, TensorType, Value
+from ..table.errors import FrontendError, OpbridgeError
+from ..ir.infer import infer_node
+from ..ir.graph import Graph, Model, TensorType, Value
 
 NAME = "tflite"
 RUNTIME = "LiteRT interpreter"
@@ -115,7 +115,7 @@ class Ctx:
     """What the handlers of ``tflite_ops`` see: the model, the graph being built, helpers."""
 
     def __init__(self, s: Any, model: Any, buf: bytes, sg_index: int, path: str) -> None:
-        from ..tables import load_tables
+        from ..table.loader import load_tables
 
         self.s, self.model, self.buf, self.path = s, model, buf, path
         self.sg = model.subgraphs[sg_index]
@@ -135,7 +135,7 @@ class Ctx:
         self.op: Any = None  # the operator being converted
         self.stack: list[int] = []  # the subgraphs being converted (a loop's cond/body inside the model's)
         self.produced = {int(t) for o in self.sg.operators or [] for t in _seq(o.outputs)}
-        from ..infer import _onnx_enum_to_dtype
+        from ..ir.infer import _onnx_enum_to_dtype
 
         self.enum_map = _onnx_enum_to_dtype(self.tables)
 
@@ -158,7 +158,7 @@ class Ctx:
         return np.dtype(dt)
 
     def dtype(self, i: int) -> str:
-        from ..dtypes import dtype_id
+        from ..table.dtypes import dtype_id
 
         return dtype_id(self.np_dtype(i))
 
@@ -279,7 +279,7 @@ class Ctx:
 
     # -------------------------------------------------------------- building
     def const(self, arr: Any, name: str = "c") -> Value:
-        from ..dtypes import dtype_id
+        from ..table.dtypes import dtype_id
 
         arr = np.asarray(arr)
         return self.graph.add_constant(f"{self.node_name or 'n'}_{name}", arr, dtype_id(arr.dtype))
@@ -299,7 +299,7 @@ class Ctx:
             v.type = t
             self.made.add(id(v))
         if op_id == "constant_of_shape" and node.outputs[0].type.dtype is None:  # the value's dtype
-            from ..dtypes import dtype_id
+            from ..table.dtypes import dtype_id
 
             node.outputs[0].type = TensorType(dtype_id(np.asarray(node.attrs["value"]).dtype), node.outputs[0].type.shape)
         return list(node.outputs)
@@ -580,8 +580,8 @@ def matches(source: Any) -> bool:
 
 def load(source: str | os.PathLike[str], signature: str | None = None, **opts: Any) -> Model:
     """The validated IR of a ``.tflite`` file (``signature``: which signature, default the first)."""
-    from ..gcpause import gc_paused
-    from ..passes import requantize, verify
+    from ..ir.gcpause import gc_paused
+    from ..compile.passes import requantize, verify
 
     path = str(source)
     s, model, buf = read_model(path)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Value
+from ..ir.graph import Value
 
 
 def _round_away(ctx: Any, v: Value) -> Value:

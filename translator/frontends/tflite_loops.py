@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Graph, TensorType
+from ..ir.graph import Graph, TensorType
 from .tflite_ops import _opt, handles
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Value
+from ..ir.graph import Value
 from . import blocks, tflite_hybrid
 
 Handler = Callable[[Any, Any], list]
@@ -33,7 +33,7 @@ def handles(*builtins: str, ir: str) -> Callable[[Handler], Handler]:
 
 def check_handlers(tables: Any = None) -> list[str]:
     """Handlers whose builtin/IR op pair is not in the table's reverse index (should be none)."""
-    from ..tables import load_tables
+    from ..table.loader import load_tables
 
     rev = (tables or load_tables()).reverse_index("tflite")
     return [f"{b} → {ir}" for b, ir in sorted(IR_OPS.items()) if ir not in [o for o, _ in rev.get(b, [])]]

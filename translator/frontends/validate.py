@@ -11,7 +11,7 @@ refused with one line naming the file, the node/op/tensor and why, with a reason
   producer (a node output is not also an input, an initializer or another node's output);
   model-local functions do not call themselves (directly or through others);
 * tensors: a defined element type, non-negative dims, a declared size within the memory
-  budget (``too_large``, ``translator/budget.py``); external data with a location that is
+  budget (``too_large``, ``translator/table/budget.py``); external data with a location that is
   relative, free of NUL and inside the model's folder, ``offset``/``length`` non-negative
   integers, ``length`` equal to dims x item size (onnxruntime refuses the model
   otherwise), and a file holding ``offset + size`` bytes (``missing_external_data``);
@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .. import budget
-from ..errors import FrontendError
+from ..table import budget
+from ..table.errors import FrontendError
 
 #: seconds the ONNX checker and shape inference may take (in their worker process)
 CHECKER_TIMEOUT = 300.0

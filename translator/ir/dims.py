@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Iterable
 
-from .errors import OpbridgeError
+from ..table.errors import OpbridgeError
 
 if TYPE_CHECKING:
-    from .ir import Model
+    from .graph import Model
 
 #: the sizes a dynamic dim is checked at (``convert --check``)
 CHECK_SIZES = (1, 3)

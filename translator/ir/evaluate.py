@@ -9,10 +9,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import budget
-from .errors import OpbridgeError, Unsupported
-from .ir import Node
-from .reference._sizes import predict
+from ..table import budget
+from ..table.errors import OpbridgeError, Unsupported
+from .graph import Node
+from ..reference._sizes import predict
 
 
 def _one_line(exc: BaseException) -> str:

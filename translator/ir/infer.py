@@ -16,9 +16,9 @@ import math
 
 from typing import Any, Callable
 
-from .errors import VerifyError
-from .ir import Graph, Node, TensorType, Value
-from .tables import Tables, load_tables
+from ..table.errors import VerifyError
+from .graph import Graph, Node, TensorType, Value
+from ..table.loader import Tables, load_tables
 from .gcpause import paused_gc
 
 Dims = "tuple[int | str | None, ...]"

@@ -19,7 +19,7 @@ proves the ``mlx`` cells) with these names:
 ``resolves(name) -> bool``  whether a native name of the column exists in the runtime
 ``provable(op, cell) -> bool``  whether the prover can build the cell's one-op program
 ``run(op, cell, sample) -> list[np.ndarray]``  build and run it on ``sample``
-                        (translator.samples.Sample); raise ``ProofError`` with the reason
+                        (translator.run.samples.Sample); raise ``ProofError`` with the reason
                         when the runtime rejects it
 
 The runtimes are imported inside these functions only: importing a prover is cheap and
@@ -77,8 +77,8 @@ def sample_node(op, sample, prefix: str):
     the sample's arrays; a Cast-like ``to`` types output 0), for ``snippets.expand``."""
     import numpy as np
 
-    from ..dtypes import dtype_id, onnx_enum
-    from ..ir import Node, TensorType, Value
+    from ..table.dtypes import dtype_id, onnx_enum
+    from ..ir.graph import Node, TensorType, Value
 
     ins = []
     for i, x in enumerate(sample.inputs):

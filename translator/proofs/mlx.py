@@ -2,7 +2,7 @@
 ``mlx.nn`` as ``nn``) on the sample and returns the evaluated arrays.
 
 A proven cell carries a ``snippet``: one Python expression over ``mx`` and ``nn`` in the
-one snippet grammar (translator/snippets.py). Inputs are bound as ``mx.array`` values under
+one snippet grammar (translator/table/snippets.py). Inputs are bound as ``mx.array`` values under
 identifiers this module chooses (``_in0``, ``_in1``...; an omitted optional input is ``None``),
 attributes are rendered as Python literals, ``{$T}`` as ``mx.<dtype>``. Inputs that MLX
 takes as Python values (shapes, axes, pads) are read in the snippet with ``.tolist()``.
@@ -93,7 +93,7 @@ class _Binder:
         return "None" if v is None else v.name
 
     def attr(self, name: str, value: Any) -> str:
-        from ..render import literal
+        from ..compile.render import literal
 
         return str(literal(value))
 
@@ -107,7 +107,7 @@ def run(op, cell, sample) -> list[np.ndarray]:
     import mlx.core as mx
     import mlx.nn as nn
 
-    from ..snippets import SnippetError, expand
+    from ..table.snippets import SnippetError, expand
 
     try:
         code = expand(cell.snippet, sample_node(op, sample, "_in"), op, _Binder())

@@ -1,7 +1,7 @@
 """Prover of the ``ncnn`` column: writes the cell's snippet as the layer lines of an ncnn
 ``.param`` file, loads it in ``ncnn.Net`` (CPU, one thread) and runs it on the sample.
 
-The snippet (one line, the one snippet grammar of translator/snippets.py) is one or more
+The snippet (one line, the one snippet grammar of translator/table/snippets.py) is one or more
 segments separated by ``;``; each is a layer
 
     Type bottom... -> top... id=value... +weight...
@@ -267,7 +267,7 @@ def _blob(x: np.ndarray) -> np.ndarray:
 
 def _expand(op, cell, sample) -> tuple[str, list[str]]:
     """The snippet filled in for the sample: (layer lines, the inputs named by ``batch``)."""
-    from ..snippets import SnippetError, expand
+    from ..table.snippets import SnippetError, expand
 
     try:
         text = expand(cell.snippet, sample_node(op, sample, "x"), op, _Binder())

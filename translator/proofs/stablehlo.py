@@ -3,7 +3,7 @@ with ``jax.jit(...).lower`` to a StableHLO module, every name the cell gives mus
 op of that module (the proof that the named StableHLO op is what runs), then the module is
 compiled by XLA and run on the CPU.
 
-Snippet placeholders (translator/snippets.py): a graph input is a traced argument; a constant
+Snippet placeholders (translator/table/snippets.py): a graph input is a traced argument; a constant
 input (an initializer: shapes, axes, indices) is a NumPy array, static at trace time like an
 attribute of the StableHLO op; ``{@attr}`` is the attribute's Python literal; ``{$T}`` is the
 ``jnp`` dtype. Programs run with 64-bit types enabled only inside the run (ONNX's int64
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from . import ProofError, dist_version, importable
-from .. import snippets
-from ..render import literal
+from ..table import snippets
+from ..compile.render import literal
 
 API = "stablehlo"
 EXTRA = "stablehlo"

@@ -5,7 +5,7 @@ The runtime lives in its own venv, ``.venv-tosa`` (tools/setup_tosa.sh: the whee
 flatbuffers/numpy pins clash with TensorFlow's), driven through one persistent worker process
 (translator/proofs/_tosa_runner.py) per test session.
 
-Snippet (one line, translator/snippets.py placeholders): MLIR TOSA statements separated by
+Snippet (one line, translator/table/snippets.py placeholders): MLIR TOSA statements separated by
 ``;``, each ``[%r[, %s] =] tosa.<op> %operand, ... [{{attr-dict}}] [-> <element type>]``, without
 the type signature: the prover writes it. ``{Name}`` is the SSA value of input ``Name``
 (``%Name``); ``{@attr}`` is the attribute as an MLIR literal (a float in exponent form, a list
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from . import ProofError
-from .. import snippets
+from ..table import snippets
 
 API = "tosa"
 EXTRA = "tosa"

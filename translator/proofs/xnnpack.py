@@ -52,10 +52,10 @@ _BUILT: dict = {}
 
 def _build(op: Any, cell: Any, sample: Any) -> Any:
     """opbridge's TFLite artifact for the case (memoized on the op, the static inputs and the sample's bytes)."""
-    from translator import target as targets
-    from translator.errors import OpbridgeError
-    from translator.harness import single_op_model
-    from translator.pipeline import compile
+    from translator.compile import target as targets
+    from translator.table.errors import OpbridgeError
+    from translator.run.harness import single_op_model
+    from translator.compile.pipeline import compile
 
     const = tuple(sorted(set(sample.const) | _static(cell, sample)))
     key = (op.id, const, tuple(None if x is None else (np.asarray(x).dtype.str, np.asarray(x).shape, np.asarray(x).tobytes())
@@ -90,7 +90,7 @@ def provable(op: Any, cell: Any) -> bool:
     want = _tflite_ops(cell)
     if cell.status == "native" and not want:
         return False
-    from translator.samples import evaluated
+    from translator.run.samples import evaluated
 
     try:
         got = evaluated(op, np.float32)

@@ -7,7 +7,7 @@ output size follows from input *values* or attributes rather than from input siz
 ops (two small inputs can broadcast to a huge output). ``None``: no prediction (the
 result is checked after the op instead). A prediction never refuses a valid model: a
 rule that cannot make sense of its arguments predicts nothing and the op itself reports
-what is wrong. Used by the interpreter and the constant folder against ``translator.budget``.
+what is wrong. Used by the interpreter and the constant folder against ``translator.table.budget``.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import OpbridgeError
+from ..table.errors import OpbridgeError
 
 RULES: dict[str, Callable[..., Any]] = {}
 
@@ -274,7 +274,7 @@ def _multidirectional() -> frozenset[str]:
     global _MULTI
     if _MULTI is None:
         try:
-            from ..tables import load_tables
+            from ..table.loader import load_tables
 
             _MULTI = frozenset(o.id for o in load_tables().ops.values() if o.broadcast == "multidirectional")
         except Exception:  # noqa: BLE001 - no tables: no broadcast predictions

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import OpbridgeError
-from .target import OutputPort, get
+from ..table.errors import OpbridgeError
+from ..compile.target import OutputPort, get
 
 __all__ = ["OutputPort", "output_ports", "save", "load_written", "run_written"]
 

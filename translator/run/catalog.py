@@ -12,9 +12,9 @@ import difflib
 import json
 from typing import Any, Iterable
 
-from .index import build_index, cell_dict, thaw
-from .quick import NotFound, backend_key
-from .tables import API_KEYS, API_TITLES, DType, Tables, load_tables
+from ..table.index import build_index, cell_dict, thaw
+from ..table.quick import NotFound, backend_key
+from ..table.loader import API_KEYS, API_TITLES, DType, Tables, load_tables
 
 __all__ = ["NotFound", "build_index", "query", "dtype_query", "list_ops", "backends_summary"]
 
@@ -32,7 +32,7 @@ _INDEX_MEMO: dict[int, dict[str, Any]] = {}
 
 def query(spelling: str, backends: Iterable[str] | None = None, tables: Tables | None = None) -> dict[str, Any]:
     """The Python twin of ``opbridge query``: a JSON-able answer."""
-    from .quick import load_verified, query_index
+    from ..table.quick import load_verified, query_index
 
     tables = tables or load_tables()
     index = _INDEX_MEMO.get(id(tables))
@@ -106,7 +106,7 @@ def backends_summary(tables: Tables | None = None) -> list[dict[str, Any]]:
     """Per API: how many cells are native, composite, unavailable, unknown, and verified by
     execution: the coverage ``report --table`` computes (one count for both commands)."""
     from .report import table_matrix
-    from .target import names
+    from ..compile.target import names
 
     tables = tables or load_tables()
     targets = names(include_reference=False)

@@ -21,10 +21,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import OpbridgeError
+from ..table.errors import OpbridgeError
 from .artifact_io import output_ports, run_written
 from .harness import Diff, classify, compare, convert, tolerance_for
-from .ir import Model
+from ..ir.graph import Model
 
 
 #: float32: 128 * 1.19e-7 = 1.5e-5 of the output's largest magnitude
@@ -72,13 +72,13 @@ class BackendReport:
 def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
                   sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
     """Seeded random feeds; a symbolic dim takes its size from ``sizes`` (by its
-    ``translator.dims`` label), else ``dim_default``."""
-    from .dims import label
-    from .dtypes import numpy_dtype
+    ``translator.ir.dims`` label), else ``dim_default``."""
+    from ..ir.dims import label
+    from ..table.dtypes import numpy_dtype
 
     rng = np.random.default_rng(seed)
     feeds = {}
-    from . import budget
+    from ..table import budget
 
     for v in model.graph.inputs:
         t = v.type
@@ -134,7 +134,7 @@ def source_outputs(model: Model, source: Any, feeds: dict[str, np.ndarray], name
     """The source model run by its own framework (onnxruntime for ONNX, the TFLite
     interpreter, TensorFlow, eager PyTorch: the frontend's ``run_source``), or
     ``(None, why)`` when it cannot run here."""
-    from .frontends import SourceUnavailable, run_source
+    from ..frontends import SourceUnavailable, run_source
 
     if source is None:
         return None, "no source model"
@@ -184,7 +184,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     ref_model = build_ir()
     feeds = feeds if feeds is not None else random_inputs(ref_model)
     tol = tolerance_for(sorted(ref_model.op_histogram()))
-    from . import interpreter
+    from ..compile import interpreter
 
     say("reference: running the NumPy reference")
     trace: dict[str, Any] = {}
@@ -231,7 +231,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
 
 
 def _runtime_name(model: Model) -> str:
-    from .frontends import get
+    from ..frontends import get
 
     return get(model.source_format).RUNTIME
 
@@ -244,7 +244,7 @@ def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[s
     integer dtype is compared as the check compares outputs; a constant's ``to the end``
     sentinels (INT64_MAX/MIN) are compared saturated to that dtype, as the dtype
     legalization writes them (``passes.legalize_dtypes``)."""
-    from .target import get
+    from ..compile.target import get
 
     model = build_ir().clone()
     order = _mark_all_outputs(model)
@@ -270,7 +270,7 @@ def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[s
 def _saturated(value: Any, legal: str | None) -> Any:
     """An integer constant with values beyond ``legal``'s range, clipped to it (the
     legalization's sentinel saturation); anything else unchanged."""
-    from .dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     a = value
     if legal is None or not isinstance(a, np.ndarray) or a.dtype.kind not in "iu" or not a.size:
@@ -306,7 +306,7 @@ def report_json(res: dict[str, Any]) -> dict[str, Any]:
 def model_loader(source: Any, **opts: Any) -> Callable[[], Model]:
     """Read ``source`` once (any frontend: ``translator.frontends.detect``); the returned
     function gives that IR (the pipeline clones it, so every target and the reference share it)."""
-    from . import frontends
+    from .. import frontends
 
     model = frontends.load(source, **opts)  # validated: fails early, with a one-line reason
     return lambda: model

@@ -65,7 +65,7 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
     """The check of one written artifact: on the user's inputs, or on seeded random inputs at
     each of ``dims.CHECK_SIZES`` for the dims it kept dynamic (fixed dims at their size). The
     first size that fails decides; the record says which sizes ran."""
-    from . import dims
+    from ..ir import dims
 
     runs: list[tuple[int | None, Any, dict[str, int]]] = [(None, feeds, {})]
     if feeds is None:
@@ -104,19 +104,19 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     dict of arrays for the check (default: seeded random inputs). ``options``: target
     options by their CLI dest (e.g. ``{"coreml_target": "iOS17"}``). ``source_options``: what
     the frontend takes besides the model (PyTorch ``dynamic_shapes``, TensorFlow ``signature``).
-    ``fix_dims``: symbolic input dims to fix, by symbol or ``input:axis`` (``translator.dims``);
+    ``fix_dims``: symbolic input dims to fix, by symbol or ``input:axis`` (``translator.ir.dims``);
     a target whose artifacts declare static input shapes fixes the others to 1, and says so.
     Dims that stay dynamic are checked at each of ``dims.CHECK_SIZES`` (random inputs only),
     or at the sizes ``check_dims`` gives them (``{"samples": (400, 800)}``).
 
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
-    from . import dims
+    from ..ir import dims
     from .check import check_model, load_inputs, model_loader, random_inputs, report_json
-    from .errors import OpbridgeError
+    from ..table.errors import OpbridgeError
     from .harness import classify
-    from .pipeline import compile
-    from .target import get, names
+    from ..compile.pipeline import compile
+    from ..compile.target import get, names
     from .terminal import internal_error_line
 
     say = progress or (lambda s: None)

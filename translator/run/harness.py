@@ -1,6 +1,6 @@
 """Cross-execution: run one model on several backends and compare with the reference.
 
-Backends are targets (``translator.target``): discovered, converted through the one
+Backends are targets (``translator.compile.target``): discovered, converted through the one
 pipeline (``convert``) and run with ``Target.run``. The pipeline works on a clone, so one IR
 serves every backend.
 """
@@ -12,14 +12,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .errors import OpbridgeError
+from ..table.errors import OpbridgeError
 
 DEFAULT_TOL = {"rtol": 1e-3, "atol": 1e-5}
 
 
 def convert(name: str, model: Any, **options: Any) -> Any:
     """``model`` → the artifact of target ``name`` (the one pipeline; ``model`` is not changed)."""
-    from .pipeline import compile
+    from ..compile.pipeline import compile
 
     return compile(model, name, **options).artifact
 
@@ -57,13 +57,13 @@ class Diff:
 
 
 def _np_dtype(name: str) -> np.dtype:
-    from .dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     return np.dtype(numpy_dtype(name))
 
 
 def _dtype_id(dt: np.dtype) -> str:
-    from .dtypes import dtype_id
+    from ..table.dtypes import dtype_id
 
     try:
         return str(dtype_id(dt))
@@ -221,7 +221,7 @@ def classify(exc: BaseException) -> tuple[str, str]:
 
 
 def run_backend(name: str, build_ir: Callable[[], Any], feeds: Mapping[str, Any]) -> tuple[Any, list[Any]]:
-    from .target import get
+    from ..compile.target import get
 
     artifact = convert(name, build_ir())
     return artifact, list(get(name).run(artifact, feeds))
@@ -229,7 +229,7 @@ def run_backend(name: str, build_ir: Callable[[], Any], feeds: Mapping[str, Any]
 
 def tolerance_for(op_ids: list[str]) -> dict[str, float]:
     """The loosest tolerance among the ops of a model (table ``tolerance``, else default)."""
-    from .tables import load_tables
+    from ..table.loader import load_tables
 
     tables = load_tables()
     tol = dict(DEFAULT_TOL)
@@ -250,8 +250,8 @@ def single_op_model(op_id: str, inputs: list[Any], attrs: dict[str, Any], n_outp
                     const: tuple[int, ...] = ()) -> tuple[Any, dict[str, Any]]:
     """A one-node IR model for ``op_id`` fed by ``inputs`` (None = omitted; the indices in
     ``const`` become constants instead of graph inputs); returns (model, feeds)."""
-    from .dtypes import dtype_id
-    from .ir import Graph, Model, TensorType
+    from ..table.dtypes import dtype_id
+    from ..ir.graph import Graph, Model, TensorType
 
     g = Graph(op_id)
     vals = []

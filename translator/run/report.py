@@ -18,10 +18,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .constants import API_KEYS, API_TITLES
-from .errors import OpbridgeError
-from .ir import Model
-from .tables import Tables, load_tables
+from ..table.constants import API_KEYS, API_TITLES
+from ..table.errors import OpbridgeError
+from ..ir.graph import Model
+from ..table.loader import Tables, load_tables
 
 
 @dataclass
@@ -81,8 +81,8 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     would do with each node of ``model``, in the model's node order. ``options`` are
     ``convert``'s pipeline options (``fix_dims``, ``dim_defaults``: the sizes a target that
     declares static shapes fixes symbolic dims to)."""
-    from .pipeline import plan
-    from .quick import load_verified
+    from ..compile.pipeline import plan
+    from ..table.quick import load_verified
 
     tables = tables or load_tables()
     verified = load_verified() if verified is None else verified
@@ -144,7 +144,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
 # ----------------------------------------------------------------------------- the whole table
 def table_matrix(tables: Tables | None = None, verified: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every op × every API: status, name, and (for the targets) verified-by-execution status."""
-    from .quick import load_verified
+    from ..table.quick import load_verified
 
     tables = tables or load_tables()
     verified = load_verified() if verified is None else verified

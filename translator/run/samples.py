@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .tables import Op
+from ..table.loader import Op
 
 S = (2, 3, 4)
 # value domains (tables.SAMPLE_DOMAINS): "any" N(0,1), "nonzero" N(0,1) kept away from 0 for divisions,
@@ -93,7 +93,7 @@ def _thaw(v: Any) -> Any:
 
 def sample(op: Op, dtype: Any = np.float32, seed: int = 0) -> Sample | None:
     """A sample for ``op`` at ``dtype``, or None when the op needs inputs we cannot make."""
-    from .dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     rng = np.random.default_rng(seed)
     spec = _thaw(op.sample) if op.sample is not None else {}
@@ -137,7 +137,7 @@ def kinds(op: Op, tables: Any) -> list:
     """The dtypes to sample ``op`` at: its sample's fixed first-input dtype, else float32 (and
     float16) / int32 / bool from the first input's type constraint (the generated tests'
     rule: tests/test_ops.py and tests/test_proofs.py)."""
-    from .dtypes import numpy_dtype
+    from ..table.dtypes import numpy_dtype
 
     if op.signature is None or not op.signature.inputs:
         return []
@@ -161,7 +161,7 @@ def kinds(op: Op, tables: Any) -> list:
 def evaluated(op: Op, dt: Any) -> "tuple[Sample, tuple[np.ndarray, ...]] | None":
     """``(sample, expected outputs)`` from the op's NumPy reference, or None when the sampler
     has no sample for the op at ``dt``. Raises when the sample does not fit the op."""
-    from . import reference
+    from .. import reference
 
     fn = reference.get(op.id)
     if fn is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .tables import load_tables
+from .loader import load_tables
 
 
 @lru_cache(maxsize=None)

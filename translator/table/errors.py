@@ -8,8 +8,8 @@ REASON_CODES = (
     "structural_only",  # built and serialized, but no numeric result could be computed here (coreml on Linux)
     "bad_option",  # a command-line option's value is not one the target knows
     "internal_error",  # an unexpected exception inside opbridge (a bug): reported at the CLI boundary
-    "too_large",  # over a resource budget (tensor elements/bytes, loop iterations): translator/budget.py
-    "time_limit",  # the reference run exceeded its wall-time budget: translator/budget.py
+    "too_large",  # over a resource budget (tensor elements/bytes, loop iterations): translator/table/budget.py
+    "time_limit",  # the reference run exceeded its wall-time budget: translator/table/budget.py
 )
 
 

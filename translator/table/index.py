@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .constants import API_KEYS, loose
-from .tables import Cell, Op, Tables
+from .loader import Cell, Op, Tables
 
 
 def cell_dict(cell: Cell) -> dict[str, Any]:

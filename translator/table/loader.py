@@ -61,7 +61,7 @@ TRAITS = MappingProxyType({
     "layout_spatial": "layout pass: channels-last exactly when the backend says so (conv, pooling, resize...)",
     "layout_per_channel": "layout pass: channels-last when the backend asks, else wherever the cut puts it",
 })
-#: value domains of sampled inputs (``translator/samples.py``)
+#: value domains of sampled inputs (``translator/run/samples.py``)
 SAMPLE_DOMAINS = ("any", "pos", "unit", "ge1", "nonzero", "small", "bool", "lo", "hi", "scale", "sparse")
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _SOURCE_RE = re.compile(r"^(seed:00[0-4]|introspect:[\w.+-]+( [\w.+-]+)?|doc:https?://\S+|execution:[\w.+-]+( [\w.+-]+)?)$")
@@ -82,7 +82,7 @@ class Cell:
     notes: str | None = None
     sources: tuple[str, ...] = ()
     verified: str | None = None
-    #: the code this backend emits for the op, in the one snippet grammar (translator/snippets.py)
+    #: the code this backend emits for the op, in the one snippet grammar (translator/table/snippets.py)
     snippet: str | None = None
     #: why opbridge's emitter has no code for a native/composite cell yet (a declared gap: the lint accepts it)
     unimplemented: str | None = None
@@ -183,7 +183,7 @@ class Op:
     traits: frozenset[str] = frozenset()
     #: why the generated op test (tests/test_ops.py) has no case for this op; None: it has one
     no_case: str | None = None
-    #: how ``translator/samples.py`` makes the op's test inputs: {inputs: [...], attrs, outputs, domain}
+    #: how ``translator/run/samples.py`` makes the op's test inputs: {inputs: [...], attrs, outputs, domain}
     sample: Mapping[str, Any] | None = None
 
     def cell(self, api: str) -> Cell | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-_PKG = os.path.dirname(os.path.abspath(__file__))
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # translator/
 
 
 def data_root() -> str:

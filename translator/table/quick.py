@@ -128,7 +128,7 @@ def load_index() -> dict:
     except (OSError, ValueError, KeyError):
         pass
     from .index import build_index
-    from .tables import load_tables
+    from .loader import load_tables
 
     index = build_index(load_tables(), load_verified())
     try:

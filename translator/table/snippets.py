@@ -23,8 +23,8 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from .ir import Node, Value
-    from .tables import Op
+    from ..ir.graph import Node, Value
+    from .loader import Op
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([@$]?)([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.ir import Graph, Node
+from translator.ir.graph import Graph, Node
 
 
 def _taken(node: Node) -> Graph | None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import reference
-from ..errors import OpbridgeError
-from ..reference._sizes import predict
-from ..dtypes import dtype_id
-from ..ir import Graph, Node
+from ... import reference
+from ...table.errors import OpbridgeError
+from ...reference._sizes import predict
+from ...table.dtypes import dtype_id
+from ...ir.graph import Graph, Node
 
 MAX_ELEMENTS = 1 << 16
 MAX_WEIGHT_ELEMENTS = 1 << 24
@@ -28,7 +28,7 @@ KEPT = frozenset({"quantize_linear", "dequantize_linear", "dynamic_quantize_line
 
 def foldable(op: str) -> bool:
     """Any deterministic op with a reference function (the table's ``random`` trait is not)."""
-    from ..tables import load_tables
+    from ...table.loader import load_tables
 
     entry = load_tables().ops.get(op)
     return entry is not None and op not in KEPT and "random" not in entry.traits
@@ -75,7 +75,7 @@ def run(graph: Graph) -> int:
         sizes = predict(node.op, args, node.attrs)
         if sizes is not None and any(n > limit for n, _ in sizes):
             continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
-        from ..evaluate import call_reference
+        from ...ir.evaluate import call_reference
 
         try:
             with np.errstate(all="ignore"):

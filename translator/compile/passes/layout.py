@@ -31,8 +31,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..ir import Graph, Node, TensorType, Value
-from ..tables import Tables, load_tables
+from ...ir.graph import Graph, Node, TensorType, Value
+from ...table.loader import Tables, load_tables
 
 CHANNELS_LAST = "channels_last"
 LayoutPredicate = Callable[[Node], bool]
@@ -458,7 +458,7 @@ class _Rewriter:
         self.inserted: list[Node] = []
 
     def constant(self, arr: np.ndarray, name: str) -> Value:
-        from ..dtypes import dtype_id
+        from ...table.dtypes import dtype_id
 
         return self.graph.add_constant(name, np.ascontiguousarray(arr), dtype_id(arr.dtype))
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import numpy_dtype
-from ..errors import Unsupported
-from ..ir import Graph, TensorType, Value
-from ..tables import Tables, load_tables
+from ...table.dtypes import numpy_dtype
+from ...table.errors import Unsupported
+from ...ir.graph import Graph, TensorType, Value
+from ...table.loader import Tables, load_tables
 
 SUBSTITUTES: dict[str, tuple[str, ...]] = {
     "int64": ("int32",), "uint64": ("uint32", "int32"), "uint32": ("int64", "int32"), "int16": ("int32",),
@@ -54,7 +54,7 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
     warnings: list[str] = []
     enum_of: dict[str, int] = {}
     try:
-        from ..dtypes import onnx_enum_of
+        from ...table.dtypes import onnx_enum_of
 
         enum_of = onnx_enum_of(tables)
     except ImportError:

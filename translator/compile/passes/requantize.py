@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, Node, TensorType, Value
+from ...ir.graph import Graph, Node, TensorType, Value
 
 #: layout-only ops a per-tensor (de)quantization commutes with
 _MOVES = ("transpose", "reshape")

@@ -25,8 +25,8 @@ from typing import Union
 
 import numpy as np
 
-from ..infer import anonymous_dim, named_dim
-from ..ir import Graph, Node, Value
+from ...ir.infer import anonymous_dim, named_dim
+from ...ir.graph import Graph, Node, Value
 
 Entry = Union[int, str, None]
 #: (rank, entries): rank 0 has one entry

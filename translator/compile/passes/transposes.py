@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, Node, TensorType, Value
+from ...ir.graph import Graph, Node, TensorType, Value
 
 #: ops whose axis attribute names an axis of the (single) layout-bearing input
 _AXIS_ATTR = {"softmax": -1, "log_softmax": -1, "lp_normalization": -1, "concat": None}

@@ -1,6 +1,6 @@
 """The verifier: every node is a known op, with its signature's inputs, attributes and types.
 
-Runs before any emitter (``translator.pipeline.prepare``). Errors are ``VerifyError``
+Runs before any emitter (``translator.compile.pipeline.prepare``). Errors are ``VerifyError``
 with a reason code and the node's name: ``unsupported_op`` (not in the table),
 ``verifier`` (wrong input count, missing required attribute), ``unsupported_attribute_value``
 (an attribute the op does not have), ``type_mismatch`` (a dtype outside the op's
@@ -9,10 +9,10 @@ constraint, or inputs sharing a type variable with different dtypes),
 """
 from __future__ import annotations
 
-from ..errors import VerifyError
-from ..infer import infer
-from ..ir import Graph, Node
-from ..tables import Tables, load_tables
+from ...table.errors import VerifyError
+from ...ir.infer import infer
+from ...ir.graph import Graph, Node
+from ...table.loader import Tables, load_tables
 
 
 def verify_node(node: Node, tables: Tables) -> None:
@@ -59,7 +59,7 @@ def verify_node(node: Node, tables: Tables) -> None:
 
 
 def _itemsize(dtype: str | None) -> int | None:
-    from ..dtypes import numpy_dtype
+    from ...table.dtypes import numpy_dtype
 
     try:
         dt = numpy_dtype(dtype) if dtype else None
@@ -70,9 +70,9 @@ def _itemsize(dtype: str | None) -> int | None:
 
 def check_sizes(node: Node) -> None:
     """Every statically known output of ``node`` within the resource budget
-    (``translator/budget.py``), before any backend builds or folds it: a converter asked to
+    (``translator/table/budget.py``), before any backend builds or folds it: a converter asked to
     materialize a 2^41-element ConstantOfShape would hang or exhaust memory."""
-    from .. import budget
+    from ...table import budget
 
     for v in node.outputs:
         shape = v.type.shape if v.type.kind == "tensor" else None
