@@ -116,7 +116,9 @@ def _type_from_proto(ctx: _Ctx, tp: Any) -> TensorType:
         dtype = ctx.dtype(tt.elem_type) if tt.elem_type else None
         shape = None
         if tt.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+            # a negative size (paddle2onnx writes -1) is unknown, as onnxruntime reads it
+            shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else (d.dim_param or None)
+                          for d in tt.shape.dim)
         return TensorType(dtype, shape)
     if which == "sequence_type":
         return TensorType(None, None, "sequence", _type_from_proto(ctx, tp.sequence_type.elem_type))

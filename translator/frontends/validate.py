@@ -185,17 +185,6 @@ def _check_function_recursion(proto: Any, where: str) -> None:
                 stack.append((nxt, iter(edges[nxt])))
 
 
-def _check_value_infos(g: Any, where: str, what: str) -> None:
-    for vi in list(g.input) + list(g.output) + list(g.value_info):
-        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-        if tt is None or not tt.HasField("shape"):
-            continue
-        for d in tt.shape.dim:
-            if d.HasField("dim_value") and d.dim_value < 0:
-                raise _fail("bad_model", f"{what}: value {vi.name!r} is declared with a negative dimension "
-                            f"{d.dim_value}", where)
-
-
 # ---------------------------------------------------------------------------- tensors
 def _bits(data_type: int) -> int | None:
     """Bits per element of a packed sub-byte type (int4, uint4, float4e2m1, int2, uint2), else None."""
@@ -454,7 +443,6 @@ def validate_model(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str
     def walk(g: Any, what: str, top: bool) -> None:
         nonlocal nested_external
         _check_ssa(g, where, what)
-        _check_value_infos(g, where, what)
         for t in g.initializer:
             ext = _check_tensor(t, f"{what}: initializer {t.name!r}", base, where)
             nested_external |= ext and not top
