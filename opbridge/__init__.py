@@ -88,8 +88,8 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
     ir = model_loader(model, **opts)()
-    plans = R.plan_model(ir, list(backends) if backends else names(include_reference=False),
-                         **R.dim_options(fix_dims, check_dims))
+    chosen = list(backends) if backends else names(include_reference=False)
+    plans = R.plan_model(ir, chosen, **R.dim_options(fix_dims, check_dims, ir, chosen))
     shown = model if isinstance(model, str) else type(model).__name__
     return json.loads(R.dumps(R.model_json(str(shown), plans)))
 

@@ -12,9 +12,6 @@ TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino")
 
 #: (model, target) → why it does not convert and check yet
 PENDING: dict[tuple[str, str], str] = {
-    **{(m, t): "TensorFlow pools need static spatial dims (explicit pad geometry)" for m in
-       ("cnn_pools", "same_and_ceil", "crnn", "crop_slice") for t in ("tensorflow", "tflite")},
-    **{("db_head", t): "TensorFlow resize by scales needs static spatial dims" for t in ("tensorflow", "tflite")},
     ("same_and_ceil", "pytorch"): "PyTorch conv with SAME_UPPER padding needs static spatial dims",
     ("reflect_pad", "pytorch"): "PyTorch pad needs a static input shape",
 }
@@ -40,3 +37,67 @@ def test_symbolic_spatial_dims_stay_dynamic(model, target, tmp_path):
     assert {"N", "W"} <= kept and (model == "crnn" or "H" in kept), rec
     assert rec["check"]["status"] == "pass", rec
     assert [s["W"] for s in rec["check"]["sizes"]] == list(S.CHECK_DIMS["W"]), rec
+
+
+#: pooling geometries whose pads depend on the run-time size (SAME), or whose last window
+#: may not start in the end padding (ceil mode), with pads counted in the mean or not
+POOLS = {
+    "max_ceil_pads": ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1)),
+    "avg_ceil_include": ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 0, 1], ceil_mode=1,
+                                             count_include_pad=1)),
+    "avg_ceil_exclude": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 3], pads=[1, 1, 1, 1], ceil_mode=1)),
+    "avg_same_lower": ("AveragePool", dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
+    "max_same_upper_dilated": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 1], dilations=[2, 2],
+                                               auto_pad="SAME_UPPER")),
+    "lp_valid_ceil": ("LpPool", dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="VALID", p=2)),
+}
+
+
+@pytest.mark.parametrize("pool", sorted(POOLS))
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_pool_geometry_at_run_time_sizes(pool, target, tmp_path):
+    """Odd and even sizes: every ONNX pooling rule computed from ``tf.shape`` matches the reference."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+
+    op, attrs = POOLS[pool]
+    g = h.make_graph([h.make_node(op, ["x"], ["y"], **attrs)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, "H", "W"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    src = tmp_path / f"{pool}.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), str(src))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check_dims={"H": (7, 10), "W": (9, 12)})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+
+
+DECONVS = {
+    "pads_outpad": dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+    "grouped_dilated": dict(kernel_shape=[2, 3], strides=[2, 1], pads=[0, 1, 1, 0], dilations=[2, 1], group=3),
+}
+
+
+@pytest.mark.parametrize("deconv", sorted(DECONVS))
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_conv_transpose_at_run_time_sizes(deconv, target, tmp_path):
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+
+    attrs = DECONVS[deconv]
+    g = h.make_graph([h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, "H", "W"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [S._w("w", (3, 2, *attrs["kernel_shape"]), 21), S._w("b", (2 * attrs.get("group", 1),), 22)])
+    src = tmp_path / f"{deconv}.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check_dims={"H": (5, 8), "W": (6, 9)})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec

@@ -42,6 +42,9 @@ class Emitter:
         #: node names: ONNX requires them unique in a graph (onnxruntime refuses a model
         #: with two nodes of one name); a source model's duplicates get suffixes
         self.node_names = NameSet(sep="__")
+        #: top-level graph outputs written under another name (an input, a constant or a
+        #: repeated output goes through an Identity): written name -> the model's name
+        self.renamed_outputs: dict[str, str] = {}
 
     def name(self, v: Value) -> str:
         key = id(v)
@@ -105,6 +108,7 @@ class Emitter:
                             "is a model input" if any(v is x for x in g.inputs) else "is a constant")
                     self.ctx.warn(f"output {i} ({v.name!r}) {what}: written as {self.name(alias)!r} "
                                   f"through an Identity")
+                    self.renamed_outputs[self.name(alias)] = v.name
                 v = alias
             outputs.append(self.value_info(v))
         inputs = [self.value_info(v) for v in g.inputs]
@@ -215,18 +219,23 @@ def emit(model: Model, ctx: Any) -> Any:
     import onnx
     from onnx import helper
 
-    from .runtime import runtime_limits
+    from .runtime import OUTPUT_NAMES_METADATA, runtime_limits
 
     opts = ctx.options
     opset = int(opts["opset"])
     check = opts.get("check", True)
-    g = Emitter(ctx, opset).graph(model.graph, True)
+    em = Emitter(ctx, opset)
+    g = em.graph(model.graph, True)
     irv = opts.get("ir_version") or min(runtime_limits()[1], onnx.IR_VERSION)
     proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv,
                               producer_name="opbridge", producer_version=_version())
     if any(n.domain == "com.microsoft" for n in proto.graph.node):
         proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     proto.doc_string = _doc_string(model)
+    if em.renamed_outputs:  # the check and users find each output under the model's own name
+        import json
+
+        helper.set_model_props(proto, {OUTPUT_NAMES_METADATA: json.dumps(em.renamed_outputs, sort_keys=True)})
     _fill_output_types(proto)
     if check:
         full = check == "full" or len(proto.graph.node) <= FULL_CHECK_MAX_NODES

@@ -278,9 +278,18 @@ def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
     return run_session(sess, feed)
 
 
+#: metadata_props key: JSON {written output name: the model's output name} for renamed outputs
+OUTPUT_NAMES_METADATA = "opbridge.output_names"
+
+
 def output_ports(proto: Any) -> list[OutputPort]:
-    """The model's outputs: ONNX writes every dtype as declared (no legalization)."""
-    return [OutputPort(o.name) for o in proto.graph.output]
+    """The model's outputs by the model's names (an output written under another name is
+    recorded in ``opbridge.output_names``); ONNX writes every dtype as declared."""
+    import json
+
+    meta = {p.key: p.value for p in proto.metadata_props}
+    renamed = json.loads(meta[OUTPUT_NAMES_METADATA]) if OUTPUT_NAMES_METADATA in meta else {}
+    return [OutputPort(renamed.get(o.name, o.name)) for o in proto.graph.output]
 
 
 def version() -> str:

@@ -207,7 +207,19 @@ def _dilate_filter(c: Any, w: str, shape: list[int], dil: list[int]) -> tuple[li
     return lines, w, shape
 
 
-@rule("conv_transpose", check=both(_needs_cl, _float_only, _static_spatial, needs_rank(1)))
+def _deconv_spatial(n: Node) -> Refusal | None:
+    """Symbolic spatial dims pass where the output size follows from the input's (explicit,
+    non-negative pads; no ``output_shape``, no SAME): read at run time."""
+    if _static_spatial(n) is None:
+        return None
+    a = n.attrs
+    if a.get("output_shape") is not None or a.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER") \
+            or any(int(p) < 0 for p in a.get("pads") or ()):
+        return Refusal("dynamic_shape", "output_shape / SAME / negative pads need static spatial dimensions")
+    return None
+
+
+@rule("conv_transpose", check=both(_needs_cl, _float_only, needs_rank(0), _deconv_spatial, needs_rank(1)))
 def conv_transpose(c: Any) -> list[str]:
     from translator.reference.conv import _transpose_geometry
 
@@ -220,6 +232,8 @@ def conv_transpose(c: Any) -> list[str]:
     dil = _ints(c.attr("dilations"), nd, 1)
     out_pad = _ints(c.attr("output_padding"), nd, 0)
     group = int(c.attr("group", 1))
+    if not _spatial_static(c):
+        return _conv_transpose_dynamic(c, w_shape, strides, dil, out_pad, group)
     in_sp = _spatial_shape(c)
     full, begins, out_sp = _transpose_geometry(in_sp, k_sp, strides, dil, out_pad, c.attr("pads"),
                                                c.attr("auto_pad", "NOTSET"), c.attr("output_shape"))
@@ -259,6 +273,45 @@ def conv_transpose(c: Any) -> list[str]:
     return lines
 
 
+def _conv_transpose_dynamic(c: Any, w_shape: list[int], strides: list[int], dil: list[int], out_pad: list[int],
+                            group: int) -> list[str]:
+    """ConvTranspose over symbolic spatial dims: the uncropped size ``(in - 1) * stride +
+    output_padding + (k - 1) * dilation + 1`` from ``tf.shape``, a VALID transposed conv, then
+    the explicit pads cropped off both ends."""
+    r = len(w_shape)
+    nd = r - 2
+    k_sp = w_shape[2:]
+    auto = c.attr("auto_pad", "NOTSET")
+    pads = [int(p) for p in c.attr("pads")] if c.attr("pads") and auto != "VALID" else [0] * (2 * nd)
+    m = w_shape[1] * group
+    lines: list[str] = []
+    filt = _filter(c, 1, [*range(2, r), 1, 0])  # (C, M/g, *k) -> (*k, M/g, C)
+    fshape = k_sp + [w_shape[1], w_shape[0]]
+    more, filt, fshape = _dilate_filter(c, filt, fshape, dil)
+    lines += more
+    x = c.i(0)
+    sp = c.tmp("full")
+    extent = [out_pad[i] + (k_sp[i] - 1) * dil[i] + 1 for i in range(nd)]
+    lines.append(f"{sp} = (tf.shape({x})[1:{1 + nd}] - 1) * {c.lit(strides)} + {c.lit(extent)}")
+    y = c.tmp("deconv")
+
+    def out_shape(ch: int) -> str:
+        return f"tf.concat([tf.shape({x})[:1], {sp}, [{ch}]], 0)"
+
+    if group == 1:
+        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {out_shape(m)}, strides={strides}, padding='VALID')")
+    else:
+        xs, ws = c.tmp("xs"), c.tmp("ws")
+        lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
+                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {out_shape(m // group)}, "
+                  f"strides={strides}, padding='VALID') for a, b in zip({xs}, {ws})], axis=-1)"]
+    if any(pads):
+        crop = [":"] + [f"{pads[i]}:{-pads[i + nd] if pads[i + nd] else ''}" for i in range(nd)] + [":"]
+        y = f"{y}[{', '.join(crop)}]"
+    lines.append(f"{c.o()} = {y} + {c.i(2)}" if c.has(2) else f"{c.o()} = {y}")
+    return lines
+
+
 def _pool_geometry(c: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     from translator.reference.pool import _geometry
 
@@ -276,14 +329,31 @@ def _pooled(c: Any, x: str, kind: str, k: list[int], strides: list[int], dil: li
     need = [(out[i] - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 for i in range(nd)]
     tail = [max(need[i] - begins[i] - in_sp[i], 0) for i in range(nd)]
     lines, xp = _pad_input(c, x, begins + tail, nd, fill)
+    more, y = _pool_valid(c, xp, kind, k, strides, dil)
+    return lines + more, y
+
+
+def _pool_check(n: Node) -> Refusal | None:
+    """Channels-last and a known rank; symbolic spatial dims take the run-time path (``_pool_dynamic``)."""
+    return both(_needs_cl, needs_rank(0))(n)
+
+
+def _spatial_static(c: Any) -> bool:
+    s = c.shape(0)
+    return s is not None and all(isinstance(d, int) for d in (s[1:-1] if c.channels_last else s[2:]))
+
+
+def _pool_valid(c: Any, xp: str, kind: str, k: list[int], strides: list[int], dil: list[int]) -> tuple[list[str], str]:
+    """A VALID pool of the already padded ``xp`` (TensorFlow's pool takes strides and
+    dilations together only when one of them is 1: else pool at stride 1 and subsample)."""
+    nd = len(k)
     both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
     y = c.tmp("pool")
     if all(d == 1 for d in dil):
         fn = "tf.nn.max_pool" if kind == "MAX" else "tf.nn.avg_pool"
-        lines.append(f"{y} = {fn}({xp}, {k}, {strides}, 'VALID')")
-        return lines, y
-    lines.append(f"{y} = tf.nn.pool({xp}, {k}, {c.lit(kind)}, strides={[1] * nd if both_sd else strides}, "
-                 f"padding='VALID', dilations={dil})")
+        return [f"{y} = {fn}({xp}, {k}, {strides}, 'VALID')"], y
+    lines = [f"{y} = tf.nn.pool({xp}, {k}, {c.lit(kind)}, strides={[1] * nd if both_sd else strides}, "
+             f"padding='VALID', dilations={dil})"]
     if both_sd:
         y2 = c.tmp("strided")
         lines.append(f"{y2} = {_subsample(c, y, strides, nd)}")
@@ -291,8 +361,102 @@ def _pooled(c: Any, x: str, kind: str, k: list[int], strides: list[int], dil: li
     return lines, y
 
 
-def _pool_check(n: Node) -> Refusal | None:
-    return both(_needs_cl, _static_spatial)(n)
+def _run_time_pads(c: Any, x: str, k: list[int]) -> tuple[list[str], list[tuple[Any, Any, Any]], list[str] | None]:
+    """The ONNX pooling geometry of channels-last ``x`` computed at run time, per spatial axis
+    (begin pad, end pad, extra end pad for ceil mode): ints where they do not depend on the
+    size, else tensor names. The last item: each axis's output size when the padded input
+    would give one window too many (ceil mode: a window may not start in the end padding),
+    to crop to; else None."""
+    nd = len(k)
+    strides = _ints(c.attr("strides"), nd, 1)
+    dil = _ints(c.attr("dilations"), nd, 1)
+    auto = c.attr("auto_pad", "NOTSET")
+    ceil = bool(c.attr("ceil_mode", 0))
+    pads = [int(p) for p in c.attr("pads")] if c.attr("pads") and auto == "NOTSET" else [0] * (2 * nd)
+    shape = c.tmp("shape")
+    lines = [f"{shape} = tf.shape({x})"]
+    out: list[tuple[Any, Any, Any]] = []
+    crop: list[str] = []
+    for i in range(nd):
+        s, ext = strides[i], (k[i] - 1) * dil[i] + 1
+        n = f"{shape}[{i + 1}]"
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            tot, pb, pe = c.tmp(f"pad{i}"), c.tmp(f"begin{i}"), c.tmp(f"end{i}")
+            half = f"{tot} // 2" if auto == "SAME_UPPER" else f"{tot} - {tot} // 2"
+            lines += [f"{tot} = tf.math.maximum(({n} + {s - 1}) // {s} * {s} - {s} + {ext} - {n}, 0)",
+                      f"{pb} = {half}", f"{pe} = {tot} - {pb}"]
+            out.append((pb, pe, 0))
+            continue
+        pb, pe = pads[i], pads[i + nd]
+        if not ceil:
+            out.append((pb, pe, 0))
+            continue
+        o, ex = c.tmp(f"out{i}"), c.tmp(f"extra{i}")
+        lines += [f"{o} = ({n} + {pb + pe - ext + s - 1}) // {s} + 1"]
+        if auto == "NOTSET":  # a window may not start in the end padding
+            lines.append(f"{o} = tf.where(({o} - 1) * {s} >= {n} + {pb}, {o} - 1, {o})")
+        lines.append(f"{ex} = tf.math.maximum(({o} - 1) * {s} + {ext} - {n} - {pb + pe}, 0)")
+        out.append((pb, pe, ex))
+        crop.append(o)
+    return lines, out, (crop if ceil and auto == "NOTSET" else None)
+
+
+def _paddings(c: Any, geo: list[tuple[Any, Any, Any]], part: str = "all") -> str:
+    """A (rank, 2) ``tf.pad`` operand from ``_run_time_pads``' geometry: the explicit pads,
+    the ceil-mode extra, or both ("all")."""
+    pairs: list[tuple[Any, Any]] = [(0, 0)]
+    for pb, pe, ex in geo:
+        if part == "extra":
+            pairs.append((0, ex))
+        elif part == "explicit":
+            pairs.append((pb, pe))
+        else:
+            pairs.append((pb, pe if isinstance(ex, int) and ex == 0 else f"{pe} + {ex}"))
+    pairs.append((0, 0))
+    if all(isinstance(b, int) and isinstance(e, int) for b, e in pairs):
+        return c.lit([[b, e] for b, e in pairs])
+    return "tf.stack([" + ", ".join(f"tf.stack([{b}, {e}])" for b, e in pairs) + "])"
+
+
+def _pool_dynamic(c: Any, kind: str, fill: str | None) -> list[str]:
+    """A pool over symbolic spatial dims: pads (SAME and ceil mode included) computed from
+    ``tf.shape`` and applied with ``tf.pad``, a VALID pool; the average divides by the pooled
+    count mask (pads counted or not, the ceil-mode overhang never), so every ONNX pooling
+    rule holds at any size."""
+    k = [int(v) for v in c.attr("kernel_shape")]
+    nd = len(k)
+    strides = _ints(c.attr("strides"), nd, 1)
+    dil = _ints(c.attr("dilations"), nd, 1)
+    x = c.i(0)
+    lines, geo, crop = _run_time_pads(c, x, k)
+    src = x
+    p = float(c.attr("p", 2)) if c.node.op == "lp_pool" else None
+    if p is not None:
+        src = c.tmp("pow")
+        lines.append(f"{src} = tf.math.pow(tf.math.abs({x}), {c.lit(p)})")
+    xp = c.tmp("padded")
+    cv = f", constant_values={fill}" if fill is not None else ""
+    lines.append(f"{xp} = tf.pad({src}, {_paddings(c, geo)}{cv})")
+    more, y = _pool_valid(c, xp, kind, k, strides, dil)
+    lines += more
+    if kind == "AVG" and p is None:
+        include = bool(c.attr("count_include_pad", 0))
+        ones, mask = c.tmp("ones"), c.tmp("mask")
+        lines += [f"{ones} = tf.ones_like({x}[..., :1])",
+                  f"{mask} = tf.pad(tf.pad({ones}, {_paddings(c, geo, 'explicit')}, "
+                  f"constant_values={1 if include else 0}), {_paddings(c, geo, 'extra')})"]
+        more, cnt = _pool_valid(c, mask, "AVG", k, strides, dil)
+        lines += more
+        y2 = c.tmp("mean")
+        lines.append(f"{y2} = {y} / {cnt}")
+        y = y2
+    elif p is not None:
+        y2 = c.tmp("lp")
+        lines.append(f"{y2} = tf.math.pow({y} * {c.lit(float(np.prod(k)))}, {c.lit(1.0 / p)})")
+        y = y2
+    if crop:
+        y = f"{y}[:, {', '.join(f':{o}' for o in crop)}, :]"
+    return lines + [f"{c.o(0)} = {y}"]
 
 
 def _max_pool_check(n: Node) -> Refusal | None:
@@ -304,9 +468,11 @@ def _max_pool_check(n: Node) -> Refusal | None:
 @rule("max_pool", check=_max_pool_check)
 def max_pool(c: Any) -> list[str]:
     _check_cl(c)
-    in_sp, k, strides, dil, begins, out = _pool_geometry(c)
     dt = c.dtype(0)
     fill = "float('-inf')" if is_float(dt) else f"{c.tf(dt)}.min"
+    if not _spatial_static(c):
+        return _pool_dynamic(c, "MAX", fill)
+    in_sp, k, strides, dil, begins, out = _pool_geometry(c)
     lines, y = _pooled(c, c.i(0), "MAX", k, strides, dil, begins, out, in_sp, fill)
     return lines + [f"{c.o(0)} = {y}"]
 
@@ -329,6 +495,8 @@ def average_pool(c: Any) -> list[str]:
     from translator.reference.pool import _geometry
 
     _check_cl(c)
+    if not _spatial_static(c):
+        return _pool_dynamic(c, "AVG", None)
     in_sp, k, strides, dil, begins, out = _pool_geometry(c)
     _, _, _, ends, _ = _geometry(in_sp, k, c.attr("strides"), c.attr("dilations"), c.attr("pads"),
                                  c.attr("auto_pad", "NOTSET"), c.attr("ceil_mode", 0))

@@ -13,28 +13,26 @@ from translator.table.dtypes import norm_axis
 from translator.ir.graph import Node
 from translator.compile.registry import Refusal
 
-from .helpers import is_float
-from .nn import _static_spatial
+from .helpers import is_float, needs_rank
 from .registry import rule
 
 
 def _resize_check(n: Node) -> Refusal | None:
-    why = _static_spatial(n)
-    if why is not None:
-        return why
-    return None
+    """A known rank; symbolic sizes on resized axes are read at run time (``resize_dynamic``)."""
+    return needs_rank(0)(n)
 
 
 def _resize_shape(c: Any) -> list:
-    """Input 0's shape; only the resized axes (``axes``, else all) need static sizes, so a
-    symbolic batch left out of ``axes`` passes."""
+    """Input 0's shape (symbolic dims as they are)."""
     s = c.shape(0)
     if s is None:
         c.static_shape(0)
-    axes = c.attr("axes") if c.node.op == "resize" else None
-    if not all(isinstance(s[norm_axis(a, len(s))], int) for a in (range(len(s)) if axes is None else axes)):
-        c.static_shape(0)
     return list(s)
+
+
+def _resized_axes_static(c: Any, shape: list) -> bool:
+    axes = c.attr("axes") if c.node.op == "resize" else None
+    return all(isinstance(shape[norm_axis(a, len(shape))], int) for a in (range(len(shape)) if axes is None else axes))
 
 
 def _narrowed(c: Any, y: str, dt: str) -> str:
@@ -51,9 +49,9 @@ def resize(c: Any) -> list[str]:
     the reference's own per-axis weights, so every mode and coordinate transform is exact."""
     from translator.reference.vision import _axis_weights, _resize_plan
 
-    if any(c.has(k) and c.const(k) is None for k in (1, 2, 3)):
-        return resize_dynamic(c)
     shape = _resize_shape(c)
+    if any(c.has(k) and c.const(k) is None for k in (1, 2, 3)) or not _resized_axes_static(c, shape):
+        return resize_dynamic(c)
     r = len(shape)
     if c.node.op == "upsample":
         scales = [float(v) for v in np.asarray(c.const(1)).reshape(-1)]
@@ -152,8 +150,15 @@ def resize_dynamic(c: Any) -> list[str]:
     axes = list(range(r)) if axes_attr is None else [norm_axis(a, r) for a in axes_attr]
     n = len(axes)
     sc, outs, roi = c.tmp("scales"), c.tmp("sizes"), c.tmp("roi")
-    in_sz = c.lit([float(shape[a]) for a in axes])
     lines = []
+    # each resized axis's input size: a literal, or read from the run-time shape
+    size = {a: float(shape[a]) if isinstance(shape[a], int) else f"tf.cast(tf.shape({c.i(0)})[{a}], tf.float32)"
+            for a in axes}
+    if all(isinstance(v, float) for v in size.values()):
+        in_sz = c.lit([size[a] for a in axes])
+    else:
+        in_sz = c.tmp("in_sizes")
+        lines.append(f"{in_sz} = tf.stack([{', '.join(str(size[a]) for a in axes)}])")
     use_sizes = sizes_in is not None and (scales_in is None or (c.shape(3) or [0])[0] != 0)
     if use_sizes:
         want = f"tf.cast(tf.reshape({sizes_in}, [-1]), tf.float32)"
@@ -179,20 +184,25 @@ def resize_dynamic(c: Any) -> list[str]:
     widened = False
     for k, a in enumerate(axes):
         i, x = c.tmp(f"i{a}"), c.tmp(f"x{a}")
-        coord = _COORD[ctm].format(i=i, s=f"{sc}[{k}]", n=f"{float(shape[a])}", o=f"tf.cast({outs}[{k}], tf.float32)",
+        nk = f"{in_sz}[{k}]" if not isinstance(size[a], float) else f"{size[a]}"  # the input size, float
+        hi = f"{shape[a] - 1}" if isinstance(shape[a], int) else f"({nk} - 1)"
+        depth = f"{shape[a]}" if isinstance(shape[a], int) else f"tf.cast({nk}, tf.int32)"
+        coord = _COORD[ctm].format(i=i, s=f"{sc}[{k}]", n=nk, o=f"tf.cast({outs}[{k}], tf.float32)",
                                    r0=f"{roi}[{k}]", r1=f"{roi}[{n + k}]")
         lines += [f"{i} = tf.range(tf.cast({outs}[{k}], tf.float32))", f"{x} = tf.cast({coord}, {c.wide_float})"]
         bshape = [1] * r
         bshape[a] = -1
         if ctm == "tf_crop_and_resize":
-            lines.append(f"{outside} = tf.math.logical_or({outside}, tf.reshape(({x} < 0) | ({x} > {shape[a] - 1}), {bshape}))")
+            lines.append(f"{outside} = tf.math.logical_or({outside}, tf.reshape(({x} < 0) | ({x} > {hi}), {bshape}))")
         nxt = c.tmp(f"axis{a}")
         if mode == "nearest":
-            idx = f"tf.cast(tf.clip_by_value({_NEAREST[nearest_mode].format(x=x)}, 0, {shape[a] - 1}), tf.int64)"
+            idx = f"tf.cast(tf.clip_by_value({_NEAREST[nearest_mode].format(x=x)}, 0, tf.cast({hi}, {c.wide_float})), tf.int64)"
             lines.append(f"{nxt} = tf.gather({y}, {idx}, axis={a})")
         else:
             support = 1 if mode == "linear" else 2
             # antialias stretches the filter by 1/scale; an output exists only for scale >= 1/in
+            if antialias and not isinstance(shape[a], int):
+                c.unsupported("dynamic_shape", f"antialiased resize needs a static size on axis {a}")
             reach = support + 1 if not antialias else support * shape[a] + 2
             taps, d, w, m = c.tmp("taps"), c.tmp("d"), c.tmp("w"), c.tmp("m")
             stretch = f" * tf.cast(tf.math.minimum({sc}[{k}], 1.0), {c.wide_float})" if antialias else ""
@@ -207,10 +217,10 @@ def resize_dynamic(c: Any) -> list[str]:
                           f"tf.where({d} < 2, (({a_} * {d} - 5 * {a_}) * {d} + 8 * {a_}) * {d} - 4 * {a_}, tf.zeros_like({d})))"]
             lines.append(f"{w} = {w} / tf.math.reduce_sum({w}, axis=1, keepdims=True)")
             if exclude:
-                lines += [f"{w} = tf.where(({taps} >= 0) & ({taps} < {shape[a]}), {w}, tf.zeros_like({w}))",
+                lines += [f"{w} = tf.where(({taps} >= 0) & ({taps} < tf.cast({hi} + 1, {c.wide_float})), {w}, tf.zeros_like({w}))",
                           f"{w} = {w} / tf.math.reduce_sum({w}, axis=1, keepdims=True)"]
-            lines.append(f"{m} = tf.math.reduce_sum(tf.one_hot(tf.cast(tf.clip_by_value({taps}, 0, {shape[a] - 1}), tf.int64), "
-                         f"{shape[a]}, dtype={c.wide_float}) * {w}[..., None], axis=1)")
+            lines.append(f"{m} = tf.math.reduce_sum(tf.one_hot(tf.cast(tf.clip_by_value({taps}, 0, tf.cast({hi}, {c.wide_float})), "
+                         f"tf.int64), {depth}, dtype={c.wide_float}) * {w}[..., None], axis=1)")
             src = y
             if not widened and dt not in ("float32", "float64"):
                 src, widened = f"tf.cast({y}, {work})", True

@@ -121,6 +121,11 @@ def squeeze(c: Any) -> list[str]:
                 f"tf.math.logical_not(tf.scatter_nd(tf.expand_dims({ax}, 1), tf.ones_like({ax}), [{r}]) > 0)))"]
     r = c.rank(0)
     axes = sorted(norm_axis(a, r) for a in axes) if r is not None else axes
+    s = c.shape(0)
+    if s is not None and sum(not isinstance(d, int) for d in s) > 1:
+        # TFLite's SQUEEZE takes one unknown dim at most: keep the other dims of the run-time shape
+        keep = [k for k in range(r) if k not in axes]
+        return [f"{c.o()} = tf.reshape({c.i(0)}, tf.gather(tf.shape({c.i(0)}), {c.lit(keep)}))"]
     return [f"{c.o()} = tf.squeeze({c.i(0)}, axis={c.lit(axes)})"]
 
 

@@ -125,7 +125,8 @@ def cmd_report(args: "argparse.Namespace") -> int:
         from ..ir import dims
 
         model = model_loader(args.model, **source_opts(args))()
-        plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim)))
+        plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim),
+                                                             model, backends))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     if args.html:

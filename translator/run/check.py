@@ -105,8 +105,82 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
             arr = np.array(rng.choice(["a", "b", "c"], size=shape), dtype=object)
         else:
             arr = rng.standard_normal(shape).astype(np.float32).astype(dt)
-        feeds[v.name] = arr
+        feeds[v.name] = np.asarray(arr)  # a 0-d input is an array too (runtimes refuse NumPy scalars)
     return feeds
+
+
+#: sizes tried, smallest first, for symbolic dims a model cannot run at ``dims.CHECK_SIZES``
+SIZE_LADDER = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+#: wall time the search for runnable sizes may take (reference runs at small sizes)
+SIZE_SEARCH_SECONDS = 60.0
+
+
+def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[int, ...]] | None = None
+                   ) -> dict[str, tuple[int, ...]]:
+    """Two check sizes for every symbolic input dim the user gave none for, at which the
+    model itself runs: ``dims.CHECK_SIZES`` when the NumPy reference runs the model there with
+    no empty intermediate tensor (a 2×2 pool of a 1×1 image has no output), else the two
+    smallest sizes of ``SIZE_LADDER`` that do, found for the non-batch dims first (axis 0 of
+    an input stays at its default sizes where that suffices). ``check_dims`` entries are
+    kept as given; dims for which no size is found keep the defaults (the check then says
+    what fails). Returns ``check_dims`` with the derived entries added."""
+    from ..compile import interpreter
+    from ..ir import dims
+
+    given = dict(check_dims or {})
+    model = build_ir()
+    inputs = {v.name: v for v in model.graph.inputs}
+    free = [d for ds in dims.symbolic(model).values() for d in ds if d not in given]
+    if not free:
+        return given
+    try:
+        ref = convert("numpy", model)
+    except Exception:  # noqa: BLE001 - the check itself reports what stops the reference
+        return given
+
+    from ..table.loader import load_tables
+
+    tables = load_tables()
+    # values a window slides over: empty there means the size is below the window
+    windowed = {v.name for n in ref.graph.walk() if n.op in tables.ops and "layout_spatial" in tables.ops[n.op].traits
+                for v in n.outputs}
+    windowed |= {v.name for v in ref.graph.outputs}
+    deadline = time.monotonic() + SIZE_SEARCH_SECONDS
+
+    def runs(sizes: dict[str, int]) -> bool:
+        if time.monotonic() > deadline:
+            return False
+        try:
+            feeds = random_inputs(ref, sizes={**{d: s[0] for d, s in given.items()}, **sizes})
+            trace: dict[str, Any] = {}
+            interpreter.run(ref, feeds, trace)
+        except Exception:  # noqa: BLE001 - the model does not run at these sizes
+            return False
+        if any(np.size(v) == 0 for v in feeds.values()):
+            return True
+        return not any(np.size(trace[k]) == 0 for k in windowed if k in trace)
+
+    defaults = dims.CHECK_SIZES
+    if all(runs({d: size for d in free}) for size in defaults):
+        return given
+    batch = {d for name, v in inputs.items() for i, d in enumerate(v.type.shape or ())
+             if i == 0 and not isinstance(d, int) and dims.label(name, 0, d) in free}
+    for raised in ([d for d in free if d not in batch], free):
+        if not raised:
+            continue
+        kept = {d: defaults[0] for d in free if d not in raised}
+        found: list[int] = []
+        for m in SIZE_LADDER:
+            if runs({**kept, **{d: m for d in raised}}):
+                found.append(m)
+                if len(found) == len(defaults):
+                    break
+        if len(found) == len(defaults):
+            out = dict(given)
+            out.update({d: tuple(found) for d in raised})
+            out.update({d: defaults for d in free if d not in raised})
+            return out
+    return given
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:

@@ -112,7 +112,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
     from ..ir import dims
-    from .check import check_model, load_inputs, model_loader, random_inputs, report_json
+    from .check import check_model, load_inputs, model_loader, random_inputs, report_json, runnable_sizes
     from ..table.errors import OpbridgeError
     from .harness import classify
     from ..compile.pipeline import compile
@@ -141,6 +141,14 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                             "input dim")
     say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
     feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
+    derived: dict[str, tuple[int, ...]] = {}
+    if check and feeds is None and dims.symbolic(build()):
+        sized = runnable_sizes(build, check_dims)
+        derived = {d: s for d, s in sized.items() if d not in (check_dims or {}) and s != dims.CHECK_SIZES}
+        if derived:
+            say("the model cannot run at " + "/".join(map(str, dims.CHECK_SIZES)) + ": checking at " +
+                ", ".join(f"{d}={','.join(map(str, s))}" for d, s in derived.items()))
+            check_dims = sized
     stem = model_stem(model)
     finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
     if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
@@ -219,4 +227,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     rec["kept"] = "kept for inspection: the check ran and found a mismatch"
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return {"model": str(shown), "nodes": n_nodes, "targets": results, "written": worst < 2, "exit": worst}
+    out = {"model": str(shown), "nodes": n_nodes, "targets": results, "written": worst < 2, "exit": worst}
+    if derived:
+        out["check_sizes"] = {d: list(s) for d, s in derived.items()}
+    return out

@@ -64,9 +64,20 @@ def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None
     return "verified" if cell.get("status") == "numeric" else cell.get("status", "claimed")
 
 
-def dim_options(fix_dims: dict[str, int] | None, check_dims: dict[str, Any] | None) -> dict[str, Any]:
+def dim_options(fix_dims: dict[str, int] | None, check_dims: dict[str, Any] | None, model: Model | None = None,
+                backends: list[str] | None = None) -> dict[str, Any]:
     """``convert``'s dim options as pipeline options: dims fixed as asked, and the first check
-    size of each dim as the size a target that must fix it uses."""
+    size of each dim as the size a target that must fix it uses. With ``model`` and a backend
+    among ``backends`` that fixes symbolic dims, the sizes are those ``convert`` derives when
+    the model cannot run at the default check sizes (``check.runnable_sizes``)."""
+    from ..compile.target import get
+
+    if model is not None and any(not get(b).dynamic_dims for b in backends or ()):
+        from ..ir import dims
+        from .check import runnable_sizes
+
+        if dims.symbolic(model):
+            check_dims = runnable_sizes(model.clone, check_dims)
     out: dict[str, Any] = {}
     if fix_dims:
         out["fix_dims"] = dict(fix_dims)

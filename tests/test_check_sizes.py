@@ -1,0 +1,55 @@
+"""Default check sizes the model itself can run at: a symbolic H/W that a 2×2 pool and an
+unpadded 3×3 conv cannot take at 1 pixel is checked at the smallest sizes the NumPy
+reference runs it at without an empty window (``check.runnable_sizes``), said in the
+record; sizes the user gives win; ``report`` fixes dims (Core ML) at the size convert uses."""
+from __future__ import annotations
+
+import pytest
+
+import spatial_models as S
+
+
+def test_a_cnn_is_checked_at_sizes_its_pools_can_take(tmp_path):
+    import opbridge
+
+    src = S.cnn_pools(tmp_path / "cnn.onnx")
+    res = opbridge.convert(str(src), to="onnx", out=str(tmp_path / "m.onnx"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    sizes = res["check_sizes"]
+    assert set(sizes) == {"H", "W"} and "N" not in sizes, sizes  # the batch keeps 1 and 3
+    assert all(2 <= a < b for a, b in sizes.values()), sizes
+    assert [s["H"] for s in rec["check"]["sizes"]] == sizes["H"], rec
+    assert [s["N"] for s in rec["check"]["sizes"]] == [1, 3], rec
+
+
+def test_a_model_that_runs_at_the_defaults_keeps_them(tmp_path):
+    import opbridge
+
+    src = S.reflect_pad(tmp_path / "pad.onnx")
+    res = opbridge.convert(str(src), to="onnx", out=str(tmp_path / "m.onnx"))
+    assert "check_sizes" not in res, res
+    (rec,) = res["targets"]
+    assert [s["H"] for s in rec["check"]["sizes"]] == [1, 3], rec
+
+
+def test_the_users_sizes_win(tmp_path):
+    import opbridge
+
+    src = S.cnn_pools(tmp_path / "cnn.onnx")
+    res = opbridge.convert(str(src), to="onnx", out=str(tmp_path / "m.onnx"), check_dims={"H": (10, 12)})
+    (rec,) = res["targets"]
+    assert [s["H"] for s in rec["check"]["sizes"]] == [10, 12], rec
+    assert set(res.get("check_sizes", {})) == {"W"}, res
+
+
+def test_report_fixes_dims_where_convert_does(tmp_path):
+    import opbridge
+
+    src = S.cnn_pools(tmp_path / "cnn.onnx")
+    rep = opbridge.report(str(src), backends=["coreml"])
+    res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "m"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["fixed_dims"]["H"] == res["check_sizes"]["H"][0], rec
+    nodes = rep["backends"]["coreml"]["nodes"]
+    assert nodes and all(n["status"] in ("native", "folded", "decomposed") for n in nodes), nodes

@@ -1,0 +1,75 @@
+"""What real exporters declare at a model's boundary, through every target: an output that is
+also an input (or a constant) is checked under the model's own name; a
+0-d boolean input (an ``If`` condition fed by the caller) is fed as a 0-d array; a declared
+dim of -1 is unknown."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
+
+
+def _model(path, nodes, inputs, outputs, inits=()):
+    import onnx
+    from onnx import helper as h
+
+    g = h.make_graph(nodes, "g", inputs, outputs, list(inits))
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def _vi(name, shape, dtype=None):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    return h.make_tensor_value_info(name, dtype or T.FLOAT, shape)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_outputs_that_are_inputs_or_constants_check_under_their_names(target, tmp_path):
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    src = _model(tmp_path / "m.onnx", [h.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3])],
+                 [_vi("y", [2, 3]), _vi("x", [2, 3]), _vi("k", [3])],
+                 [nh.from_array(np.arange(3, dtype=np.float32), "k")])
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", rec
+    assert rec["check"]["status"] == "pass", rec
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "coreml"])
+def test_a_boolean_scalar_input_is_fed_as_a_0d_array(target, tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+
+    then = h.make_graph([h.make_node("Relu", ["x"], ["t"])], "then", [], [_vi("t", [2, 3])])
+    other = h.make_graph([h.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e", [2, 3])])
+    src = _model(tmp_path / "m.onnx", [h.make_node("If", ["cond"], ["y"], then_branch=then, else_branch=other)],
+                 [_vi("cond", [], T.BOOL), _vi("x", [2, 3])], [_vi("y", [2, 3])])
+    for flag in (True, False):
+        feeds = tmp_path / f"in_{flag}.npz"
+        np.savez(feeds, cond=np.array(flag), x=np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+        res = opbridge.convert(str(src), to=target, out=str(tmp_path / f"out_{flag}"), inputs=str(feeds))
+        (rec,) = res["targets"]
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out_random"))  # the check's own 0-d input
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+
+
+def test_random_inputs_are_arrays_even_when_0d():
+    from translator.run.check import random_inputs
+    from translator.ir.graph import Model, Graph, TensorType
+
+    g = Graph("g")
+    for name, dt in (("b", "bool"), ("i", "int64"), ("f", "float32")):
+        g.add_input(name, TensorType(dt, ()))
+    feeds = random_inputs(Model(g))
+    assert all(isinstance(v, np.ndarray) and v.shape == () for v in feeds.values()), feeds
