@@ -73,3 +73,37 @@ def test_random_inputs_are_arrays_even_when_0d():
         g.add_input(name, TensorType(dt, ()))
     feeds = random_inputs(Model(g))
     assert all(isinstance(v, np.ndarray) and v.shape == () for v in feeds.values()), feeds
+
+
+def test_stale_value_info_is_dropped_with_a_warning(tmp_path):
+    """A declared value_info that strict inference contradicts (a Reshape's rank) is a stale
+    hint onnxruntime merges leniently: dropped, said once, the artifact passes its checker."""
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    import onnx
+
+    import opbridge
+
+    g = h.make_graph([h.make_node("Reshape", ["x", "s"], ["r"]), h.make_node("Relu", ["r"], ["y"])], "g",
+                     [_vi("x", [2, 3])], [_vi("y", None)], [nh.from_array(np.array([6], np.int64), "s")],
+                     value_info=[_vi("r", [2, 3, 1])])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(src))
+    res = opbridge.convert(str(src), to="onnx,tflite", out=str(tmp_path / "out"))
+    for rec in res["targets"]:
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+        assert any("value_info" in w and "'r'" in w for w in rec["warnings"]), rec
+
+
+def test_dims_named_question_mark_are_each_their_own(tmp_path):
+    """paddle2onnx 0.x names every unknown dim "?": H and W are not one symbol."""
+    from onnx import helper as h
+    import onnx
+
+    from translator.frontends import load
+    from translator.ir import dims
+
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [_vi("x", ["?", 3, "?", "?"])], [_vi("y", None)])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(src))
+    assert dims.symbolic(load(str(src))) == {"x": ["x:0", "x:2", "x:3"]}

@@ -68,3 +68,47 @@ def test_weights_as_constant_nodes_fold_whatever_their_size(target, tmp_path):
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite", "openvino"])
+def test_a_rank_that_depends_on_a_run_time_size_fixes_the_dims_and_says_so(target, tmp_path):
+    """torch.squeeze(x, -1) exported on a symbolic dim is an If on ``Shape(x)[2] == 1`` whose
+    branches differ in rank; an LSTM after it needs rank 3. A target that cannot keep the
+    dims symbolic fixes them at the user's input sizes (the If then folds away), reports
+    ``fixed_dims`` with the reason, and checks there."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    rng = np.random.default_rng(0)
+    hid = 4
+    then = h.make_graph([h.make_node("Squeeze", ["x", "ax2"], ["sq"])], "then", [],
+                        [h.make_tensor_value_info("sq", T.FLOAT, None)])
+    other = h.make_graph([h.make_node("Identity", ["x"], ["id"])], "else", [],
+                         [h.make_tensor_value_info("id", T.FLOAT, None)])
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "i2"], ["t"]),
+             h.make_node("Equal", ["t", "one"], ["c"]),
+             h.make_node("If", ["c"], ["xs"], then_branch=then, else_branch=other),
+             h.make_node("Unsqueeze", ["xs", "ax0"], ["seq"]),
+             h.make_node("LSTM", ["seq", "W", "R"], ["yall", "y"], hidden_size=hid)]
+    inits = [nh.from_array(np.array([2], np.int64), "ax2"), nh.from_array(np.array(2, np.int64), "i2"),
+             nh.from_array(np.array(1, np.int64), "one"), nh.from_array(np.array([0], np.int64), "ax0"),
+             nh.from_array(rng.standard_normal((1, 4 * hid, 6)).astype(np.float32), "W"),
+             nh.from_array(rng.standard_normal((1, 4 * hid, hid)).astype(np.float32), "R")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 6, "T"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=rng.standard_normal((2, 6, 1)).astype(np.float32))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(feeds))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["fixed_dims"] == {"N": 2, "T": 1}, rec
+    assert any("cannot run them symbolic" in w for w in rec["warnings"]), rec
+    rep = opbridge.report(str(src), backends=[target])
+    assert all(n["status"] != "unsupported" for n in rep["backends"][target]["nodes"]), rep

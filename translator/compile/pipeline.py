@@ -97,12 +97,16 @@ def _fix_dims(model: Model, ctx: Compilation) -> None:
     from ..ir import dims
 
     asked = dict(ctx.options.get("fix_dims") or {})
-    fixed = dims.fix(model, asked, every=not ctx.target.dynamic_dims, defaults=ctx.options.get("dim_defaults"))
+    every = not ctx.target.dynamic_dims or bool(ctx.options.get("fix_all_dims"))
+    fixed = dims.fix(model, asked, every=every, defaults=ctx.options.get("dim_defaults"))
     if fixed:
         ctx.fixed_dims = fixed
         shown = ", ".join(f"{k}={v}" for k, v in fixed.items())
         if set(fixed) <= set(asked):
             ctx.warn(f"symbolic input dims fixed as asked: {shown}")
+        elif ctx.target.dynamic_dims:
+            ctx.warn(f"symbolic input dims fixed: {shown} ({ctx.options['fix_all_dims']}); pass --fix-dim "
+                     "NAME=SIZE for other sizes")
         else:
             ctx.warn(f"symbolic input dims fixed: {shown} ({ctx.target.name} artifacts declare static input "
                      "shapes); pass --fix-dim NAME=SIZE for other sizes")
@@ -176,6 +180,7 @@ def compile(model: Model, target: "Target | str", tables: "Tables | None" = None
     rejected: dict[str, Refusal] = {}
     for _ in range(MAX_RETRIES):
         ctx = Compilation(target, tables, dict(options), rejected=dict(rejected))
+        ctx.warn(list(model.warnings))
         work = model.clone()
         try:
             with gc_paused():

@@ -116,9 +116,10 @@ def _type_from_proto(ctx: _Ctx, tp: Any) -> TensorType:
         dtype = ctx.dtype(tt.elem_type) if tt.elem_type else None
         shape = None
         if tt.HasField("shape"):
-            # a negative size (paddle2onnx writes -1) is unknown, as onnxruntime reads it
-            shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else (d.dim_param or None)
-                          for d in tt.shape.dim)
+            # a negative size (paddle2onnx writes -1) is unknown, as onnxruntime reads it; so is
+            # a dim named "?" (paddle2onnx 0.x): two of them are not the same size
+            shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0
+                          else (d.dim_param if d.dim_param and d.dim_param != "?" else None) for d in tt.shape.dim)
         return TensorType(dtype, shape)
     if which == "sequence_type":
         return TensorType(None, None, "sequence", _type_from_proto(ctx, tp.sequence_type.elem_type))
@@ -384,16 +385,38 @@ def _onnx_shape_inference(proto: Any) -> Any:
     return inferred
 
 
+#: what ONNX's strict shape inference says of a declared type it contradicts
+_STALE = ("Inferred shape and existing shape differ", "Inferred elem type differs from existing elem type")
+
+
+def _stale_value_info(proto: Any, exc: Exception) -> list[str]:
+    """Exporters leave ``value_info`` behind that later graph edits made wrong (a Reshape's
+    rank); they are hints, onnxruntime merges them leniently: when strict inference refuses
+    one, every ``value_info`` of the main graph goes (its names returned), else nothing."""
+    if not any(s in str(exc) for s in _STALE) or not len(proto.graph.value_info):
+        return []
+    names = [vi.name for vi in proto.graph.value_info]
+    del proto.graph.value_info[:]
+    return names
+
+
 def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
                tables: Tables | None = None, infer_shapes: bool = True, validate: bool = True) -> Model:
     """The IR of ``proto``. ``validate`` (default) first runs the validation stage
     (``frontends/validate.py``); a caller converting the same proto again may skip it."""
     import onnx
 
+    dropped: list[str] = []
     if validate:
         from .validate import validate_model
 
-        validate_model(proto, base_dir, path)
+        try:
+            validate_model(proto, base_dir, path)
+        except FrontendError as exc:
+            dropped = _stale_value_info(proto, exc)
+            if not dropped:
+                raise
+            validate_model(proto, base_dir, path)
     tables = tables or load_tables()
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "" not in opsets and "ai.onnx" not in opsets:
@@ -425,7 +448,10 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
             raise FrontendError("bad_model", f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__,
                                 node=ctx.node_name or None, where=path) from None
     meta = {p.key: p.value for p in proto.metadata_props}
-    return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta)
+    warnings = (f"dropped {len(dropped)} declared value_info entr{'y' if len(dropped) == 1 else 'ies'} that "
+                f"ONNX shape inference contradicts (first: {dropped[0]!r}); types are inferred instead",) if dropped else ()
+    return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta,
+                 warnings=warnings)
 
 
 def load_onnx(path: str | os.PathLike[str], tables: Tables | None = None) -> Model:

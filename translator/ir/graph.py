@@ -289,13 +289,15 @@ class Model:
     source_format: str = "onnx"
     opset: int | None = None
     metadata: dict[str, str] | None = None
+    #: what the frontend repaired or dropped while reading (every target's conversion says it)
+    warnings: tuple[str, ...] = ()
     #: ONNX model-local functions are inlined by the frontend; nothing else is kept here.
 
     def clone(self) -> "Model":
         """A copy of the IR to rewrite (constant arrays are shared: passes replace a
         constant's array, they never write into it)."""
         return Model(clone_graph(self.graph, {}), self.source, self.source_format, self.opset,
-                     dict(self.metadata) if self.metadata else self.metadata)
+                     dict(self.metadata) if self.metadata else self.metadata, self.warnings)
 
     def op_histogram(self) -> dict[str, int]:
         hist: dict[str, int] = {}

@@ -93,6 +93,20 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
     return b
 
 
+def _sizes_of(model: Any, feeds: dict[str, Any] | None) -> dict[str, int]:
+    """Each symbolic input dim's size in ``feeds`` (the user's inputs), by its label."""
+    from ..ir import dims
+
+    out: dict[str, int] = {}
+    for v in model.graph.inputs:
+        shape = v.type.shape if v.type.kind == "tensor" else None
+        a = (feeds or {}).get(v.name)
+        for i, d in enumerate(shape or ()):
+            if not isinstance(d, int) and a is not None and i < getattr(a, "ndim", 0):
+                out[dims.label(v.name, i, d)] = int(a.shape[i])
+    return out
+
+
 def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
             example_inputs: Any = None, options: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None, verbose: bool = False,
@@ -170,7 +184,17 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 extra = {"fix_dims": fix_dims} if fix_dims else {}
                 if check_dims:  # a dim a target must fix takes the first size it is checked at
                     extra["dim_defaults"] = {d: s[0] for d, s in check_dims.items()}
-                done = compile(build(), target, **kwargs, **extra)
+                try:
+                    done = compile(build(), target, **kwargs, **extra)
+                except OpbridgeError as exc:
+                    # a target that keeps symbolic dims but cannot run this model with them
+                    # (a rank that depends on a run-time size): every dim fixed, and said so
+                    if classify(exc)[1] != "dynamic_shape" or not target.dynamic_dims or not dims.symbolic(build()):
+                        raise
+                    say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
+                    extra = {**extra, "fix_all_dims": f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}",
+                             "dim_defaults": {**extra.get("dim_defaults", {}), **_sizes_of(build(), feeds)}}
+                    done = compile(build(), target, **kwargs, **extra)
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()

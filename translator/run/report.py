@@ -93,6 +93,8 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     ``convert``'s pipeline options (``fix_dims``, ``dim_defaults``: the sizes a target that
     declares static shapes fixes symbolic dims to)."""
     from ..compile.pipeline import plan
+    from ..compile.target import get as get_target
+    from ..ir import dims
     from ..table.quick import load_verified
 
     tables = tables or load_tables()
@@ -102,6 +104,10 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     for b in backends:
         try:
             ctx = plan(model, b, tables, **options)
+            refused = [r for r in (ctx.refusals or {}).values() if r.code == "dynamic_shape"]
+            if refused and get_target(b).dynamic_dims and not options.get("fix_all_dims") and dims.symbolic(model):
+                # as convert does: the target cannot keep the symbolic dims, so it fixes them
+                ctx = plan(model, b, tables, **options, fix_all_dims=f"{b} cannot run them symbolic: {refused[0]}")
         except OpbridgeError as exc:  # the whole model is refused before any node is judged (a prepare step)
             if exc.code == "bad_option":
                 raise  # the user's options, not the model: convert refuses them the same way
