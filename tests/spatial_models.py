@@ -62,13 +62,16 @@ def cnn_pools(path: Path) -> Path:
 
 
 def same_and_ceil(path: Path) -> Path:
-    """SAME_UPPER strided conv and pool, then a ceil-mode 3×3/2 max pool (ResNet/Paddle stems)."""
+    """SAME_UPPER strided conv and pool, a ceil-mode 3×3/2 max pool (ResNet/Paddle stems), then a
+    conv (its input channels must stay known through the run-time padding: TFLite's conv needs them)."""
     from onnx import helper as h
 
     nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
              h.make_node("MaxPool", ["c1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
-             h.make_node("MaxPool", ["p1"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)]
-    return _save(path, nodes, [_w("w1", (4, 3, 3, 3), 6)], ["N", 3, "H", "W"], ["N", 4, "h", "w"])
+             h.make_node("MaxPool", ["p1"], ["p2"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+             h.make_node("Conv", ["p2", "w2"], ["y"], kernel_shape=[1, 1])]
+    return _save(path, nodes, [_w("w1", (4, 3, 3, 3), 6), _w("w2", (5, 4, 1, 1), 23)], ["N", 3, "H", "W"],
+                 ["N", 5, "h", "w"])
 
 
 def db_head(path: Path) -> Path:

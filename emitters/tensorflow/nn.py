@@ -437,6 +437,9 @@ def _pool_dynamic(c: Any, kind: str, fill: str | None) -> list[str]:
     xp = c.tmp("padded")
     cv = f", constant_values={fill}" if fill is not None else ""
     lines.append(f"{xp} = tf.pad({src}, {_paddings(c, geo)}{cv})")
+    ch = c.shape(0)[-1]
+    if isinstance(ch, int) and "tf.stack" in lines[-1]:  # run-time paddings hide every dim: the channels stay known
+        lines.append(f"{xp} = tf.reshape({xp}, tf.concat([tf.shape({xp})[:-1], [{ch}]], 0))")
     more, y = _pool_valid(c, xp, kind, k, strides, dil)
     lines += more
     if kind == "AVG" and p is None:
