@@ -214,3 +214,28 @@ def test_pt2_file(tmp_path):
     res = report_json(check_model(lambda: model, ["numpy"], None, source=str(path), source_opts={}))
     b = res["backends"][0]
     assert b["status"] == "pass" and b["outputs"][0]["vs_source"]["ok"], b
+
+
+def test_instance_norm_reads_as_batch_statistics(tmp_path):
+    """``nn.InstanceNorm2d`` (affine or not) exports as ``_native_batch_norm_legit.no_stats`` over
+    the input reshaped to one channel per instance: the batch's own statistics, no running ones."""
+    import torch
+
+    import opbridge
+
+    class UNetBlock(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.n1 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.InstanceNorm2d(8, affine=True)
+            self.c2, self.n2 = torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.InstanceNorm2d(8)
+            self.out = torch.nn.Conv2d(16, 1, 1)
+
+        def forward(self, x):
+            a = torch.relu(self.n1(self.c1(x)))
+            b = torch.relu(self.n2(self.c2(torch.nn.functional.max_pool2d(a, 2))))
+            return torch.sigmoid(self.out(torch.cat([a, torch.nn.functional.interpolate(b, scale_factor=2.0)], 1)))
+
+    res = opbridge.convert(UNetBlock().eval(), (torch.randn(2, 3, 16, 16),), to="onnx,tflite",
+                           out=str(tmp_path / "out"))
+    for rec in res["targets"]:
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec

@@ -373,6 +373,13 @@ def _batch_norm_train(ctx: Ctx, x: Any, w: Any, b: Any, rmean: Any, rvar: Any, *
     return outs
 
 
+@aten("aten._native_batch_norm_legit.no_stats", op="batch_normalization")
+def _batch_norm_no_stats(ctx: Ctx, x: Any, w: Any, b: Any, training: bool, momentum: float, eps: float) -> list:
+    """Batch norm over the batch's own statistics with no running ones (what ``instance_norm``
+    and ``group_norm`` decompose to: the input reshaped so each instance is a channel)."""
+    return _batch_norm_train(ctx, x, w, b, None, None, training, momentum, eps)[:3]
+
+
 @aten("aten.erfc.default", op="erf")
 def _erfc(ctx: Ctx, x: Any) -> Value:
     """1 - erf(x)."""
