@@ -350,7 +350,6 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, a_npz: str
         for i, d in enumerate(shape or ()):
             if not isinstance(d, int) and v.name in fa and i < fa[v.name].ndim and i < fb[v.name].ndim:
                 checks.setdefault(dims.label(v.name, i, d), (int(fa[v.name].shape[i]), int(fb[v.name].shape[i])))
-    changed = {d for d, (a, b) in checks.items() if a != b}
     rec["inputs_map"] = {k: ir_name for ir_name, k in names.items()}
     rec["check_dims"] = checks
     rec["ir_inputs"] = {v.name: [d if isinstance(d, int) else str(d) for d in (v.type.shape or ())]
@@ -364,81 +363,19 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, a_npz: str
             rec["report"] = {t_: {"status": "refused", "reason": code_of(exc), "detail": first_line(exc)} for t_ in ts}
         rec["report_seconds"] = round(time.perf_counter() - t, 2)
     rec["two_sizes"] = shapes_differ
-    rec["size_b_hook"] = _patch_size_b(fb if shapes_differ else None, changed)
     stamps: list[tuple[float, str]] = []
     t0 = time.perf_counter()
     try:
-        rec.update(opbridge.convert(src, to=ts, out=outdir, check=True, inputs=fa, check_dims=checks or None,
+        # both sizes are checked on every written artifact (a target that fixed a dim says so
+        # and skips the set that disagrees: ``check.skipped_inputs``)
+        rec.update(opbridge.convert(src, to=ts, out=outdir, check=True, inputs=[fa, fb] if shapes_differ else fa,
+                                    check_dims=checks or None,
                                     progress=lambda msg: stamps.append((time.perf_counter() - t0, msg)), **extra))
     except Exception as exc:  # noqa: BLE001 - the refusal is the cell's answer
         rec["refused"] = {"code": code_of(exc), "detail": first_line(exc)}
     rec["stamps"] = stamps
     rec["total_seconds"] = time.perf_counter() - t0
     Path(result).write_text(json.dumps(rec, default=str))
-
-
-def _patch_size_b(feeds_b: dict[str, Any] | None, changed: set[str]) -> bool:
-    """Make convert's check of each written artifact run a second time on ``feeds_b`` (size B).
-    The check record of a target gets ``size_b``: ``pass`` / ``fail`` / ``error`` (then the
-    record fails: a mismatch or a shape refusal at B is a wrong conversion), ``fixed`` (the
-    target fixed a dim that differs between A and B, and its record says so: not run),
-    ``same`` (A and B are one size) or ``unchecked`` (this opbridge has no hook for it)."""
-    import inspect
-
-    try:
-        from translator.run import convert as conv_mod
-
-        orig = conv_mod._check_at_sizes
-        sig = inspect.signature(orig)
-        if not {"feeds", "rec"} <= set(sig.parameters):
-            raise AttributeError("signature")
-    except (ImportError, AttributeError):
-        return False
-
-    def error_record(exc: Exception) -> dict[str, Any]:
-        from translator.run.harness import classify
-
-        try:
-            reason = classify(exc)[1]
-        except Exception:  # noqa: BLE001
-            reason = "runtime_error"
-        return {"status": "error", "reason": reason or "runtime_error",
-                "detail": (str(exc).splitlines() or [type(exc).__name__])[0][:400], "outputs": []}
-
-    def checked(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        bound = sig.bind(*args, **kwargs)
-        try:
-            b = orig(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the reference or the runtime refused size A
-            b = error_record(exc)
-            b["detail"] = f"at size A: {b['detail']}"
-        if feeds_b is None:
-            b["size_b"] = {"status": "same"}
-            return b
-        if b.get("status") != "pass":
-            b["size_b"] = {"status": "not_run", "detail": "size A did not pass"}
-            return b
-        rec = bound.arguments["rec"]
-        fixed = {d: n for d, n in (rec.get("fixed_dims") or {}).items() if d in changed}
-        if fixed:
-            b["size_b"] = {"status": "fixed", "fixed": fixed}
-            return b
-        bound.arguments["feeds"] = feeds_b
-        try:
-            bb = orig(*bound.args, **bound.kwargs)
-        except Exception as exc:  # noqa: BLE001
-            bb = error_record(exc)
-        b["size_b"] = {k: bb.get(k) for k in ("status", "reason", "detail", "outputs", "first_divergence")}
-        if bb.get("status") != "pass":
-            b["status"] = "fail"
-            b["reason"] = f"size_b:{bb.get('reason') or 'mismatch'}"
-            b["detail"] = f"at size B: {bb.get('detail') or bb.get('reason') or ''}".rstrip(": ")
-            if bb.get("first_divergence"):
-                b["first_divergence"] = bb["first_divergence"]
-        return b
-
-    conv_mod._check_at_sizes = checked
-    return True
 
 
 # --- peers worker (child process) --------------------------------------------------------------------------
@@ -663,27 +600,22 @@ def child(args: list[str], timeout: float) -> tuple[int | None, str]:
 
 
 def cells_from(rec: dict[str, Any], targets: list[str], wall: float) -> list[dict[str, Any]]:
-    """zoo's cells from the record, plus what the size-B check found."""
+    """zoo's cells from the record, plus what the check at size B found: ``pass`` (checked
+    at both sizes), ``fixed`` (the target fixed a dim that differs between A and B and said
+    so; size B not run) or nothing (a one-size model, or the check failed: the cell says how)."""
     cells = zoo._cells_from(rec, targets, wall)
     by_t = {t["target"]: t for t in rec.get("targets", [])}
     for c in cells:
-        t = by_t.get(c["target"])
-        chk = (t or {}).get("check") or {}
-        sb = chk.get("size_b")
-        if sb is None:
-            if rec.get("two_sizes") and rec.get("size_b_hook") is False and c["status"] in ("ok", "structural"):
-                c.update(status="error", reason="size_b_unchecked",
-                         detail="checked at size A only: this opbridge has no check hook for size B "
-                                "(translator.run.convert._check_at_sizes)")
+        t = by_t.get(c["target"]) or {}
+        chk = t.get("check") or {}
+        if not rec.get("two_sizes") or not chk:
             continue
-        c["size_b"] = sb.get("status")
-        errs = [o["vs_source"]["max_abs"] for o in sb.get("outputs") or [] if o.get("vs_source")]
-        if errs and c.get("max_err") is not None:
-            c["max_err"] = max([c["max_err"], *errs])
-        if sb.get("status") == "pass":
+        if chk.get("skipped_inputs"):
+            c["size_b"] = "fixed"
+            c["fixed_dims"] = {**(c.get("fixed_dims") or {}), **(t.get("fixed_dims") or {})}
+        elif chk.get("status") == "pass":
+            c["size_b"] = "pass"
             c["check_sizes"] = ["A", "B"]
-        if sb.get("status") == "fixed":
-            c["fixed_dims"] = {**(c.get("fixed_dims") or {}), **sb.get("fixed", {})}
     return cells
 
 

@@ -53,3 +53,24 @@ def test_report_fixes_dims_where_convert_does(tmp_path):
     assert rec["status"] == "ok" and rec["fixed_dims"]["H"] == res["check_sizes"]["H"][0], rec
     nodes = rep["backends"]["coreml"]["nodes"]
     assert nodes and all(n["status"] in ("native", "folded", "decomposed") for n in nodes), nodes
+
+
+def test_several_input_sets_are_each_checked(tmp_path):
+    """``convert --inputs a.npz --inputs b.npz``: two image sizes, each checked on every artifact
+    that keeps the dims; a target that fixes them (Core ML) fixes them at the first set's
+    sizes and says the other set was not checked, and why."""
+    import numpy as np
+
+    import opbridge
+
+    src = S.cnn_pools(tmp_path / "cnn.onnx")
+    rng = np.random.default_rng(0)
+    sets = [{"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)},
+            {"x": rng.standard_normal((2, 3, 48, 64)).astype(np.float32)}]
+    res = opbridge.convert(str(src), to="onnx,coreml", out=str(tmp_path / "out"), inputs=sets)
+    by = {r["target"]: r for r in res["targets"]}
+    assert by["onnx"]["check"]["status"] == "pass", by["onnx"]
+    assert by["onnx"]["check"]["sizes"] == [{"N": 1, "H": 32, "W": 32}, {"N": 2, "H": 48, "W": 64}], by["onnx"]
+    assert by["coreml"]["status"] == "ok" and by["coreml"]["fixed_dims"] == {"N": 1, "H": 32, "W": 32}, by["coreml"]
+    (why,) = by["coreml"]["check"]["skipped_inputs"]
+    assert "input set 2" in why and "H=48" in why, why

@@ -259,10 +259,12 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:
                 line += f"; transposes {r['transposes']}"
-            if r.get("check", {}).get("sizes"):
+            if any(r.get("check", {}).get("sizes") or ()):
                 runs = r["check"]["sizes"]
                 line += "; dynamic dims checked at " + " and ".join(
                     ",".join(f"{d}={v}" for d, v in run.items()) for run in runs)
+            for why in r.get("check", {}).get("skipped_inputs") or ():
+                line += f"; not checked: {why}"
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
             if "kept" in r:
@@ -298,7 +300,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
     g.add_argument("--check", dest="check", action="store_true", default=True,
                    help="run source and target on the same inputs and compare (default)")
     g.add_argument("--no-check", dest="check", action="store_false")
-    c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
+    c.add_argument("--inputs", action="append", metavar="FILE.npz",
+                   help=".npz file of inputs by name (default: seeded random inputs); repeatable: each set is "
+                        "checked, e.g. two image sizes of a model with symbolic height and width")
     c.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
                    help="fix a symbolic input dim (its symbol, e.g. batch=1, or INPUT:AXIS=SIZE; repeatable); "
                         "other symbolic dims stay dynamic where the target keeps them and are checked at sizes 1 and 3")

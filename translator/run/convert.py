@@ -68,7 +68,23 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
     from ..ir import dims
 
     runs: list[tuple[int | None, Any, dict[str, int]]] = [(None, feeds, {})]
-    if feeds is None:
+    skipped: list[str] = []
+    if isinstance(feeds, list):  # the user's input sets: each checked, unless a dim it sets was fixed otherwise
+        ir = build()
+        fixed = rec.get("fixed_dims") or {}
+        runs = []
+        for k, f in enumerate(feeds):
+            sizes = _sizes_of(ir, f)
+            other = {d: s for d, s in sizes.items() if d in fixed and fixed[d] != s}
+            if other:
+                skipped.append(f"input set {k + 1} ({', '.join(f'{d}={s}' for d, s in other.items())}): the target "
+                               f"fixed {', '.join(f'{d}={fixed[d]}' for d in other)}")
+                continue
+            runs.append((k if len(feeds) > 1 else None, f, sizes))
+        if not runs:
+            return {"status": "error", "reason": "bad_option", "outputs": [], "source": "",
+                    "detail": "no input set fits the dims the target fixed: " + "; ".join(skipped)}
+    elif feeds is None:
         ir = build()
         fixed = rec.get("fixed_dims") or {}
         count = len(dims.CHECK_SIZES) if rec.get("dynamic_dims") else 1
@@ -82,6 +98,8 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
                                       written={t: saved}, source_opts=opts))
         b = res["backends"][0]
         b["source"] = res.get("source", "")  # the source runtime, or why it could not run
+        if skipped:
+            b["skipped_inputs"] = skipped
         if n is not None:
             kept = {d for ds in (rec.get("dynamic_dims") or {}).values() for d in ds}
             b["sizes"] = [{d: v for d, v in s.items() if d in kept} for _, _, s in runs]
@@ -91,6 +109,18 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
         if b["status"] != "pass":
             break
     return b
+
+
+def _input_sets(inputs: Any, load_inputs: Callable[[str], dict[str, Any]]) -> Any:
+    """``inputs`` as the check takes them: None, one dict of arrays, or a list of them (several
+    ``.npz`` files or dicts: each set is checked, e.g. two image sizes)."""
+    if not inputs:
+        return None
+    one = (lambda x: load_inputs(x) if isinstance(x, (str, os.PathLike)) else dict(x))
+    if isinstance(inputs, (list, tuple)):
+        sets = [one(x) for x in inputs]
+        return sets[0] if len(sets) == 1 else sets
+    return one(inputs)
 
 
 def _sizes_of(model: Any, feeds: dict[str, Any] | None) -> dict[str, int]:
@@ -154,7 +184,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
         raise OpbridgeError("bad_option", f"--check-dim {', '.join(unknown_check)}: the model has no such symbolic "
                             "input dim")
     say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
-    feeds = (load_inputs(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs)) if inputs else None
+    feeds = _input_sets(inputs, load_inputs)
     derived: dict[str, tuple[int, ...]] = {}
     if check and feeds is None and dims.symbolic(build()):
         sized = runnable_sizes(build, check_dims)
@@ -184,6 +214,9 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 extra = {"fix_dims": fix_dims} if fix_dims else {}
                 if check_dims:  # a dim a target must fix takes the first size it is checked at
                     extra["dim_defaults"] = {d: s[0] for d, s in check_dims.items()}
+                if feeds is not None:  # ... or its size in the user's (first) inputs
+                    first = feeds[0] if isinstance(feeds, list) else feeds
+                    extra["dim_defaults"] = {**extra.get("dim_defaults", {}), **_sizes_of(build(), first)}
                 try:
                     done = compile(build(), target, **kwargs, **extra)
                 except OpbridgeError as exc:
@@ -193,7 +226,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                         raise
                     say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
                     extra = {**extra, "fix_all_dims": f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}",
-                             "dim_defaults": {**extra.get("dim_defaults", {}), **_sizes_of(build(), feeds)}}
+                             "dim_defaults": {**extra.get("dim_defaults", {}),
+                                              **_sizes_of(build(), feeds[0] if isinstance(feeds, list) else feeds)}}
                     done = compile(build(), target, **kwargs, **extra)
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
