@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import zlib
@@ -629,6 +630,11 @@ def run_opbridge(m: dict[str, Any], src: Path, a: Path, b: Path, targets: list[s
     def once(ts: list[str], tag: str) -> tuple[dict[str, Any] | None, float, int | None, str]:
         result = outdir / f"result{tag}.json"
         result.unlink(missing_ok=True)
+        stale = outdir / f"artifacts{tag}"  # an earlier run's (one target: a file; several: a folder)
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
         t0 = time.perf_counter()
         rc, last = child(["--_opbridge", str(src), str(outdir / f"artifacts{tag}"), ",".join(ts), str(result),
                           str(a), str(b), m["format"], "1" if with_report else "0"], timeout)

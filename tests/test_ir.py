@@ -116,3 +116,18 @@ def test_edits_and_names_take_linear_time():
     small = min(_edit_seconds(4_000) for _ in range(3))
     big = min(_edit_seconds(40_000) for _ in range(3))
     assert big / small < 30, f"4k → 40k nodes: {big / small:.1f}x the time"
+
+
+def test_a_reshape_zero_copies_an_unknown_dim_as_unknown():
+    """``Reshape(x, [0, 20, 120])`` of an ``x`` whose shape is not known yet: the 0 copies x's
+    dim, so the output's first dim is unknown, never the size 0 (paddle2onnx's attention
+    reshapes; a 0 kept there once became a literal zero-size reshape after folding)."""
+    from translator.ir.infer import infer
+
+    g = Graph("g")
+    x = g.add_input("x", TensorType("float32", None))
+    s = g.add_constant("s", np.array([0, 20, 120], np.int64), "int64")
+    y = g.add_node("reshape", [x, s], outputs=["y"]).outputs[0]
+    g.outputs.append(y)
+    infer(g)
+    assert y.type.shape == (None, 20, 120)

@@ -119,7 +119,10 @@ def _reshape(n: Node) -> list:
     allow_zero = int(n.attrs.get("allowzero", 0))
     out: list = []
     for i, t in enumerate(tgt):
-        out.append(s[i] if (t == 0 and not allow_zero and s is not None and i < len(s)) else t)
+        if t == 0 and not allow_zero:  # 0 copies the input's dim: unknown while the input's shape is
+            out.append(s[i] if s is not None and i < len(s) else None)
+        else:
+            out.append(t)
     if -1 in out:
         known = [d for d in out if d != -1]
         if s is not None and all(isinstance(d, int) for d in s) and all(isinstance(d, int) for d in known):
