@@ -12,8 +12,6 @@ TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino")
 
 #: (model, target) → why it does not convert and check yet
 PENDING: dict[tuple[str, str], str] = {
-    ("same_and_ceil", "pytorch"): "PyTorch conv with SAME_UPPER padding needs static spatial dims",
-    ("reflect_pad", "pytorch"): "PyTorch pad needs a static input shape",
 }
 
 

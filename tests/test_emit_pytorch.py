@@ -540,3 +540,146 @@ def test_recurrence_kernel_choice_matches_onnxruntime(tmp_path, op, gates, attrs
     got, want = pt.run(art, feeds), _ort_run(path, feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape and np.abs(g - w).max() <= 1e-5
+
+
+# ----------------------------------------------------------------------------- symbolic spatial dims
+# Rules that used to want static spatial dims compute on any size: SAME pads from the run-time
+# size, pools in ceil mode, non-constant pads, conv_transpose to an output_shape, resize by
+# scales, depth/space rearrangements... Each model has x: [N, C, H, W] (or a symbolic length),
+# converts with the dims kept and checks against the reference and onnxruntime at two sizes,
+# odd and even (SAME pads differ by the size's remainder), with the node written by its rule.
+SPATIAL_SIZES = {"H": (7, 10), "W": (9, 12)}
+
+
+def _spatial_model(path, nodes, inits, x_shape=("N", 3, "H", "W"), opset=19, out_rank=4):
+    import onnx
+    from onnx import numpy_helper as nh
+
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * out_rank)],
+                          [nh.from_array(np.asarray(v), k) for k, v in inits.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), str(path))
+    return path
+
+
+def _wt(*shape, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 0.3).astype(np.float32)
+
+
+def _one(op, attrs, inits=None, extra=(), **kw):
+    """A one-node model ``y = op(x, *extra)`` (extra inputs are initializers)."""
+    def build(path):
+        return _spatial_model(path, [helper.make_node(op, ["x", *extra], ["y"], **attrs)], inits or {}, **kw)
+    return build
+
+
+def _i(*v):
+    return np.array(v, np.int64)
+
+
+SPATIAL_CASES = {
+    # SAME: the total pad is ext - 1 - (size - 1) % stride; UPPER puts the odd one at the end
+    "conv_same_upper_s2": (_one("Conv", {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+                                {"w": _wt(4, 3, 3, 3)}, ["w"]), ["F.conv2d(F.pad(x, [", "x.shape[3]"]),
+    "conv_same_lower_even_kernel": (_one("Conv", {"kernel_shape": [4, 4], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
+                                         {"w": _wt(4, 3, 4, 4, seed=1)}, ["w"]), ["x.shape[2]"]),
+    "conv_same_s3_kernel_2": (_one("Conv", {"kernel_shape": [2, 2], "strides": [3, 3], "auto_pad": "SAME_UPPER"},
+                                   {"w": _wt(4, 3, 2, 2, seed=2)}, ["w"]), ["torch.sym_max("]),
+    "conv_same_s2_kernel_1": (_one("Conv", {"kernel_shape": [1, 1], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+                                   {"w": _wt(4, 3, 1, 1, seed=3)}, ["w"]), ["stride=[2, 2]"]),
+    "conv1d_same_lower_sequence": (_one("Conv", {"kernel_shape": [5], "strides": [3], "auto_pad": "SAME_LOWER"},
+                                        {"w": _wt(4, 3, 5, seed=4)}, ["w"], x_shape=("N", 3, "W"), out_rank=3),
+                                   ["F.pad(x, [(5 - (x.shape[2] - 1) % 3) // 2, (4 - (x.shape[2] - 1) % 3) // 2])"]),
+    "max_pool_same_lower": (_one("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+                            ["value=-float('inf')", "x.shape[3]"]),
+    "max_pool_ceil_uneven_pads": (_one("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 2, 1],
+                                                   "ceil_mode": 1}), ["(x.shape[2] + 1) // 2"]),
+    "average_pool_same_upper": (_one("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                     "auto_pad": "SAME_UPPER"}), ["torch.ones_like(x[:1, :1]"]),
+    "average_pool_same_counting_pads": (_one("AveragePool", {"kernel_shape": [2, 3], "strides": [2, 2],
+                                                             "auto_pad": "SAME_LOWER", "count_include_pad": 1}),
+                                        ["value=1.0"]),
+    "average_pool_ceil_uneven_pads": (_one("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                           "pads": [1, 0, 2, 1], "ceil_mode": 1}), ["x.shape[2]"]),
+    "average_pool_ceil_counting_pads": (_one("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 3],
+                                                             "pads": [0, 1, 1, 1], "ceil_mode": 1,
+                                                             "count_include_pad": 1}), ["x.shape[3]"]),
+    "lp_pool_same": (_one("LpPool", {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER", "p": 2}),
+                     ["x.shape[2]"]),
+    "conv_transpose_same_upper": (_one("ConvTranspose", {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                         "auto_pad": "SAME_UPPER"}, {"w": _wt(3, 2, 3, 3, seed=5)},
+                                       ["w"]), ["F.conv_transpose2d("]),
+    "conv_transpose_uneven_pads": (_one("ConvTranspose", {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                          "pads": [0, 1, 1, 0], "output_padding": [1, 1]},
+                                        {"w": _wt(3, 2, 3, 3, seed=6)}, ["w"]), ["F.conv_transpose2d("]),
+    "pad_edge_wrap_crop": (lambda p: _spatial_model(p, [
+        helper.make_node("Pad", ["x", "p1"], ["e"], mode="edge"),
+        helper.make_node("Pad", ["e", "p2"], ["y"], mode="wrap")],
+        {"p1": _i(0, 0, 2, -1, 0, 0, -1, 3), "p2": _i(0, 0, -2, 1, 0, 0, 2, 0)}), ["e.shape[2]", "% e.shape[3]"]),
+    "pad_reflect_axes": (_one("Pad", {"mode": "reflect"}, {"p": _i(2, 1, 1, 2), "a": _i(-1, 2)}, ["p", "", "a"]),
+                         ["_reflect_index("]),
+    "resize_linear_scales": (_one("Resize", {"mode": "linear"}, {"s": np.array([1, 1, 2, 1.5], np.float32)},
+                                  ["", "s"]), ["F.interpolate(x, scale_factor=[2.0, 1.5], mode='bilinear'"]),
+    "resize_nearest_torch_export": (_one("Resize", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                                    "nearest_mode": "floor"},
+                                         {"s": np.array([1, 1, 2, 3], np.float32)}, ["", "s"]),
+                                    ["F.interpolate(x, scale_factor=[2.0, 3.0], mode='nearest')"]),
+    "depth_space_round_trip": (lambda p: _spatial_model(p, [
+        helper.make_node("SpaceToDepth", ["x"], ["s"], blocksize=2),
+        helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("DepthToSpace", ["r"], ["y"], blocksize=2, mode="DCR")], {}), ["2 * r.shape[2]"]),
+    "slice_reversed_channels": (_one("Slice", {}, {"s": _i(-1), "e": _i(-(2 ** 62)), "a": _i(1), "st": _i(-1)},
+                                     ["s", "e", "a", "st"]), ["torch.flip(x, [1])"]),
+    "reduce_max_channels": (_one("ReduceMax", {"keepdims": 1}, {"a": _i(1)}, ["a"]), ["torch.amax(x"]),
+    "max_unpool": (lambda p: _spatial_model(p, [
+        helper.make_node("MaxPool", ["x"], ["m", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("MaxUnpool", ["m", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], {}),
+        ["torch.zeros([m.shape[0], 3, 2 * (m.shape[2] - 1) + 2"]),
+}
+#: sizes a case needs instead (even sizes for space_to_depth and the unpooled pool's inverse)
+_CASE_SIZES = {"depth_space_round_trip": {"H": (6, 10), "W": (8, 12)},
+               "max_unpool": {"H": (6, 10), "W": (8, 12)}, "conv1d_same_lower_sequence": {"W": (9, 13)}}
+
+
+@pytest.mark.parametrize("case", sorted(SPATIAL_CASES))
+def test_symbolic_spatial_dims_are_computed_at_run_time(case, tmp_path):
+    import opbridge
+    from translator.compile.pipeline import plan
+
+    build, expected = SPATIAL_CASES[case]
+    src = build(tmp_path / f"{case}.onnx")
+    sizes = _CASE_SIZES.get(case, SPATIAL_SIZES)
+    res = opbridge.convert(str(src), to="pytorch", out=str(tmp_path / "out"), check_dims=sizes)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and "fixed_dims" not in rec, rec
+    assert set(sizes) <= set(rec["dynamic_dims"]["x"]), rec
+    assert rec["check"]["status"] == "pass", rec
+    assert all(o["vs_source"]["ok"] for o in rec["check"]["outputs"]), rec  # onnxruntime agrees too
+    for dim, want in sizes.items():
+        assert [s[dim] for s in rec["check"]["sizes"]] == list(want), rec
+    how = plan(load_onnx(src), pt.TARGET).how
+    assert "decomposed" not in how.values(), how  # each node written by its own rule
+    source = (Path(rec["output"]) / pt.MODULE_FILE).read_text()
+    for text in expected:
+        assert text in source, (text, source)
+
+
+@pytest.mark.parametrize("case", ["conv_same_upper_s2", "conv_same_s3_kernel_2", "conv1d_same_lower_sequence",
+                                  "max_pool_same_lower", "average_pool_same_counting_pads",
+                                  "conv_transpose_uneven_pads", "pad_edge_wrap_crop", "resize_linear_scales"])
+def test_run_time_sizes_pass_torch_export_with_dynamic_dims(case, tmp_path):
+    """The sizes are torch arithmetic on ``x.shape`` (``torch.sym_max`` where a SAME total could
+    be negative), so ``torch.export`` keeps the dims symbolic; the program matches eager at
+    sizes other than the traced ones."""
+    src = SPATIAL_CASES[case][0](tmp_path / f"{case}.onnx")
+    m = pt.emit(load_onnx(src)).instantiate()
+    rank = 3 if case.startswith("conv1d") else 4
+    dims = {2: torch.export.Dim("W", min=16, max=512)} if rank == 3 else \
+        {2: torch.export.Dim("H", min=16, max=512), 3: torch.export.Dim("W", min=16, max=512)}
+    ep = torch.export.export(m, (torch.from_numpy(_x(2, 3, 20, 24)[..., 0] if rank == 3 else _x(2, 3, 20, 24)),),
+                             dynamic_shapes=(dims,))
+    for shape in ((2, 3, 17, 31), (2, 3, 26, 40)):
+        x = torch.from_numpy(_x(*shape[:rank]))
+        with torch.no_grad():
+            for want, got in zip(m(x), ep.module()(x)):
+                assert want.shape == got.shape and torch.allclose(want, got, atol=1e-6), (case, shape)

@@ -9,7 +9,11 @@ whose ``forward`` is straight-line torch code, one line per IR node where possib
 (loops, dynamic slices, ...) are copied from ``templates/pytorch/helpers.py`` into the
 module, only those used. Constants become buffers loaded from ``weights.safetensors``;
 constants that steer the code (axes, pads, shapes) are read at conversion time and written as
-Python literals, so the module passes ``torch.export`` when the model's shapes are static.
+Python literals, so the module passes ``torch.export`` when the model's shapes are static. A
+size that depends on a symbolic dim (a height, width or sequence length: SAME pads, a
+ceil-mode pool's window count, the index range of a reflect pad) is torch arithmetic on
+``x.shape`` (``node.Size``), so those dims stay dynamic (``torch.export`` keeps them symbolic
+unless a torch kernel guards on them, as ceil-mode pooling does).
 
 A rule that finds it cannot write a node (``e.refuse``: a rank or shape only known at run
 time, an attribute value torch lacks) does not end the conversion here: every such node is

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from translator.table.dtypes import norm_axis
 
-from .node import NodeEmit
+from .node import NodeEmit, size_code
 from .registry import rule
 
 
@@ -37,20 +37,22 @@ def _as_complex(x: str, last: int) -> str:
 
 @rule("dft")
 def dft(e: NodeEmit) -> str:
-    """DFT along ``axis`` of the [..., re(, im)] input; onesided / inverse pick rfft, ifft, irfft."""
+    """DFT along ``axis`` of the [..., re(, im)] input; onesided / inverse pick rfft, ifft, irfft.
+    Only the last (re, im) dim must be static: the signal's length may be symbolic."""
     x = e.x(0)
-    shape = e.need_shape(0)
-    rank = len(shape)
+    rank = e.need_rank(0)
+    last = e.need_dim(0, -1, "1 real or 2 real/imaginary components")
     if e.has(2) and e.const(2) is None:
         ax: int | str = f"{e.scalar_code(2, 'int')} % {rank}"
     else:
         ax = norm_axis(int(e.scalar(2)), rank) if e.has(2) else rank - 2
     inverse, onesided = bool(e.attr("inverse")), bool(e.attr("onesided"))
-    c = _as_complex(x, shape[-1])
+    c = _as_complex(x, last)
     n = f", n={e.scalar_code(1, 'int')}" if e.has(1) else ""
     if inverse and onesided:
         if not e.has(1):
-            n = f", n={2 * (shape[ax] - 1)}" if isinstance(ax, int) else f", n=2 * ({x}.shape[{ax}] - 1)"
+            size = e.dim(0, ax) if isinstance(ax, int) else None
+            n = f", n={2 * (size - 1)}" if isinstance(size, int) else f", n=2 * ({x}.shape[{ax}] - 1)"
         return f"torch.fft.irfft({c}, dim={ax}{n}).unsqueeze(-1).to({e.dtype(0)})"
     if inverse:
         return f"torch.view_as_real(torch.fft.ifft({c}, dim={ax}{n})).to({e.dtype(0)})"
@@ -63,19 +65,19 @@ def dft(e: NodeEmit) -> str:
 def stft(e: NodeEmit) -> list[str]:
     """Frames of frame_length every frame_step samples, times the window, DFT of each frame."""
     x = e.x(0)
-    shape = e.need_shape(0)
+    last = e.need_dim(0, -1, "1 real or 2 real/imaginary components")  # the signal's length may be symbolic
     step = e.scalar_code(1, "int")
     if e.has(3):
         n = e.scalar_code(3, "int")
     elif e.has(2):
-        n = str(e.need_shape(2)[0])
+        n = size_code(e.dim(2, 0))
     else:
-        n = str(shape[1])
+        n = size_code(e.dim(0, 1))
     frames = e.tmp("frames")
-    lines = [f"{frames} = {_as_complex(x, shape[-1])}.unfold(1, {n}, {step})"]
+    lines = [f"{frames} = {_as_complex(x, last)}.unfold(1, {n}, {step})"]
     if e.has(2):
         lines.append(f"{frames} = {frames} * {e.x(2)}.double()")
-    real = shape[-1] == 1
+    real = last == 1
     if e.attr("onesided") and real:
         spec = f"torch.fft.rfft({frames}.real, dim=-1)"
     else:

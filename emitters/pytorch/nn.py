@@ -7,18 +7,28 @@ import math
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
-from .node import WIDE, NodeEmit, f32, onnx_float
+from .node import WIDE, NodeEmit, Size, ceildiv, f32, floordiv, minus, onnx_float, paren, plus, sizes_code, \
+    times
 from .registry import rule
 
 _SAME = ("SAME_UPPER", "SAME_LOWER")
 
 
-def torch_pads(begins: list[int], ends: list[int]) -> list[int]:
+def torch_pads(begins: list, ends: list) -> list:
     """Per-axis (begin, end) pads of the trailing axes as F.pad wants them: last axis first."""
-    out: list[int] = []
+    out: list = []
     for b, t in zip(reversed(begins), reversed(ends)):
         out += [b, t]
     return out
+
+
+def pads_code(begins: list[Size], ends: list[Size]) -> str:
+    """F.pad's pad list: a literal, or a list display when a pad is computed at run time."""
+    return sizes_code(torch_pads(begins, ends))
+
+
+def static(sizes: list[Size]) -> bool:
+    return all(isinstance(a, int) for a in sizes)
 
 
 def ints_attr(e: NodeEmit, name: str, n: int, default: int) -> list[int]:
@@ -26,22 +36,65 @@ def ints_attr(e: NodeEmit, name: str, n: int, default: int) -> list[int]:
     return [int(a) for a in v] if v else [default] * n
 
 
-def explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> tuple[list[int], list[int]]:
-    """(begins, ends) from ``pads`` / ``auto_pad`` (SAME_*: output = ceil(input / stride))."""
+def same_pads(size: Size, stride: int, ext: int, upper: bool) -> tuple[Size, Size]:
+    """(begin, end) of ONNX SAME padding on one axis: the total is
+    max((ceil(size / stride) - 1) * stride + ext - size, 0) = max(ext - 1 - (size - 1) % stride, 0),
+    SAME_UPPER puts its odd pad at the end, SAME_LOWER at the beginning. A symbolic size is read
+    at run time, except where the pad is the same for every size: at stride 1 (ext - 1), and a
+    half whose value is one number over the total's range [max(ext - stride, 0), ext - 1]."""
+    if isinstance(size, int) or stride == 1:
+        total = max((-(-size // stride) - 1) * stride + ext - size, 0) if isinstance(size, int) else ext - 1
+        low: Size = total // 2
+        high: Size = total - total // 2
+    else:
+        lo, hi = max(ext - stride, 0), ext - 1
+        rem = f"({size} - 1) % {stride}"
+
+        def half(k: int) -> Size:  # (total + k) // 2, the total clamped at 0 only where it can be negative
+            total = f"{ext - 1 + k} - {rem}" if ext >= stride else plus(f"torch.sym_max({ext - 1} - {rem}, 0)", k)
+            return floordiv(total, 2)
+
+        low = lo // 2 if lo // 2 == hi // 2 else half(0)
+        high = (lo + 1) // 2 if (lo + 1) // 2 == (hi + 1) // 2 else half(1)
+    return (low, high) if upper else (high, low)
+
+
+def explicit_pads(e: NodeEmit, nd: int, ext: list[int], strides: list[int]) -> tuple[list[Size], list[Size]]:
+    """(begins, ends) from ``pads`` / ``auto_pad`` (SAME_*: output = ceil(input / stride)). A
+    SAME pad of a symbolic spatial dim is an expression of the input's run-time size."""
     auto_pad = str(e.attr("auto_pad") or "NOTSET")
     if auto_pad in _SAME:
-        in_sp = e.need_dims(0, 2)[2:]  # the spatial dims: batch and channels may be symbolic
-        begins, ends = [], []
+        begins: list[Size] = []
+        ends: list[Size] = []
         for i in range(nd):
-            out = -(-in_sp[i] // strides[i])
-            total = max((out - 1) * strides[i] + ext[i] - in_sp[i], 0)
-            begins.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
-            ends.append(total - begins[-1])
+            b, t = same_pads(e.dim(0, 2 + i), strides[i], ext[i], auto_pad == "SAME_UPPER")
+            begins.append(b)
+            ends.append(t)
         return begins, ends
     if auto_pad == "VALID":
         return [0] * nd, [0] * nd
     pads = ints_attr(e, "pads", 2 * nd, 0)
     return pads[:nd], pads[nd:]
+
+
+def kernel_of(e: NodeEmit, i: int, nd: int) -> list[int]:
+    """The kernel's spatial size: the trailing dims of the weights (input ``i``), else the
+    ``kernel_shape`` attribute."""
+    w = e.dims(i)
+    if w is not None and len(w) == nd + 2 and static(list(w[2:])):
+        return [int(d) for d in w[2:]]
+    if e.attr("kernel_shape"):
+        return [int(d) for d in e.attr("kernel_shape")]
+    raise e.refuse("dynamic_shape", f"the kernel size: input {i}'s spatial dims or kernel_shape")
+
+
+def conv_extents(e: NodeEmit, i: int, nd: int, dil: list[int]) -> list[int]:
+    """The dilated kernel extents as far as the pads need them: SAME computes with them, explicit
+    pads do not (then weights of any shape are fine)."""
+    if str(e.attr("auto_pad") or "NOTSET") not in _SAME:
+        return [1] * nd
+    k = kernel_of(e, i, nd)
+    return [(k[j] - 1) * dil[j] + 1 for j in range(nd)]
 
 
 def spatial(e: NodeEmit, nd: int) -> None:
@@ -69,18 +122,17 @@ def conv(e: NodeEmit) -> str:
     x, w = e.x(0), e.x(1)
     nd = e.need_rank(1) - 2
     spatial(e, nd)
-    k = list(e.need_shape(1)[2:]) if e.shape(1) else ints_attr(e, "kernel_shape", nd, 1)
     strides = ints_attr(e, "strides", nd, 1)
     dil = ints_attr(e, "dilations", nd, 1)
-    begins, ends = explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
+    begins, ends = explicit_pads(e, nd, conv_extents(e, 1, nd, dil), strides)
     kw: dict[str, object] = {}
     if strides != [1] * nd:
         kw["stride"] = strides
-    if begins == ends:
+    if begins == ends and static(begins):
         if any(begins):
             kw["padding"] = begins
     else:
-        x = f"F.pad({x}, {literal(torch_pads(begins, ends))})"
+        x = f"F.pad({x}, {pads_code(begins, ends)})"
     if dil != [1] * nd:
         kw["dilation"] = dil
     if int(e.attr("group")) != 1:
@@ -92,47 +144,59 @@ def conv(e: NodeEmit) -> str:
 @rule("conv_transpose")
 def conv_transpose(e: NodeEmit) -> list[str]:
     """ONNX output window: the full transposed convolution (plus output_padding at the end)
-    cropped at ``pads`` / sized by ``output_shape``; torch's own padding when symmetric."""
+    cropped at ``pads`` / sized by ``output_shape``; torch's own padding when symmetric.
+
+    torch's result is the full output without output_padding, so the crop is (-begin,
+    output_padding - end) per axis whatever the input size: explicit pads and SAME (total
+    output_padding + extent - stride) are numbers; with ``output_shape`` the total is
+    stride * (in - 1) + output_padding + extent - out, read at run time for a symbolic dim."""
     x, w = e.x(0), e.x(1)
     nd = e.need_rank(1) - 2
     spatial(e, nd)
-    k = list(e.need_shape(1)[2:])
+    k = kernel_of(e, 1, nd)
     strides = ints_attr(e, "strides", nd, 1)
     dil = ints_attr(e, "dilations", nd, 1)
     out_pad = ints_attr(e, "output_padding", nd, 0)
     group = int(e.attr("group"))
     auto_pad = str(e.attr("auto_pad") or "NOTSET")
     output_shape = e.attr("output_shape")
-    in_sp = e.shape(0)[2:] if e.shape(0) else None
+    ext = [(k[i] - 1) * dil[i] + 1 for i in range(nd)]
     y = e.out()
+    begins: list[Size]
+    ends: list[Size]
     if output_shape is None and auto_pad not in _SAME:
         pads = ints_attr(e, "pads", 2 * nd, 0) if auto_pad != "VALID" else [0] * (2 * nd)
-        begins, ends = pads[:nd], pads[nd:]
-        if begins == ends and all(p >= 0 for p in begins) and all(o < max(s, d) for o, s, d in zip(out_pad, strides, dil)):
-            kw: dict[str, object] = {"stride": strides, "padding": begins, "output_padding": out_pad,
+        begins, ends = list(pads[:nd]), list(pads[nd:])
+        if begins == ends and all(p >= 0 for p in pads[:nd]) and \
+                all(o < max(s, d) for o, s, d in zip(out_pad, strides, dil)):
+            kw: dict[str, object] = {"stride": strides, "padding": pads[:nd], "output_padding": out_pad,
                                      "groups": group, "dilation": dil}
             b = e.x(2) if e.has(2) else "None"
             return [f"{y} = F.conv_transpose{nd}d({x}, {w}, {b}{torch_kwargs(**kw)})"]
-    if in_sp is None:
-        raise e.refuse("dynamic_shape", "conv_transpose with output_shape / auto_pad needs static input shapes")
-    full = [strides[i] * (in_sp[i] - 1) + out_pad[i] + (k[i] - 1) * dil[i] + 1 for i in range(nd)]
-    if output_shape is None and auto_pad not in _SAME:
-        out = [full[i] - begins[i] - ends[i] for i in range(nd)]
     else:
-        out = list(output_shape)[-nd:] if output_shape is not None else [in_sp[i] * strides[i] for i in range(nd)]
-        total = [full[i] - out[i] for i in range(nd)]
-        begins = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
-    torch_full = [f - o for f, o in zip(full, out_pad)]
-    crop = torch_pads([-b for b in begins], [b + o - f for b, o, f in zip(begins, out, torch_full)])
+        if output_shape is None:  # SAME: output = input * stride
+            totals: list[Size] = [out_pad[i] + ext[i] - strides[i] for i in range(nd)]
+        else:
+            out = [int(o) for o in list(output_shape)[-nd:]]
+            totals = [plus(times(strides[i], plus(e.dim(0, 2 + i), -1)), out_pad[i] + ext[i] - out[i])
+                      for i in range(nd)]
+        # SAME_UPPER: the odd pad at the end; SAME_LOWER and explicit output_shape: at the beginning
+        halves = [(floordiv(t, 2), floordiv(plus(t, 1), 2)) for t in totals]  # t // 2, t - t // 2
+        begins, ends = ([lo for lo, _ in halves], [hi for _, hi in halves]) if auto_pad == "SAME_UPPER" else \
+            ([hi for _, hi in halves], [lo for lo, _ in halves])
+    crop = torch_pads([minus(0, b) for b in begins], [minus(o, t) for o, t in zip(out_pad, ends)])
     kw = {"stride": strides, "groups": group, "dilation": dil}
-    lines = [f"{y} = F.pad(F.conv_transpose{nd}d({x}, {w}{torch_kwargs(**kw)}), {literal(crop)})"]
+    lines = [f"{y} = F.pad(F.conv_transpose{nd}d({x}, {w}{torch_kwargs(**kw)}), {sizes_code(crop)})"]
     if e.has(2):
         lines.append(f"{y} = {y} + {e.x(2)}.reshape({literal([1, -1] + [1] * nd)})")
     return lines
 
 
 # ----------------------------------------------------------------------------- pooling
-def _pool_geometry(e: NodeEmit) -> tuple[int, list[int], list[int], list[int], list[int], list[int], bool]:
+def _pool_geometry(e: NodeEmit) -> tuple[int, list[int], list[int], list[int], list[Size], list[Size], bool]:
+    """(nd, kernel, strides, dilations, begins, ends, ceil_mode). SAME fixes the output at
+    ceil(in / stride) and its pads make the padded input exactly that long, so ceil_mode
+    changes nothing there and is dropped."""
     kernel = [int(k) for k in e.attr("kernel_shape")]
     nd = len(kernel)
     spatial(e, nd)
@@ -140,7 +204,8 @@ def _pool_geometry(e: NodeEmit) -> tuple[int, list[int], list[int], list[int], l
     dil = ints_attr(e, "dilations", nd, 1)
     ext = [(kernel[i] - 1) * dil[i] + 1 for i in range(nd)]
     begins, ends = explicit_pads(e, nd, ext, strides)
-    return nd, kernel, strides, dil, begins, ends, bool(e.attr("ceil_mode"))
+    ceil_mode = bool(e.attr("ceil_mode")) and str(e.attr("auto_pad") or "NOTSET") not in _SAME
+    return nd, kernel, strides, dil, begins, ends, ceil_mode
 
 
 def _pool_out(in_sp: tuple[int, ...], kernel: list[int], strides: list[int], dil: list[int], begins: list[int],
@@ -160,17 +225,29 @@ def _pool_out(in_sp: tuple[int, ...], kernel: list[int], strides: list[int], dil
     return out
 
 
-def _torch_can_pad(kernel: list[int], dil: list[int], begins: list[int], ends: list[int]) -> bool:
-    """torch pools pad symmetrically, by at most half the (dilated) kernel."""
-    return begins == ends and all(2 * b <= (k - 1) * d + 1 for b, k, d in zip(begins, kernel, dil))
+def _ceil_cut(e: NodeEmit, nd: int, strides: list[int], begins: list[Size]) -> str:
+    """``[:, :, :n, ...]`` keeping the windows that start inside the input or its left pad
+    (n = ceil((in + begin) / stride)): what ONNX's ceil_mode keeps of a pool over an input
+    padded at the end; a subscript past the size keeps everything."""
+    return "[" + ", ".join([":", ":"] + [f":{ceildiv(plus(e.dim(0, 2 + i), begins[i]), strides[i])}"
+                                         for i in range(nd)]) + "]"
+
+
+def _torch_can_pad(kernel: list[int], dil: list[int], begins: list[Size], ends: list[Size]) -> bool:
+    """torch pools pad symmetrically, by at most half the (dilated) kernel (and by numbers)."""
+    return static(begins) and begins == ends and \
+        all(2 * int(b) <= (k - 1) * d + 1 for b, k, d in zip(begins, kernel, dil))
 
 
 def _sum_pool(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
     """(window sums of x, window counts) by depthwise convolution with a ones kernel.
     counted: 'input' (count_include_pad=0) or 'padded' (input + explicit pads)."""
-    nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
-    shape = e.need_dims(0, 1)  # channels and spatial dims; the batch may be symbolic
-    in_sp, c = list(shape[2:]), shape[1]
+    nd, kernel, strides, dil, pad_b, pad_e, ceil_mode = _pool_geometry(e)
+    shape = e.dims(0)
+    if shape is None or not static(list(shape[1:])) or not static(pad_b + pad_e):
+        return _sum_pool_dynamic(e, x, counted)
+    in_sp, c = [int(d) for d in shape[2:]], int(shape[1])
+    begins, ends = [int(b) for b in pad_b], [int(t) for t in pad_e]
     out = _pool_out(tuple(in_sp), kernel, strides, dil, begins, ends, ceil_mode, str(e.attr("auto_pad") or "NOTSET"))
     need = [(out[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(nd)]
     tail = [max(need[i] - in_sp[i] - begins[i] - ends[i], 0) for i in range(nd)]
@@ -186,6 +263,34 @@ def _sum_pool(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
         padded = [in_sp[i] + begins[i] + ends[i] + crop[i] for i in range(nd)]
         mask = f"F.pad(torch.ones({literal([1, 1] + padded)}, dtype={dt}), {literal(torch_pads([0] * nd, tail))})"
     counts = f"F.conv{nd}d({mask}, torch.ones({literal([1, 1] + kernel)}, dtype={dt}){kw})"
+    return sums, counts
+
+
+def _sum_pool_dynamic(e: NodeEmit, x: str, counted: str) -> tuple[str, str]:
+    """``_sum_pool`` of an input whose spatial (or channel) dims are only known at run time:
+    the pads (SAME ones read from the input's size) and, in ceil_mode, stride - 1 more zeros at
+    the end, so a floor-mode convolution yields every ceil-mode window; ``_ceil_cut`` then
+    drops a last window that would start in the right padding."""
+    nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
+    x0 = e.x(0)
+    c = e.dim(0, 1)
+    extra = [s - 1 if ceil_mode else 0 for s in strides]
+    padded_ends = [plus(t, a) for t, a in zip(ends, extra)]
+    kw = torch_kwargs(stride=strides, dilation=dil)
+    dt = e.dtype(0)
+    ones_k = f"torch.ones({sizes_code([c, 1] + kernel)}, dtype={dt})"
+    sums = f"F.conv{nd}d(F.pad({x}, {pads_code(begins, padded_ends)}), {ones_k}{kw}, groups={paren(c)})"
+    unit = f"torch.ones_like({x0}[:1, :1], dtype={dt})"
+    if counted == "input":
+        mask = f"F.pad({unit}, {pads_code(begins, padded_ends)})"
+    else:
+        mask = f"F.pad({unit}, {pads_code(begins, ends)}, value=1.0)" if any(a != 0 for a in begins + ends) else unit
+        if any(extra):
+            mask = f"F.pad({mask}, {literal(torch_pads([0] * nd, extra))})"
+    counts = f"F.conv{nd}d({mask}, torch.ones({literal([1, 1] + kernel)}, dtype={dt}){kw})"
+    if ceil_mode:
+        cut = _ceil_cut(e, nd, strides, begins)
+        sums, counts = sums + cut, counts + cut
     return sums, counts
 
 
@@ -212,13 +317,13 @@ def lp_pool(e: NodeEmit) -> str:
 @rule("max_pool")
 def max_pool(e: NodeEmit) -> list[str]:
     """torch pools when torch can pad; otherwise the input is padded with the dtype's lowest
-    value first. Indices: flat over (N, C, *spatial), row-major (storage_order 0) or
-    column-major spatial (1)."""
+    value first (SAME pads of symbolic dims computed from its run-time size). Indices: flat
+    over (N, C, *spatial), row-major (storage_order 0) or column-major spatial (1)."""
     x = e.x(0)
     nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
     want_idx = e.n_out() > 1
     y = e.out()
-    kw = {"ceil_mode": ceil_mode} if ceil_mode else {}
+    kw: dict[str, object] = {"ceil_mode": ceil_mode} if ceil_mode else {}
     if dil != [1] * nd:
         kw = {"dilation": dil, **kw}
     if _torch_can_pad(kernel, dil, begins, ends):
@@ -229,12 +334,16 @@ def max_pool(e: NodeEmit) -> list[str]:
         if want_idx:
             raise e.refuse("unsupported_attribute_value", "max_pool indices with pads torch cannot apply")
         low = "-float('inf')" if e.is_float(0) else f"torch.iinfo({e.dtype(0)}).min"
-        src = f"F.pad({x}, {literal(torch_pads(begins, ends))}, value={low})"
-        shape = e.shape(0)
+        src = f"F.pad({x}, {pads_code(begins, ends)}, value={low})"
         sliced = ""
-        if ceil_mode and shape is not None:
-            out = _pool_out(tuple(shape[2:]), kernel, strides, dil, begins, ends, True, str(e.attr("auto_pad") or ""))
-            sliced = "[" + ", ".join([":", ":"] + [f":{o}" for o in out]) + "]"
+        if ceil_mode:
+            shape = e.dims(0)
+            if shape is not None and static(list(shape[2:])) and static(begins + ends):
+                out = _pool_out(tuple(int(d) for d in shape[2:]), kernel, strides, dil, [int(b) for b in begins],
+                                [int(t) for t in ends], True, str(e.attr("auto_pad") or ""))
+                sliced = "[" + ", ".join([":", ":"] + [f":{o}" for o in out]) + "]"
+            else:
+                sliced = _ceil_cut(e, nd, strides, begins)
     call = f"F.max_pool{nd}d({src}, {literal(kernel)}, {literal(strides)}{torch_kwargs(**kw)}"
     if not want_idx:
         return [f"{y} = {call}){sliced}"]
@@ -252,22 +361,24 @@ def max_pool(e: NodeEmit) -> list[str]:
 @rule("max_unpool")
 def max_unpool(e: NodeEmit) -> list[str]:
     """Scatter the values to their (n, c, spatial) flat index in the default output, then
-    zero-extend to ``output_shape``."""
+    zero-extend to ``output_shape``. The default output's symbolic dims are read at run time."""
     x, idx = e.x(0), e.x(1)
-    shape = e.need_shape(0)
-    nd = len(shape) - 2
     kernel = [int(k) for k in e.attr("kernel_shape")]
+    nd = len(kernel)
     strides = ints_attr(e, "strides", nd, 1)
     pads = ints_attr(e, "pads", 2 * nd, 0)
-    default = list(shape[:2]) + [(shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + nd] for i in range(nd)]
+    default = [e.dim(0, 0), e.dim(0, 1)] + [plus(times(strides[i], plus(e.dim(0, 2 + i), -1)),
+                                                 kernel[i] - pads[i] - pads[i + nd]) for i in range(nd)]
     y = e.out()
-    lines = [f"{y} = torch.zeros({math.prod(default)}, dtype={e.dtype(0)}).scatter(0, {idx}.reshape(-1), "
-             f"{x}.reshape(-1)).reshape({literal(default)})"]
+    fixed = [d for d in default if isinstance(d, int)]
+    zeros = (f"torch.zeros({math.prod(fixed)}, dtype={e.dtype(0)})" if len(fixed) == len(default) else
+             f"torch.zeros({sizes_code(default)}, dtype={e.dtype(0)}).reshape(-1)")
+    lines = [f"{y} = {zeros}.scatter(0, {idx}.reshape(-1), {x}.reshape(-1)).reshape({sizes_code(default)})"]
     if e.has(2):
         target = e.ints(2)
-        if target is None:
-            return lines + [f"{y} = {e.helper('_grow')}({y}, {e.x(2)}.tolist())"]
-        grow = [t - d for t, d in zip(target, default)]
+        if target is None or len(fixed) != len(default):
+            return lines + [f"{y} = {e.helper('_grow')}({y}, {e.ints_code(2)})"]
+        grow = [t - d for t, d in zip(target, fixed)]
         if any(grow):
             lines.append(f"{y} = F.pad({y}, {literal(torch_pads([0] * len(grow), grow))})")
     return lines
@@ -276,7 +387,7 @@ def max_unpool(e: NodeEmit) -> list[str]:
 @rule("col2im")
 def col2im(e: NodeEmit) -> str:
     img, blk = e.ints_code(1), e.ints_code(2)
-    nd = e.need_shape(1)[0]
+    nd = e.need_dim(1, 0, "the number of image dims")
     if nd != 2:
         raise e.refuse("rank_limit", "torch folds 2-D images only (F.fold)")
     pads = ints_attr(e, "pads", 4, 0)
@@ -311,10 +422,12 @@ def batch_normalization(e: NodeEmit) -> list[str]:
 
 
 def _normalized(e: NodeEmit, a: int) -> tuple[list[int], list[int] | None]:
+    """(normalized axes, their sizes when static: the leading ones may be symbolic)."""
     rank = e.need_rank(0)
     start = norm_axis(a, rank)
-    shape = e.shape(0)
-    return list(range(start, rank)), (list(shape[start:]) if shape is not None else None)
+    tail = [e.dim(0, d) for d in range(start, rank)]
+    sizes = [d for d in tail if isinstance(d, int)]
+    return list(range(start, rank)), (sizes if len(sizes) == len(tail) else None)
 
 
 @rule("layer_normalization")
@@ -434,11 +547,16 @@ def dropout(e: NodeEmit) -> list[str]:
 _INTERP = {3: "linear", 4: "bilinear", 5: "trilinear"}
 
 
-def _resize_plan(e: NodeEmit, rank: int, axes: list[int], shape: tuple[int, ...]) -> tuple[list[float], list[int], bool] | None:
-    """(scales, output sizes, from_sizes) of the resized axes, or None if not constant."""
+def _resize_plan(e: NodeEmit, rank: int, axes: list[int],
+                 shape: tuple) -> tuple[list[float], list[int | None], bool] | None:
+    """(scales, output sizes, from_sizes) of the resized axes, or None if not constant. By
+    scales, the output size of a symbolic dim is None (floor(in * scale) at run time); by
+    sizes, every resized dim must be static (the scales derive from it)."""
     in_sz = [shape[a] for a in axes]
     sizes = e.const(3) if e.has(3) else None
     if sizes is not None and sizes.size:
+        if not all(isinstance(i, int) for i in in_sz):
+            return None
         want = [int(v) for v in sizes.reshape(-1)]
         policy = str(e.attr("keep_aspect_ratio_policy"))
         if policy == "stretch":
@@ -451,22 +569,26 @@ def _resize_plan(e: NodeEmit, rank: int, axes: list[int], shape: tuple[int, ...]
     if scales is None:
         return None
     sc = [float(v) for v in scales.reshape(-1)]
-    return sc, [int(math.floor(i * s)) for i, s in zip(in_sz, sc)], False
+    return sc, [int(math.floor(i * s)) if isinstance(i, int) else None for i, s in zip(in_sz, sc)], False
 
 
-def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], out: list[int],
-                 from_sizes: bool, shape: tuple[int, ...]) -> str | None:
-    """F.interpolate when it computes exactly what ONNX asks for, else None."""
+def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], out: list[int | None],
+                 from_sizes: bool, shape: tuple) -> str | None:
+    """F.interpolate when it computes exactly what ONNX asks for, else None. By scales it
+    takes symbolic spatial dims (torch sizes its output floor(in * scale) as ONNX does)."""
     mode, ctm = str(e.attr("mode")), str(e.attr("coordinate_transformation_mode"))
     if rank not in (3, 4, 5) or e.attr("exclude_outside") or ctm == "tf_crop_and_resize":
         return None
     spatial = {a: (s, o) for a, s, o in zip(axes, scales, out)}
-    if any(spatial.get(a, (1.0, shape[a]))[1] != shape[a] for a in (0, 1)):
-        return None
+    for a in (0, 1):  # batch and channels stay as they are
+        if a in spatial and spatial[a][1] != shape[a] and not (spatial[a][0] == 1.0 and not from_sizes):
+            return None
     sc = [spatial.get(a, (1.0, shape[a]))[0] for a in range(2, rank)]
     sz = [spatial.get(a, (1.0, shape[a]))[1] for a in range(2, rank)]
-    if not all(isinstance(d, int) for d in sz):
+    if from_sizes and not all(isinstance(d, int) for d in sz):
         return None
+    # an output size torch cannot know here is > 1 wherever the scale is at least 2
+    more_than_one = all(o > 1 if isinstance(o, int) else s >= 2 for o, s in zip(sz, sc))
     antialias = bool(e.attr("antialias")) and any(s < 1 for s in sc)
     if mode == "nearest":
         nm = str(e.attr("nearest_mode"))
@@ -480,7 +602,7 @@ def _interpolate(e: NodeEmit, rank: int, axes: list[int], scales: list[float], o
     else:
         if ctm == "align_corners":
             corners = True
-        elif ctm == "half_pixel" or (ctm == "pytorch_half_pixel" and all(o > 1 for o in sz)):
+        elif ctm == "half_pixel" or (ctm == "pytorch_half_pixel" and more_than_one):
             corners = False
         else:
             return None
@@ -508,16 +630,16 @@ def resize(e: NodeEmit) -> str:
         raise e.refuse("dynamic_shape", "input 0 needs a known rank")
     rank = len(shape)
     axes = [norm_axis(int(a), rank) for a in (e.attr("axes") or range(rank))]
-    static = all(isinstance(shape[a], int) for a in axes)
-    plan = _resize_plan(e, rank, axes, shape) if static else None
-    if plan is None or (e.has(1) and e.const(1) is None):
+    plan = _resize_plan(e, rank, axes, shape)
+    if plan is not None and not (e.has(1) and e.const(1) is None):
+        scales, out, from_sizes = plan
+        fast = _interpolate(e, rank, axes, scales, out, from_sizes, shape)
+        if fast is not None:
+            return fast
+    if plan is None or (e.has(1) and e.const(1) is None) or None in plan[1]:
         args = [e.x(i) if e.has(i) else "None" for i in (1, 2, 3)]
         args += [literal(axes), literal(str(e.attr("keep_aspect_ratio_policy")))] + _resize_args(e)
         return f"{e.helper('_resize_onnx')}({x}, {', '.join(args)})"
-    scales, out, from_sizes = plan
-    fast = _interpolate(e, rank, axes, scales, out, from_sizes, shape)
-    if fast is not None:
-        return fast
     roi = e.const(1) if e.has(1) else None
     n = len(axes)
     roi_v = [float(v) for v in roi.reshape(-1)] if roi is not None and roi.size else [0.0] * n + [1.0] * n
@@ -540,16 +662,20 @@ def _resize_args(e: NodeEmit) -> list[str]:
 def upsample(e: NodeEmit) -> str:
     """Upsample (opset 7-9): nearest = floor(i / scale), linear with asymmetric coordinates."""
     x = e.x(0)
-    shape = e.need_shape(0)
     sc = e.const(1)
     if sc is None:
         raise e.refuse("requires_constant_input", "upsample needs constant scales")
     scales = [float(v) for v in sc.reshape(-1)]
-    rank = len(shape)
-    out = [int(math.floor(d * s)) for d, s in zip(shape, scales)]
+    rank = len(scales)
     if str(e.attr("mode")) == "nearest" and rank in (3, 4, 5) and scales[:2] == [1.0, 1.0] and e.is_float(0):
         return f"F.interpolate({x}, scale_factor={literal(scales[2:])}, mode='nearest')"
     mode = "nearest" if str(e.attr("mode")) == "nearest" else "linear"
+    shape = e.dims(0)
+    if shape is None or not static(list(shape)):  # the output sizes floor(in * scale) at run time
+        args = ["None", e.x(1), "None", "None", literal("stretch"), literal(mode), literal("asymmetric"),
+                literal("floor"), "-0.75", "False", "0.0", "False"]
+        return f"{e.helper('_resize_onnx')}({x}, {', '.join(args)})"
+    out = [int(math.floor(int(d) * s)) for d, s in zip(shape, scales)]
     args = [literal(list(range(rank))), literal(scales), literal(out), literal([0.0] * rank + [1.0] * rank),
             literal(mode), literal("asymmetric"), literal("floor"), "-0.75", "False", "0.0", "False"]
     return f"{e.helper('_resize')}({x}, {', '.join(args)})"
@@ -579,7 +705,7 @@ def affine_grid(e: NodeEmit) -> str:
 def causal_conv_with_state(e: NodeEmit) -> list[str]:
     """Depthwise causal conv1d over [past_state, input]; present_state = the last k - 1 steps."""
     x, w = e.x(0), e.x(1)
-    k = e.need_shape(1)[-1]
+    k = e.need_dim(1, -1, "the kernel size")
     full = e.tmp("full")
     past = e.x(3) if e.has(3) else f"torch.zeros({x}.shape[0], {x}.shape[1], {k - 1}, dtype={x}.dtype)"
     y = e.out(0)

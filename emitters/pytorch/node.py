@@ -10,7 +10,8 @@ decomposes it where the table can (``translator.compile.pipeline.Rejected``).
 """
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -36,6 +37,75 @@ def onnx_float(enum: int, default: str = "torch.float32") -> str:
 
     d = onnx_enum().get(int(enum))
     return f"torch.{d}" if d in ("float32", "float16", "float64", "bfloat16") else default
+
+
+#: a size: an int known when converting, or the Python expression that reads it at run time
+#: (``x.shape[2]``, ``(x.shape[3] + 1) // 2``): built only from input references and ints
+Size = Union[int, str]
+
+_ATOM = re.compile(r"-?[0-9]+|[A-Za-z_][A-Za-z0-9_.]*(\[[^\[\]]*\])*")
+
+
+def paren(a: Size) -> str:
+    """``a`` as an operand of a binary operator: an int, a name or a subscript as it is, any
+    other expression in parentheses."""
+    text = literal(a) if isinstance(a, int) else a
+    return text if _ATOM.fullmatch(text) else f"({text})"
+
+
+def size_code(a: Size) -> str:
+    return literal(a) if isinstance(a, int) else a
+
+
+def sizes_code(sizes: Sequence[Size]) -> str:
+    """A Python list of sizes: a literal when all are ints, else the list display."""
+    if all(isinstance(a, int) for a in sizes):
+        return literal([int(a) for a in sizes])
+    return "[" + ", ".join(size_code(a) for a in sizes) + "]"
+
+
+_TRAILING = re.compile(r"(.*) ([+-]) ([0-9]+)")
+
+
+def plus(a: Size, b: Size) -> Size:
+    """``a + b``: ints folded, also into a trailing ``+ k`` / ``- k`` of an expression (``+``
+    and ``-`` bind least of the operators sizes are written with)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(a, int):
+        a, b = b, a
+    if not isinstance(b, int):
+        return f"{a} + {b}"
+    m = _TRAILING.fullmatch(a)
+    if m is not None:
+        a, b = m.group(1), b + (int(m.group(3)) if m.group(2) == "+" else -int(m.group(3)))
+    return a if b == 0 else f"{a} + {b}" if b > 0 else f"{a} - {-b}"
+
+
+def minus(a: Size, b: Size) -> Size:
+    """``a - b``."""
+    if isinstance(b, int):
+        return plus(a, -b)
+    if a == 0:
+        return f"-{paren(b)}"
+    return f"{size_code(a)} - {paren(b)}"
+
+
+def times(k: int, a: Size) -> Size:
+    if isinstance(a, int):
+        return k * a
+    return a if k == 1 else f"{k} * {paren(a)}"
+
+
+def floordiv(a: Size, k: int) -> Size:
+    if isinstance(a, int):
+        return a // k
+    return a if k == 1 else f"{paren(a)} // {k}"
+
+
+def ceildiv(a: Size, k: int) -> Size:
+    """ceil(a / k) for k > 0."""
+    return -(-a // k) if isinstance(a, int) else floordiv(plus(a, k - 1), k)
 
 
 class NodeEmit:
@@ -134,6 +204,21 @@ class NodeEmit:
             dims = "a static shape" if start == 0 else f"static dims from axis {start} on"
             raise self.refuse("dynamic_shape", f"input {i} needs {dims} (has {s})")
         return tuple(s)
+
+    def dim(self, i: int, axis: int) -> Size:
+        """Input ``i``'s size on ``axis``: an int where the IR knows it, else the expression
+        reading it at run time (a symbolic height, width or sequence length)."""
+        s = self.dims(i)
+        if s is not None and -len(s) <= axis < len(s) and isinstance(s[axis], (int, np.integer)):
+            return int(s[axis])
+        return f"{self.x(i)}.shape[{axis}]"
+
+    def need_dim(self, i: int, axis: int, why: str) -> int:
+        """Input ``i``'s size on ``axis`` where the code needs it as a number (``why``)."""
+        d = self.dim(i, axis)
+        if not isinstance(d, int):
+            raise self.refuse("dynamic_shape", f"input {i} needs a static dim {axis} ({why})")
+        return d
 
     def dtype_id(self, i: int) -> str | None:
         v = self.v(i)

@@ -5,7 +5,7 @@ from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
 from .node import NodeEmit, onnx_float
-from .nn import explicit_pads, ints_attr, spatial, torch_kwargs, torch_pads
+from .nn import conv_extents, explicit_pads, ints_attr, pads_code, spatial, torch_kwargs
 from .registry import rule
 
 
@@ -129,14 +129,13 @@ def _int_conv(e: NodeEmit, xi: int, wi: int, xzp: int, wzp: int) -> tuple[str, i
     """The integer convolution (x - x_zp) * (w - w_zp) computed exactly in float64."""
     nd = e.need_rank(wi) - 2
     spatial(e, nd)
-    k = list(e.need_shape(wi)[2:])
     strides = ints_attr(e, "strides", nd, 1)
     dil = ints_attr(e, "dilations", nd, 1)
-    begins, ends = explicit_pads(e, nd, [(k[i] - 1) * dil[i] + 1 for i in range(nd)], strides)
+    begins, ends = explicit_pads(e, nd, conv_extents(e, wi, nd, dil), strides)
     xs = f"({e.x(xi)}.long() - {_zp(e, xzp)}).double()"
     ws = f"({e.x(wi)}.long() - {_zp(e, wzp, nd + 2)}).double()"
     if begins != ends or any(begins):
-        xs = f"F.pad({xs}, {literal(torch_pads(begins, ends))})"
+        xs = f"F.pad({xs}, {pads_code(begins, ends)})"
     kw = {"stride": strides, "dilation": dil, "groups": int(e.attr("group"))}
     return f"F.conv{nd}d({xs}, {ws}{torch_kwargs(**kw)})", nd
 

@@ -54,9 +54,8 @@ def native_kernel(e: NodeEmit, kind: str) -> str | None:
             if p is None or np.any(p != 0):
                 return None
     if e.has(4):  # sequence_lens: only when every sequence runs the whole (static) length
-        lens, shape = e.const(4), e.shape(0)
-        steps = None if shape is None else shape[1 if e.attr("layout") else 0]
-        if lens is None or steps is None or np.any(lens != steps):
+        lens, steps = e.const(4), e.dim(0, 1 if e.attr("layout") else 0)
+        if lens is None or not isinstance(steps, int) or np.any(lens != steps):
             return None
     return kernel
 

@@ -7,7 +7,7 @@ import numpy as np
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
-from .node import NodeEmit
+from .node import NodeEmit, floordiv, paren, plus, size_code, sizes_code, times
 from .registry import rule
 
 
@@ -100,9 +100,12 @@ def depth_to_space(e: NodeEmit) -> str:
     x, bs = e.x(0), int(e.attr("blocksize"))
     if e.attr("mode") == "CRD":
         return f"F.pixel_shuffle({x}, {bs})"
-    b, c, h, w = e.need_shape(0)
-    cc = c // (bs * bs)
-    return f"{x}.reshape({literal([b, bs, bs, cc, h, w])}).permute(0, 3, 4, 1, 5, 2).reshape({literal([b, cc, h * bs, w * bs])})"
+    if e.need_rank(0) != 4:
+        raise e.refuse("rank_limit", "depth_to_space of a 4-D input")
+    b, c, h, w = (e.dim(0, a) for a in range(4))
+    cc = floordiv(c, bs * bs)
+    return (f"{x}.reshape({sizes_code([b, bs, bs, cc, h, w])}).permute(0, 3, 4, 1, 5, 2)"
+            f".reshape({sizes_code([b, cc, times(bs, h), times(bs, w)])})")
 
 
 @rule("space_to_depth")
@@ -110,9 +113,12 @@ def space_to_depth(e: NodeEmit) -> str:
     x, bs = e.x(0), int(e.attr("blocksize"))
     if e.attr("mode") == "CRD":
         return f"F.pixel_unshuffle({x}, {bs})"
-    b, c, h, w = e.need_shape(0)
-    return (f"{x}.reshape({literal([b, c, h // bs, bs, w // bs, bs])}).permute(0, 3, 5, 1, 2, 4)"
-            f".reshape({literal([b, c * bs * bs, h // bs, w // bs])})")
+    if e.need_rank(0) != 4:
+        raise e.refuse("rank_limit", "space_to_depth of a 4-D input")
+    b, c, h, w = (e.dim(0, a) for a in range(4))
+    hb, wb = floordiv(h, bs), floordiv(w, bs)
+    return (f"{x}.reshape({sizes_code([b, c, hb, bs, wb, bs])}).permute(0, 3, 5, 1, 2, 4)"
+            f".reshape({sizes_code([b, times(bs * bs, c), hb, wb])})")
 
 
 @rule("shape")
@@ -145,19 +151,25 @@ def slice_(e: NodeEmit) -> str:
     axes = e.ints(3) if e.has(3) else None
     steps = e.ints(4) if e.has(4) else None
     dynamic = starts is None or ends is None or (e.has(3) and axes is None) or (e.has(4) and steps is None)
-    rank, shape = e.rank(0), e.shape(0)
-    if dynamic or rank is None or (steps and any(s < 0 for s in steps) and shape is None):
+    rank, shape = e.rank(0), e.dims(0)  # a positive step takes any size (Python slices clamp)
+    if not dynamic and rank is not None:
+        assert starts is not None
+        axes = [norm_axis(a, rank) for a in axes] if axes is not None else list(range(len(starts)))
+        steps = steps or [1] * len(starts)
+        # a negative step is written over the flipped axis, whose size it needs as a number
+        dynamic = any(st < 0 and not isinstance(shape[a] if shape is not None else None, int)
+                      for a, st in zip(axes, steps))
+    if dynamic or rank is None:
         args = [e.x(1), e.x(2), e.x(3) if e.has(3) else "None", e.x(4) if e.has(4) else "None"]
         return f"{e.helper('_slice')}({x}, {', '.join(args)})"
-    assert starts is not None and ends is not None
-    axes = [norm_axis(a, rank) for a in axes] if axes is not None else list(range(len(starts)))
-    steps = steps or [1] * len(starts)
+    assert starts is not None and ends is not None and axes is not None and steps is not None
     items = [":"] * rank
     flips = []
     for s, t, a, st in zip(starts, ends, axes, steps):
         if st == 0:
             raise e.refuse("unsupported_attribute_value", "slice step 0")
-        item, flip = _slice_item(s, t, st, shape[a] if shape is not None else None)
+        dim = shape[a] if shape is not None else None
+        item, flip = _slice_item(s, t, st, dim if isinstance(dim, int) else None)
         items[a] = item
         if flip:
             flips.append(a)
@@ -196,7 +208,8 @@ def concat(e: NodeEmit) -> str:
 @rule("pad")
 def pad(e: NodeEmit) -> str:
     """Constant mode: F.pad (negative pads crop). reflect / edge / wrap: one index_select per
-    padded axis with the source index of every output position."""
+    padded axis with the source index of every output position (of any size: a symbolic dim
+    is read at run time)."""
     x, rank = e.x(0), e.need_rank(0)
     pads = e.ints(1)
     axes = e.ints(3) if e.has(3) else list(range(rank))
@@ -219,22 +232,23 @@ def pad(e: NodeEmit) -> str:
             v = e.scalar(2)
             value = f", value={literal(v)}" if v is not None else f", value={e.x(2)}.item()"
         return f"F.pad({x}, {literal(torch_pads)}{value})"
-    shape = e.need_shape(0)
     y = x
     for d in range(rank):
-        b, t, dim = begin[d], end[d], shape[d]
+        b, t = begin[d], end[d]
         if b == 0 and t == 0:
             continue
+        dim = e.dim(0, d)  # the axes before d were padded already, this one not yet
         if b < 0 or t < 0:
-            y = f"{y}.narrow({d}, {max(-b, 0)}, {dim - max(-b, 0) - max(-t, 0)})"
-            dim, b, t = dim - max(-b, 0) - max(-t, 0), max(b, 0), max(t, 0)
-        pos = f"torch.arange({-b}, {dim + t})"
+            dim = plus(dim, -max(-b, 0) - max(-t, 0))
+            y = f"{y}.narrow({d}, {max(-b, 0)}, {size_code(dim)})"
+            b, t = max(b, 0), max(t, 0)
+        pos = f"torch.arange({-b}, {size_code(plus(dim, t))})"
         if mode == "edge":
-            idx = f"{pos}.clamp(0, {dim - 1})"
+            idx = f"{pos}.clamp(0, {size_code(plus(dim, -1))})"
         elif mode == "wrap":
-            idx = f"{pos} % {dim}"
+            idx = f"{pos} % {paren(dim)}"
         elif mode == "reflect":
-            idx = f"{e.helper('_reflect_index')}({pos}, {dim})"
+            idx = f"{e.helper('_reflect_index')}({pos}, {size_code(dim)})"
         else:
             raise e.refuse("unsupported_attribute_value", f"pad mode {mode!r}")
         y = f"{y}.index_select({d}, {idx})"
@@ -322,7 +336,7 @@ def scatter_nd(e: NodeEmit) -> str:
     """none/add: index_put; mul/max/min: index_reduce over the first k dims flattened."""
     x, idx, upd = e.x(0), e.x(1), e.x(2)
     red = str(e.attr("reduction"))
-    k = e.need_shape(1)[-1]
+    k = e.need_dim(1, -1, "the index depth")
     long = idx if e.dtype_id(1) == "int64" else f"{idx}.long()"
     if red in ("none", "add"):
         return f"{x}.index_put(tuple({long}.unbind(-1)), {upd}, accumulate={red == 'add'})"
@@ -545,8 +559,12 @@ def reduce_prod(e: NodeEmit) -> str | list[str]:
 
 
 def _extreme(e: NodeEmit, fn: str, empty: str) -> str | list[str]:
-    """amax/amin; an empty reduction gives -inf/+inf (or the integer limit)."""
+    """amax/amin; an empty reduction gives -inf/+inf (or the integer limit). Reduced axes of
+    symbolic size (possibly 0) go through ``_reduce_extreme``, the others need not be static."""
     shape, dims = e.shape(0), _dims(e)
+    known = e.dims(0)
+    if known is not None and dims is not None and all(isinstance(known[d], int) and known[d] > 0 for d in dims):
+        return _reduction(e, f"torch.{fn}({{x}}, dim={{dims}}, keepdim={{keep}})")
     if shape is not None and dims is not None and not _noop(e) and any(shape[d] == 0 for d in dims):
         keep = bool(e.attr("keepdims"))
         out = [1 if d in dims else n for d, n in enumerate(shape) if keep or d not in dims]
