@@ -131,3 +131,56 @@ def test_a_reshape_zero_copies_an_unknown_dim_as_unknown():
     g.outputs.append(y)
     infer(g)
     assert y.type.shape == (None, 20, 120)
+
+
+def test_a_reshape_to_a_run_time_shape_has_the_shapes_length_as_rank():
+    """``Reshape(x, Shape(z))`` with nothing of the shape known but its length: the rank is
+    known (paddle2onnx's softmax is Flatten → Softmax → Reshape(Shape(x)); a rank-needing
+    rule after it must not see an unknown rank)."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", ("n", 6)))
+    z = g.add_input("z", TensorType("float32", (None, None, None)))
+    s = g.add_node("shape", [z], outputs=["s"]).outputs[0]
+    y = g.add_node("reshape", [x, s], outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    infer(g)
+    assert y.type.shape is not None and len(y.type.shape) == 3
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+def test_recurrences_type_their_outputs_from_x(layout):
+    """LSTM outputs typed from X (a frontend's anonymous dims give way once X is static)."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (25, 1, 8) if layout == 0 else (1, 25, 8)))
+    w = g.add_constant("w", np.zeros((2, 16, 8), np.float32), "float32")
+    r = g.add_constant("r", np.zeros((2, 16, 4), np.float32), "float32")
+    n = g.add_node("lstm", [x, w, r], outputs=["y", "yh", "yc"], attrs={"hidden_size": 4, "direction": "bidirectional",
+                                                                       "layout": layout})
+    for v in n.outputs:  # what a frontend declared: anonymous dims where X's are
+        if layout == 0:
+            v.type = TensorType("float32", ("unk__1", 2, None, 4) if v.name == "y" else (2, None, 4))
+        else:
+            v.type = TensorType("float32", (None, "unk__1", 2, 4) if v.name == "y" else (None, 2, 4))
+    g.outputs = list(n.outputs)
+    infer(g)
+    if layout == 0:
+        assert [v.type.shape for v in n.outputs] == [(25, 2, 1, 4), (2, 1, 4), (2, 1, 4)]
+    else:
+        assert [v.type.shape for v in n.outputs] == [(1, 25, 2, 4), (1, 2, 4), (1, 2, 4)]
+
+
+def test_weights_concatenated_from_constants_fold():
+    """A Concat of two constant LSTM directions (paddle2onnx) is a weight: it folds although it
+    is larger than any one of its inputs (it holds no more than they do together)."""
+    from translator.compile.passes import fold_constants
+
+    g = Graph()
+    a = g.add_constant("a", np.ones((1, 256, 512), np.float32), "float32")
+    b = g.add_constant("b", np.ones((1, 256, 512), np.float32), "float32")
+    y = g.add_node("concat", [a, b], outputs=["y"], attrs={"axis": 0}).outputs[0]
+    g.outputs = [y]
+    assert fold_constants.run(g) == 1 and g.outputs[0].const.shape == (2, 256, 512)

@@ -113,8 +113,9 @@ def _transpose(n: Node) -> list:
 @shape_rule("reshape")
 def _reshape(n: Node) -> list:
     s, tgt = n.inputs[0].type.shape, _const(n.inputs[1])
-    if tgt is None:
-        return [None]
+    if tgt is None:  # a run-time shape: its length is the output's rank where that is known
+        ls = n.inputs[1].type.shape if n.inputs[1] is not None else None
+        return [tuple([None] * ls[0])] if ls is not None and len(ls) == 1 and isinstance(ls[0], int) else [None]
     tgt = [int(t) for t in tgt.reshape(-1)]
     allow_zero = int(n.attrs.get("allowzero", 0))
     out: list = []
@@ -140,6 +141,26 @@ def _reshape(n: Node) -> list:
             raise VerifyError("bad_model", f"cannot reshape {math.prod(s)} elements {tuple(s)} to {tuple(out)} "
                               f"({math.prod(out)} elements)", node=n.name, op=n.op)
     return [tuple(out)]
+
+
+@shape_rule("lstm", "gru", "rnn")
+def _recurrent(n: Node) -> list:
+    """ONNX recurrences: ``X`` is (seq, batch, input), or (batch, seq, input) with ``layout=1``;
+    ``Y`` is (seq, dirs, batch, hidden) / (batch, seq, dirs, hidden), ``Y_h`` (and LSTM's
+    ``Y_c``) (dirs, batch, hidden) / (batch, dirs, hidden)."""
+    s = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
+    hidden = n.attrs.get("hidden_size")
+    if s is None or len(s) != 3 or hidden is None:
+        return [None] * len(n.outputs)
+    dirs = 2 if n.attrs.get("direction", "forward") == "bidirectional" else 1
+    h = int(hidden)
+    if int(n.attrs.get("layout", 0)):
+        b, t = s[0], s[1]
+        outs = [(b, t, dirs, h), (b, dirs, h), (b, dirs, h)]
+    else:
+        t, b = s[0], s[1]
+        outs = [(t, dirs, b, h), (dirs, b, h), (dirs, b, h)]
+    return outs[:len(n.outputs)]
 
 
 def _const_ints(v: Value | None) -> list[int] | None:

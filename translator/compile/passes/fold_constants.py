@@ -70,10 +70,11 @@ def run(graph: Graph) -> int:
         if fn is None:
             continue
         args = [None if v is None else v.const for v in node.inputs]
-        # a result as large as the node's largest tensor (input or attribute: a Constant's
-        # value, paddle2onnx's weights) allocates nothing new: weights fold wherever they are
+        # a result no larger than the node's tensors together (inputs and attributes: a
+        # Constant's value, paddle2onnx's weights, a Concat of two LSTM directions) allocates
+        # nothing the model does not already hold: weights fold wherever they are built
         held = [a for a in args if a is not None] + [a for a in node.attrs.values() if isinstance(a, np.ndarray)]
-        limit = max(MAX_ELEMENTS, min(MAX_WEIGHT_ELEMENTS, max((int(np.size(a)) for a in held), default=0)))
+        limit = max(MAX_ELEMENTS, min(MAX_WEIGHT_ELEMENTS, sum(int(np.size(a)) for a in held)))
         sizes = predict(node.op, args, node.attrs)
         if sizes is not None and any(n > limit for n, _ in sizes):
             continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
