@@ -265,6 +265,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                     ",".join(f"{d}={v}" for d, v in run.items()) for run in runs)
             for why in r.get("check", {}).get("skipped_inputs") or ():
                 line += f"; not checked: {why}"
+            for note in r.get("check", {}).get("notes") or ():
+                line += f"; {note}"
             if "check_note" in r:
                 line += f"; check {r['check_note']}"
             if "kept" in r:

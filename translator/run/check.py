@@ -67,6 +67,8 @@ class BackendReport:
     outputs: list[OutputReport] = field(default_factory=list)
     first_divergence: dict[str, Any] | None = None
     seconds: float = 0.0
+    #: what the verdict rests on besides the comparisons (e.g. an output where the reference is the outlier)
+    notes: list[str] = field(default_factory=list)
 
 
 def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
@@ -288,7 +290,12 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
                 d = compare_output(e, g, tol, port.legal)
                 vs = compare_source(src_model, name, src[i], g, tol, port.legal) if src is not None else None
                 rep.outputs.append(OutputReport(name, d, vs))
-                if not d.ok:
+                if not d.ok and vs is not None and vs.ok and _reference_is_the_outlier(e, src[i], d, tol):
+                    # the artifact computes what the source runtime computes; the float64 reference
+                    # parts from both on an ill-conditioned output (a log of near-zero spectra)
+                    rep.notes.append(f"output {name!r}: the NumPy reference differs from {runtime} as much as "
+                                     f"from the artifact ({d.reason}); the artifact matches {runtime}")
+                elif not d.ok:
                     rep.status, rep.reason = "fail", "mismatch"
                 elif decisive and vs is not None and not vs.ok:
                     rep.status, rep.reason = "fail", "source_mismatch"
@@ -302,6 +309,17 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
         reports.append(rep)
     return {"inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in feeds.items()},
             "tolerance": tol, "backends": reports, "source": runtime if src is not None else src_note}
+
+
+def _reference_is_the_outlier(expected: Any, source: Any, d: Diff, tol: dict[str, float]) -> bool:
+    """Whether the source runtime differs from the reference at least half as much as the
+    artifact does: then the reference, not the conversion, is what parts (float32 runtimes
+    agreeing with each other on an output the float64 reference computes differently)."""
+    e, s = np.asarray(expected), np.asarray(source)
+    if e.shape != s.shape or e.dtype.kind != "f" or s.dtype.kind != "f":
+        return False
+    ds = compare_output(e, s, tol)
+    return not ds.ok and ds.max_abs is not None and d.max_abs is not None and ds.max_abs >= 0.5 * d.max_abs
 
 
 def _runtime_name(model: Model) -> str:
@@ -367,6 +385,7 @@ def report_json(res: dict[str, Any]) -> dict[str, Any]:
         out["backends"].append({
             "backend": r.backend, "status": r.status, "reason": r.reason, "detail": r.detail,
             "seconds": round(r.seconds, 3), "first_divergence": r.first_divergence,
+            **({"notes": list(r.notes)} if r.notes else {}),
             "outputs": [{"name": o.name, "ok": o.diff.ok, "max_abs": o.diff.max_abs, "max_rel": o.diff.max_rel,
                          "max_ulp": o.diff.max_ulp, "verdict": o.diff.verdict,
                          "reason": o.diff.reason or (o.diff.verdict if o.diff.legalized else ""),
