@@ -16,18 +16,21 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..table.errors import FrontendError, OpbridgeError
 from ..ir.graph import Graph, Model, TensorType, Value
+from ..table.dtypes import numpy_dtype
 from ..table.dtypes import onnx_dtype_map  # noqa: F401 - re-exported (the one map lives in translator.table.dtypes)
 from ..ir.gcpause import gc_paused
 from ..table.loader import Tables, load_tables
 from .onnx_upgrades import pick_handler
 
-SUPPORTED_DOMAINS = ("", "ai.onnx")
+#: onnxruntime's contrib domain: its ops map through the table's ``com.microsoft.X`` onnx names
+MS_DOMAIN = "com.microsoft"
+SUPPORTED_DOMAINS = ("", "ai.onnx", MS_DOMAIN)
 
 #: the frontend contract (translator/frontends/__init__.py)
 NAME = "onnx"
@@ -39,15 +42,18 @@ def onnx_op_index(tables: Tables) -> dict[str, list[tuple[str, dict[str, Any]]]]
     """ONNX op type → [(IR op id, discriminating attributes)] from the table, in table order.
 
     When several rows name the same ONNX op without discriminating attributes (``Max`` is
-    both ``max`` and the seed's ``threshold`` row), the first row in the table wins.
+    both ``max`` and the seed's ``threshold`` row), the first row in the table wins. An op of
+    onnxruntime's contrib domain is keyed ``com.microsoft.X`` wherever the cell lists it
+    (``dequantize_linear``: ``DequantizeLinear`` first, ``com.microsoft.DequantizeLinear`` after).
     """
     idx: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for op in tables.ops.values():
         cell = op.backends.get("onnx")
         if cell is None or cell.status != "native" or not cell.names:
             continue
-        name = cell.names[0]
-        idx.setdefault(name, []).append((op.id, dict(cell.attrs)))
+        for i, name in enumerate(cell.names):
+            if i == 0 or name.startswith(MS_DOMAIN + "."):
+                idx.setdefault(name, []).append((op.id, dict(cell.attrs)))
     return idx
 
 
@@ -244,16 +250,23 @@ def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
         return
     if domain not in SUPPORTED_DOMAINS:
         raise ctx.fail("unknown_domain", f"domain {domain!r} is not supported (op {node.op_type})")
-    opset = ctx.opsets.get("", ctx.opsets.get("ai.onnx", 0))
-    since = ctx.since_version.get(node.op_type)
-    if since is None:
-        try:
-            since = ctx.since_version[node.op_type] = onnx.defs.get_schema(node.op_type, opset, "").since_version
-        except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
-            raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
+    if domain == MS_DOMAIN:  # one version (1) of each contrib op: no version handlers
+        if MS_DOMAIN not in ctx.opsets:
+            raise ctx.fail("bad_model", f"op {node.op_type} of domain {MS_DOMAIN!r}, which the model does not import")
+        fn = MS_HANDLERS.get(node.op_type, _ms_generic)
+    elif node.op_type in ORT_DEFAULT_DOMAIN and _older_than_onnx(ctx, node.op_type):
+        fn = ORT_DEFAULT_DOMAIN[node.op_type]
+    else:
+        opset = ctx.opsets.get("", ctx.opsets.get("ai.onnx", 0))
+        since = ctx.since_version.get(node.op_type)
+        if since is None:
+            try:
+                since = ctx.since_version[node.op_type] = onnx.defs.get_schema(node.op_type, opset, "").since_version
+            except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
+                raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
+        fn = pick_handler(node.op_type, since) or _generic
     inputs = [ctx.lookup(n) if n else None for n in node.input]
     attrs = {a.name: _attr(ctx, a) for a in node.attribute}
-    fn = pick_handler(node.op_type, since) or _generic
     outs = fn(ctx, node, inputs, attrs)
     scope = ctx.scopes[-1]
     for name, v in zip(node.output, outs):
@@ -300,8 +313,9 @@ def _inline_function(ctx: _Ctx, node: Any, fn: Any, value_types: dict[str, Any])
             ctx.scopes[-1][name] = v
 
 
-def _generic(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
-    op_id, attrs = _resolve_op(ctx, node.op_type, attrs)
+def _generic(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any],
+             op_type: str | None = None) -> list[Value]:
+    op_id, attrs = _resolve_op(ctx, op_type or node.op_type, attrs)
     while inputs and inputs[-1] is None:
         inputs = inputs[:-1]
     return ctx.emit(op_id, inputs, attrs, len(node.output), [o or f"{ctx.node_name}_unused{i}" for i, o in enumerate(node.output)])
@@ -330,6 +344,222 @@ def _resolve_op(ctx: _Ctx, op_type: str, attrs: dict[str, Any]) -> tuple[str, di
             return op_id, {k: v for k, v in attrs.items() if k not in fixed}
     raise ctx.fail("unsupported_attribute_value",
                    f"{op_type} with attributes {sorted(attrs)} matches none of {[c for c, _ in cands]}", op=op_type)
+
+
+# ---------------------------------------------------------------------------- com.microsoft
+# onnxruntime's contrib ops map onto the IR ops whose onnx cell names ``com.microsoft.X``
+# (the cell's fixed attributes pick among several: FusedConv's ``activation``). A handler
+# below only translates what an IR op cannot take as it is: an optional bias the IR op has
+# no input for is an ``add`` before or after it (a table decomposition has no "if given"),
+# an omitted zero point is 0 of its quantized input's dtype, FusedMatMul's transposes are
+# transposes of its operands, FusedConv's activation_params are named.
+
+MsHandler = Callable[[_Ctx, Any, "list[Value | None]", "dict[str, Any]"], "list[Value]"]
+MS_HANDLERS: dict[str, MsHandler] = {}
+
+
+def _ms(*op_types: str) -> Callable[[MsHandler], MsHandler]:
+    def deco(fn: MsHandler) -> MsHandler:
+        for t in op_types:
+            MS_HANDLERS[t] = fn
+        return fn
+
+    return deco
+
+
+def _ms_generic(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """The contrib op as it is, onto the IR op of its ``com.microsoft.X`` cell."""
+    return _generic(ctx, node, inputs, attrs, f"{MS_DOMAIN}.{node.op_type}")
+
+
+def _ms_one(ctx: _Ctx, op_id: str, inputs: list[Value | None], attrs: dict[str, Any], name: str) -> Value:
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
+    return ctx.emit(op_id, inputs, attrs, 1, [name])[0]
+
+
+#: contrib op → the input index of its optional bias, added to the first input before the op
+_MS_BIAS_BEFORE = {"FastGelu": 1, "SkipLayerNormalization": 4, "SkipSimplifiedLayerNormalization": 3}
+
+
+@_ms(*_MS_BIAS_BEFORE)
+def _ms_bias_before(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """An optional bias added to the first input before the op: FastGelu = gelu_tanh(X + bias),
+    Skip(Simplified)LayerNormalization = the normalization of (input + bias) + skip (also its
+    sum output). An omitted beta of a static gamma is zeros: onnxruntime 1.32 crashes building
+    a session for Add + LayerNormalization(x, scale, "") (its SkipLayerNorm fusion), what the
+    ONNX target would write for the decomposition. The mean and inv_std_var outputs (training)
+    are refused: the decompositions of layer and RMS normalization compute neither."""
+    at = _MS_BIAS_BEFORE[node.op_type]
+    if node.op_type != "FastGelu" and any(node.output[1:3]):
+        raise ctx.fail("unsupported_attribute_value", f"{node.op_type}'s mean/inv_std_var outputs are used "
+                       "(training outputs): not converted", op=node.op_type)
+    ins = list(inputs) + [None] * (at + 1 - len(inputs))
+    if ins[at] is not None:
+        ins[0] = _ms_one(ctx, "add", [ins[0], ins[at]], {}, f"{ctx.node_name}_biased")
+    gamma = ins[2] if node.op_type == "SkipLayerNormalization" else None
+    if gamma is not None and ins[3] is None and gamma.type.is_static and gamma.type.dtype is not None:
+        ins[3] = ctx.const(np.zeros(gamma.type.shape, numpy_dtype(gamma.type.dtype)), "beta")
+    return _ms_generic(ctx, node, ins[:at], attrs)
+
+
+#: contrib op → its zero points as (input index, index of the quantized input whose dtype it has)
+_MS_ZERO_POINTS = {"MatMulIntegerToFloat": ((4, 0), (5, 1)), "QLinearAdd": ((2, 0), (5, 3), (7, 0)),
+                   "QLinearMul": ((2, 0), (5, 3), (7, 0)), "QLinearSigmoid": ((2, 0), (4, 0)),
+                   "QLinearLeakyRelu": ((2, 0), (4, 0)), "QLinearAveragePool": ((2, 0), (4, 0))}
+
+
+def _ms_zero_points(ctx: _Ctx, node: Any, inputs: list[Value | None]) -> list[Value | None]:
+    """The inputs with each omitted zero point a constant 0 of its quantized input's dtype."""
+    pairs = _MS_ZERO_POINTS.get(node.op_type, ())
+    ins = list(inputs) + [None] * (max((at for at, _ in pairs), default=-1) + 1 - len(inputs))
+    for at, like in pairs:
+        src = ins[like]
+        if ins[at] is None and src is not None and src.type.dtype is not None:
+            ins[at] = ctx.const(np.zeros((), numpy_dtype(src.type.dtype)), f"zero_point{at}")
+    return ins
+
+
+@_ms("QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool")
+def _ms_quantized(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    return _ms_generic(ctx, node, _ms_zero_points(ctx, node, inputs), attrs)
+
+
+@_ms("MatMulIntegerToFloat")
+def _ms_bias_after(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """MatMulIntegerToFloat's optional bias (input 6) is added to the op's result."""
+    bias = inputs[6] if len(inputs) > 6 else None
+    ins = _ms_zero_points(ctx, node, list(inputs[:6]))
+    if bias is None:
+        return _ms_generic(ctx, node, ins, attrs)
+    op_id, attrs = _resolve_op(ctx, f"{MS_DOMAIN}.{node.op_type}", attrs)
+    y = _ms_one(ctx, op_id, ins, attrs, f"{ctx.node_name}_unbiased")
+    return ctx.emit("add", [y, bias], {}, 1, [node.output[0]])
+
+
+@_ms("QLinearConcat")
+def _ms_qlinear_concat(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """(x - zero_point) * scale for each (tensor, scale, zero point) triple, concat, quantize to
+    Y's parameters (a table decomposition cannot iterate over the triples; the IR op stays for
+    the reference). The output's shape is the concatenation's (no rule infers quantize_linear's)."""
+    y_scale, y_zero_point, *triples = inputs
+    if not triples or len(triples) % 3 or "axis" not in attrs or any(v is None for v in triples):
+        raise ctx.fail("bad_model", "QLinearConcat takes Y_scale, Y_zero_point, then (tensor, scale, zero point) "
+                       "triples, and an axis", op=node.op_type)
+    parts: list[Value | None] = []
+    for i in range(0, len(triples), 3):
+        x, scale, zp = triples[i:i + 3]
+        xf = _ms_one(ctx, "cast", [x], {"to": 1}, f"{ctx.node_name}_in{i // 3}")
+        zf = _ms_one(ctx, "cast", [zp], {"to": 1}, f"{ctx.node_name}_zero_point{i // 3}")
+        centered = _ms_one(ctx, "sub", [xf, zf], {}, f"{ctx.node_name}_centered{i // 3}")
+        parts.append(_ms_one(ctx, "mul", [centered, scale], {}, f"{ctx.node_name}_float{i // 3}"))
+    joined = _ms_one(ctx, "concat", parts, {"axis": attrs["axis"]}, f"{ctx.node_name}_float")
+    (y,) = ctx.emit("quantize_linear", [joined, y_scale, y_zero_point], {}, 1, [node.output[0]])
+    shapes = [v.type.shape for v in triples[::3] if v is not None]
+    if y_zero_point is not None and shapes and all(sh is not None for sh in shapes):
+        axis = int(attrs["axis"]) % len(shapes[0])
+        sizes = [sh[axis] for sh in shapes]
+        shape = list(shapes[0])
+        shape[axis] = sum(sizes) if all(isinstance(d, int) for d in sizes) else None
+        y.type = TensorType(y_zero_point.type.dtype, tuple(shape))
+    return [y]
+
+
+@_ms("FusedMatMul")
+def _ms_fused_matmul(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """alpha * op(A) @ op(B): transBatchX moves X's first axis behind its batch axes (perm
+    [1, ..., r-2, 0, r-1]), then transX swaps its last two axes; alpha = 1 is a plain matmul."""
+    ops = [_ms_transposed(ctx, v, int(attrs.get(f"trans{s}", 0)), int(attrs.get(f"transBatch{s}", 0)), s)
+           for v, s in zip(inputs[:2], "AB")]
+    alpha = float(attrs.get("alpha", 1.0))
+    if alpha == 1.0:
+        return ctx.emit("matmul", ops, {}, 1, [node.output[0]])
+    return _generic(ctx, node, ops, {"alpha": alpha}, f"{MS_DOMAIN}.{node.op_type}")
+
+
+def _ms_transposed(ctx: _Ctx, v: Value | None, trans: int, batch: int, which: str) -> Value | None:
+    if v is None or not (trans or batch):
+        return v
+    r = v.type.rank
+    if r is None:
+        raise ctx.fail("unsupported_attribute_value", f"FusedMatMul transposes {which} but its rank is unknown",
+                       op="FusedMatMul")
+    perm = list(range(r))
+    if batch and r >= 3:
+        perm = [*range(1, r - 1), 0, r - 1]
+    if trans and r >= 2:
+        perm[-2], perm[-1] = perm[-1], perm[-2]
+    return _ms_one(ctx, "transpose", [v], {"perm": perm}, f"{ctx.node_name}_{which}t")
+
+
+@_ms("FusedConv")
+def _ms_fused_conv(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """activation(conv(X, W, B) [+ Z]). Without Z: the IR op of the cell whose fixed
+    ``activation`` matches, activation_params in the order of its own attributes (those after
+    the conv's). With Z: conv, add and the activation's own IR op (the onnx column's name)."""
+    attrs = dict(attrs)
+    act = attrs.pop("activation", None)
+    params = [float(p) for p in attrs.pop("activation_params", None) or ()]
+    x, w, b, z = (list(inputs) + [None] * 4)[:4]
+    out = node.output[0]
+    if act is not None and z is None:
+        op_id, rest = _resolve_op(ctx, f"{MS_DOMAIN}.FusedConv", {**attrs, "activation": act})
+        conv_sig = ctx.tables.ops["conv"].signature
+        sig = ctx.tables.ops[op_id].signature
+        names = [a.name for a in sig.attributes if conv_sig.attribute(a.name) is None] if sig and conv_sig else []
+        if len(params) != len(names):
+            raise ctx.fail("bad_model", f"FusedConv {act} takes {len(names)} activation_params, the node has "
+                           f"{len(params)}", op=node.op_type)
+        return [_ms_one(ctx, op_id, [x, w, b], {**rest, **dict(zip(names, params))}, out)]
+    y = _ms_one(ctx, "conv", [x, w, b], attrs, f"{ctx.node_name}_conv" if act or z is not None else out)
+    if z is not None:
+        y = _ms_one(ctx, "add", [y, z], {}, f"{ctx.node_name}_sum" if act else out)
+    if act is None:
+        return [y]
+    op_id, _ = _resolve_op(ctx, act, {})
+    sig = ctx.tables.ops[op_id].signature
+    floats = [a.name for a in sig.attributes if a.type == "float"] if sig else []
+    if floats:  # leaky_relu (alpha), hard_sigmoid (alpha, beta)
+        return [_ms_one(ctx, op_id, [y], dict(zip(floats, params)), out)]
+    bounds = [ctx.const(np.asarray(p, numpy_dtype(x.type.dtype or "float32")), f"param{i}")  # clip's min, max
+              for i, p in enumerate(params)] if x is not None else []
+    return [_ms_one(ctx, op_id, [y, *bounds], {}, out)]
+
+
+# onnxruntime also registers two contrib ops in the default domain (version 1), which its
+# transformer optimizer writes into models below the opset where ONNX has the op:
+# LayerNormalization (ONNX's since 17, the same inputs, attributes and outputs) and
+# SimplifiedLayerNormalization (RMS normalization: ONNX RMSNormalization since 23; its second
+# output, inv_std_var, has no IR port).
+
+def _ort_layer_normalization(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    return _generic(ctx, node, inputs, attrs, "LayerNormalization")
+
+
+def _ort_simplified_layer_normalization(ctx: _Ctx, node: Any, inputs: list[Value | None],
+                                        attrs: dict[str, Any]) -> list[Value]:
+    if len(node.output) > 1 and node.output[1]:
+        raise ctx.fail("unsupported_attribute_value", "SimplifiedLayerNormalization's inv_std_var output is used: "
+                       "RMSNormalization has no such output", op=node.op_type)
+    op_id, attrs = _resolve_op(ctx, "RMSNormalization", attrs)
+    return [_ms_one(ctx, op_id, list(inputs), attrs, node.output[0])]
+
+
+#: default-domain op → the handler of onnxruntime's contrib form, for models older than ONNX's op
+ORT_DEFAULT_DOMAIN: dict[str, MsHandler] = {"LayerNormalization": _ort_layer_normalization,
+                                            "SimplifiedLayerNormalization": _ort_simplified_layer_normalization}
+
+
+def _older_than_onnx(ctx: _Ctx, op_type: str) -> bool:
+    """Whether the model's opset predates ONNX's own ``op_type`` (or ONNX has none)."""
+    import onnx.defs
+
+    opset = ctx.opsets.get("", ctx.opsets.get("ai.onnx", 0))
+    try:
+        onnx.defs.get_schema(op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: none at this opset
+        return True
+    return False
 
 
 # ---------------------------------------------------------------------------- public API
