@@ -184,3 +184,19 @@ def test_weights_concatenated_from_constants_fold():
     y = g.add_node("concat", [a, b], outputs=["y"], attrs={"axis": 0}).outputs[0]
     g.outputs = [y]
     assert fold_constants.run(g) == 1 and g.outputs[0].const.shape == (2, 256, 512)
+
+
+def test_a_reshape_to_a_concat_of_constants_and_run_time_parts_knows_the_constant_dims():
+    """``Reshape(x, Concat([0], [1], n, [120]))`` (paddle2onnx's SVTR blocks): the output is
+    (x's dim 0, 1, ?, 120), so the channels a conv after it reads stay known."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", ("b", None, 120)))
+    n = g.add_input("n", TensorType("int64", (1,)))
+    parts = [g.add_constant(f"c{i}", np.array([v], np.int64), "int64") for i, v in enumerate((0, 1, 120))]
+    s = g.add_node("concat", [parts[0], parts[1], n, parts[2]], outputs=["s"], attrs={"axis": 0}).outputs[0]
+    y = g.add_node("reshape", [x, s], outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    infer(g)
+    assert y.type.shape == ("b", 1, None, 120)

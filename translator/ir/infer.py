@@ -113,10 +113,14 @@ def _transpose(n: Node) -> list:
 @shape_rule("reshape")
 def _reshape(n: Node) -> list:
     s, tgt = n.inputs[0].type.shape, _const(n.inputs[1])
-    if tgt is None:  # a run-time shape: its length is the output's rank where that is known
-        ls = n.inputs[1].type.shape if n.inputs[1] is not None else None
-        return [tuple([None] * ls[0])] if ls is not None and len(ls) == 1 and isinstance(ls[0], int) else [None]
-    tgt = [int(t) for t in tgt.reshape(-1)]
+    if tgt is None:  # a run-time shape: the entries known (a Concat of constants and run-time
+        # parts, as exporters build it), else its length as the output's rank where that is known
+        entries = _concat_entries(n.inputs[1])
+        if entries is None:
+            ls = n.inputs[1].type.shape if n.inputs[1] is not None else None
+            return [tuple([None] * ls[0])] if ls is not None and len(ls) == 1 and isinstance(ls[0], int) else [None]
+        tgt = entries
+    tgt = [None if t is None else int(t) for t in (tgt.reshape(-1) if hasattr(tgt, "reshape") else tgt)]
     allow_zero = int(n.attrs.get("allowzero", 0))
     out: list = []
     for i, t in enumerate(tgt):
@@ -124,6 +128,8 @@ def _reshape(n: Node) -> list:
             out.append(s[i] if s is not None and i < len(s) else None)
         else:
             out.append(t)
+    if None in out:
+        return [tuple(None if d == -1 else d for d in out)]
     if -1 in out:
         known = [d for d in out if d != -1]
         if s is not None and all(isinstance(d, int) for d in s) and all(isinstance(d, int) for d in known):
@@ -141,6 +147,24 @@ def _reshape(n: Node) -> list:
             raise VerifyError("bad_model", f"cannot reshape {math.prod(s)} elements {tuple(s)} to {tuple(out)} "
                               f"({math.prod(out)} elements)", node=n.name, op=n.op)
     return [tuple(out)]
+
+
+def _concat_entries(v: Value | None) -> list | None:
+    """The entries of a 1-D shape operand built by ``concat`` of constant and run-time parts
+    of static length: constants' values, None for a run-time entry; None when not so built."""
+    p = v.producer if v is not None else None
+    if p is None or p.op != "concat" or int(p.attrs.get("axis", 0)) not in (0, -1):
+        return None
+    out: list = []
+    for part in p.inputs:
+        shp = part.type.shape if part is not None else None
+        if part is None or shp is None or len(shp) > 1 or (shp and not isinstance(shp[0], int)):
+            return None
+        if part.const is not None:
+            out += [int(x) for x in part.const.reshape(-1)]
+        else:
+            out += [None] * (shp[0] if shp else 1)
+    return out
 
 
 @shape_rule("lstm", "gru", "rnn")
