@@ -139,7 +139,7 @@ def test_names_and_layout(saved):
     m = tensorflow.load(sm_path)
     assert [v.name for v in m.graph.inputs] == ["image"]
     assert [v.name for v in m.graph.outputs] == ["output_0"]
-    assert m.graph.inputs[0].type.shape == (1, 16, 16, 3)
+    assert m.graph.inputs[0].type.shape == ("batch", 16, 16, 3)  # the unknown batch stays symbolic
     hist = m.op_histogram()
     assert hist["conv"] == 2 and hist["max_pool"] == 1
     assert m.source_format == "tensorflow"

@@ -1,12 +1,18 @@
 """TensorFlow SavedModel / Keras ``.keras`` → IR.
 
 The serving signature's concrete function (``serving_default``, else the only one; option
-``signature=``) or, for a ``.keras`` file, a ``tf.function`` over the model's call is frozen
-(variables become constants: ``convert_variables_to_constants_v2``) and its GraphDef is
-read node by node, without Grappler:
+``signature=``) or, for a ``.keras``/``.h5`` file, a ``tf.function`` over the model's call is
+frozen (variables become constants: ``convert_variables_to_constants_v2``; a SavedModel whose
+objects TensorFlow cannot restore, such as a Keras 2 save with optimizer slots, is read through
+its serving MetaGraph instead: ``_load_saved_model``) and its GraphDef is read node by node,
+without Grappler:
 
-* unknown dimensions of the inputs (the batch) are fixed (option ``dims``, default 1) and
-  the GraphDef re-imported so TensorFlow's own shape inference types every tensor;
+* an unknown batch (first) dimension of an input stays unknown: the IR's symbolic ``batch``
+  (handlers read TensorFlow's shapes with it as None: spatial dims, ranks, -1 in reshapes);
+  a graph that cannot be read so (an op that needs the batch size) is read again with the
+  batch fixed, and ``metadata["opbridge.fixed_batch"]`` says why. Other unknown dimensions
+  are fixed from ``example_inputs`` or option ``dims`` (which fixes the batch too), and the
+  GraphDef re-imported so TensorFlow's own shape inference types every tensor;
 * constant subgraphs (weights reshaped by Keras, shape arithmetic over static shapes) are
   evaluated by TensorFlow itself, once;
 * plumbing (``Identity``, ``NoOp``, ``Placeholder``) is skipped;
@@ -71,11 +77,12 @@ class _Source:
         self.path = str(source)
         p = Path(source)
         self.keras_model = None
+        self.frozen: tuple[Any, list[str], list[str]] | None = None  # (GraphDef, input, output tensors)
         if not p.exists():
             raise FrontendError("bad_model", "file or folder not found", where=self.path)
         try:
             if p.is_dir():
-                obj = tf.saved_model.load(str(p))
+                obj, from_meta_graph = _load_saved_model(tf, str(p))
                 self._keep = obj
                 sigs = dict(obj.signatures)
                 want = opts.get("signature")
@@ -95,6 +102,9 @@ class _Source:
                 self.input_names = [s.name for s in specs]
                 self.fn = fn
                 self.call = lambda feeds: fn(**feeds)
+                if from_meta_graph:  # the variables live in the loader's resources: freeze from a session
+                    key = want or ("serving_default" if "serving_default" in sigs else next(iter(sigs)))
+                    self.frozen = _frozen_meta_graph(tf, str(p), key, self.input_names)
             else:
                 import keras
 
@@ -130,6 +140,48 @@ class _Source:
         if isinstance(res, dict):
             return {k: np.asarray(v) for k, v in res.items()}
         return {f"output_{i}": np.asarray(v) for i, v in enumerate(tf.nest.flatten(res))}
+
+
+def _load_saved_model(tf: Any, path: str) -> Any:
+    """The SavedModel's objects (``tf.saved_model.load``), or, when its object graph cannot be
+    restored, its serving MetaGraph as functions: a Keras 2 ``model.save`` with a compiled
+    optimizer records the optimizer's slot variables, which TensorFlow restores through
+    ``Optimizer.add_slot`` on an object that without Keras 2 (``tf_keras``) is a plain
+    ``_UserObject`` ('no attribute add_slot'). The signatures need none of those objects: the
+    MetaGraph's ``signature_def`` and its ``saver_def`` (which restores every variable by name
+    from the same checkpoint) are read as TensorFlow reads a TF1 SavedModel (``load_v1_in_v2``).
+    Returns (the loaded object, whether it came from the MetaGraph)."""
+    try:
+        return tf.saved_model.load(path), False
+    except Exception as first:  # noqa: BLE001 - whatever the object graph's restore raised
+        try:
+            from tensorflow.python.saved_model import load_v1_in_v2
+        except ImportError:
+            raise first from None
+        try:
+            obj = load_v1_in_v2.load(path, tags=["serve"])
+        except Exception:  # noqa: BLE001 - the MetaGraph cannot be read either: the first reason
+            raise first from None
+        if not dict(obj.signatures):
+            raise first
+        return obj, True
+
+
+def _frozen_meta_graph(tf: Any, path: str, key: str, input_names: list[str]) -> tuple[Any, list[str], list[str]]:
+    """Signature ``key`` of the SavedModel's serving MetaGraph frozen in a TF1 session (its
+    ``saver_def`` restores the variables; ``convert_variables_to_constants_from_session_graph``
+    makes them constants, inside the called functions too): (GraphDef, input tensors in
+    ``input_names`` order, output tensors in sorted output-name order, as the frontend reads them)."""
+    from tensorflow.python.framework import convert_to_constants as c2c
+
+    g = tf.Graph()
+    with g.as_default(), tf.compat.v1.Session(graph=g) as sess:
+        meta = tf.compat.v1.saved_model.load(sess, ["serve"], path)
+        sig = meta.signature_def[key]
+        outs = [sig.outputs[k].name for k in sorted(sig.outputs)]
+        gd = c2c.convert_variables_to_constants_from_session_graph(sess, g.as_graph_def(),
+                                                                    sorted({t.split(":")[0] for t in outs}))
+    return gd, [sig.inputs[n].name for n in input_names], outs
 
 
 def _keras_name(t: Any, i: int) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..table.dtypes import dtype_id, onnx_enum
 from ..ir.infer import infer_node
-from ..table.errors import FrontendError
+from ..table.errors import FrontendError, OpbridgeError
 from ..ir.gcpause import gc_paused
 from ..ir.graph import Graph, Model, TensorType, Value
 from ..table.loader import Tables
@@ -152,6 +152,19 @@ class NodeCtx:
             raise self.fail("dynamic_shape", f"{self.type} output {j} has shape {s}; a static shape is needed")
         return [int(d) for d in s]
 
+    def known_in(self, i: int) -> list[int | None]:
+        """Input ``i``'s dimensions, None where unknown (the symbolic batch); its rank must be known."""
+        s = self.in_shape(i)
+        if s is None:
+            raise self.fail("dynamic_shape", f"{self.type} input {i} has an unknown rank")
+        return [None if d is None else int(d) for d in s]
+
+    def static(self, dims: list[int | None], what: str) -> list[int]:
+        """``dims`` (the spatial dims of a conv, say), which must all be known."""
+        if any(d is None for d in dims):
+            raise self.fail("dynamic_shape", f"{self.type}: the {what} {dims} must be static")
+        return [int(d) for d in dims]  # type: ignore[arg-type]
+
     def static_in(self, i: int) -> list[int]:
         s = self.in_shape(i)
         if s is None or any(d is None for d in s):
@@ -179,6 +192,11 @@ def _freeze(src: Any) -> tuple[Any, list[str], list[str]]:
     inlines the function calls; control flow is kept as While/If nodes)."""
     from tensorflow.python.framework import convert_to_constants as c2c
 
+    if getattr(src, "frozen", None) is not None:  # frozen already (a SavedModel read through its MetaGraph)
+        gd0, ins, outs = src.frozen
+        gd = type(gd0)()
+        gd.CopyFrom(gd0)
+        return gd, list(ins), list(outs)
     fn = src.fn
     try:  # the GraphDef only: rebuilding a ConcreteFunction from it costs as much again
         data = c2c._FunctionConverterDataInEager(func=fn, lower_control_flow=False, aggressive_inlining=False)
@@ -266,6 +284,41 @@ def _inline_calls(gd: Any, outs: list[str]) -> list[str]:
     raise FrontendError("bad_model", "function calls nested too deeply")
 
 
+def _spell_out(tf: Any, gd: Any) -> None:
+    """TensorFlow ops the table has no cell for but TensorFlow defines as a composition of ops
+    that have one, rewritten in the GraphDef before it is read (TensorFlow's shape inference
+    then types the parts; the last part keeps the node's name, so its readers are unchanged):
+
+    * ``DivNoNan(x, y) = SelectV2(Equal(y, 0), 0, RealDiv(x, y))`` (0 wherever y is 0, whatever x
+      is; Keras' normalizations and ``tf.math.divide_no_nan``).
+    """
+    new: list[Any] = []
+    for node in gd.node:
+        if node.op != "DivNoNan":
+            new.append(node)
+            continue
+        dt = node.attr["T"].type
+        data = [i for i in node.input if not i.startswith("^")]
+        zero, eq, div = (type(node)() for _ in range(3))
+        zero.name, zero.op = f"{node.name}/opbridge_zero", "Const"
+        zero.attr["dtype"].type = dt
+        zero.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(np.zeros((), tf.as_dtype(dt).as_numpy_dtype)))
+        eq.name, eq.op = f"{node.name}/opbridge_is_zero", "Equal"
+        eq.input.extend([data[1], zero.name])
+        eq.attr["T"].type = dt
+        div.name, div.op = f"{node.name}/opbridge_div", "RealDiv"
+        div.input.extend(data)
+        div.attr["T"].type = dt
+        sel = type(node)()
+        sel.name, sel.op, sel.device = node.name, "SelectV2", node.device
+        sel.input.extend([eq.name, zero.name, div.name])
+        sel.attr["T"].type = dt
+        new.extend([zero, eq, div, sel])
+    if len(new) != len(gd.node):
+        del gd.node[:]
+        gd.node.extend(new)
+
+
 #: constants with more elements are imported as placeholders of their shape (shape inference
 #: needs the shape only; TensorFlow copies every constant it imports)
 _BIG = 1024
@@ -351,14 +404,23 @@ def _example_shapes(opts: dict[str, Any], names: list[str]) -> dict[str, tuple]:
     return by_name
 
 
-def _fix_dims(tf: Any, gd: Any, in_tensors: list[str], names: list[str], opts: dict[str, Any]) -> dict[str, tuple]:
+#: the symbol of an input's unknown batch (first) dimension, kept dynamic
+BATCH = "batch"
+
+
+def _fix_dims(tf: Any, gd: Any, in_tensors: list[str], names: list[str], opts: dict[str, Any],
+              keep_batch: bool = True) -> tuple[dict[str, tuple], set[str]]:
     """Unknown input dimensions made static: from ``example_inputs`` (an .npz path or a dict of
     arrays, by input name), ``dims`` ({input: shape}, or an int for every unknown dimension),
-    else an unknown batch (first) dimension is 1; any other unknown dimension is refused."""
+    else an unknown batch (first) dimension is 1; any other unknown dimension is refused. With
+    ``keep_batch`` an unknown batch dimension stays unknown (the IR's symbolic ``batch``) unless
+    ``dims`` names it; the examples then give the other dimensions only. Returns (input → the
+    shape it was fixed to, the inputs whose batch stays symbolic)."""
     dims = opts.get("dims")
     examples = _example_shapes(opts, names)
     by_node = {t.split(":")[0]: n for t, n in zip(in_tensors, names)}
     fixed: dict[str, tuple] = {}
+    kept: set[str] = set()
     for node in gd.node:
         if node.op != "Placeholder" or node.name not in by_node:
             continue
@@ -366,8 +428,12 @@ def _fix_dims(tf: Any, gd: Any, in_tensors: list[str], names: list[str], opts: d
         shape = tf.TensorShape(node.attr["shape"].shape)
         if shape.is_fully_defined():
             continue
+        explicit = isinstance(dims, int) or isinstance(dims, dict) and name in dims
+        batch_free = keep_batch and not explicit and shape.rank and shape.as_list()[0] is None
         if name in examples:
             new = [int(d) for d in examples[name]]
+            if batch_free and len(new) == shape.rank:
+                new[0] = None  # type: ignore[call-overload]
         elif isinstance(dims, dict) and name in dims:
             new = [int(d) for d in dims[name]]
         elif shape.rank is None:
@@ -380,14 +446,17 @@ def _fix_dims(tf: Any, gd: Any, in_tensors: list[str], names: list[str], opts: d
             if any(d is None for d in s[1:]):
                 raise FrontendError("dynamic_shape", f"input {name!r} has shape {s}: dimensions other than the batch "
                                     "are unknown; give them (--example-inputs, or dims= in Python)", node=node.name)
-            new = [1 if d is None else int(d) for d in s]
+            new = [None if d is None and batch_free else 1 if d is None else int(d) for d in s]
         if shape.rank is not None and (len(new) != shape.rank or any(
-                d is not None and d != n for d, n in zip(shape.as_list(), new))):
+                d is not None and n is not None and d != n for d, n in zip(shape.as_list(), new))):
             raise FrontendError("bad_option", f"input {name!r}: shape {new} does not fit the signature's "
                                 f"{shape.as_list()}", node=node.name)
         node.attr["shape"].shape.CopyFrom(tf.TensorShape(new).as_proto())
-        fixed[name] = tuple(new)
-    return fixed
+        if batch_free and new[0] is None:
+            kept.add(name)
+        if not (batch_free and new[0] is None) or None in shape.as_list()[1:]:  # what was fixed (a kept batch: None)
+            fixed[name] = tuple(new)
+    return fixed, kept
 
 
 def _toposort(gd: Any, wanted: set[str]) -> list[Any]:
@@ -429,15 +498,34 @@ def quiet_tf() -> Any:
 
 
 def build(src: Any, opts: dict[str, Any], tables: Tables) -> Model:
+    """The IR of ``src``'s function, an unknown batch dimension kept as the symbolic ``batch``;
+    when the graph cannot be read so (shape arithmetic or an op that needs the batch size), it
+    is read again with the batch fixed (to the example's, else 1), and the model says so
+    (``metadata["opbridge.fixed_input_shapes"]`` and ``["opbridge.fixed_batch"]``: why)."""
+    state: dict[str, Any] = {}
+    try:
+        return _build(src, opts, tables, True, state)
+    except OpbridgeError as exc:
+        if not state.get("kept"):  # no batch was kept: that is not why
+            raise
+        why = f"{exc.code}: {exc.detail}"
+    m = _build(src, opts, tables, False, {})
+    m.metadata["opbridge.fixed_batch"] = why[:300]
+    return m
+
+
+def _build(src: Any, opts: dict[str, Any], tables: Tables, keep_batch: bool, state: dict[str, Any]) -> Model:
     from .tensorflow_ops import HANDLERS
 
     tf = quiet_tf()
     gd, in_tensors, out_tensors = _freeze(src)
     out_tensors = _inline_calls(gd, out_tensors)
+    _spell_out(tf, gd)
     try:
-        fixed = _fix_dims(tf, gd, in_tensors, src.input_names, opts)
+        fixed, kept = _fix_dims(tf, gd, in_tensors, src.input_names, opts, keep_batch)
     except FrontendError as exc:
         raise FrontendError(exc.code, exc.detail, node=exc.node, where=src.path) from None
+    state["kept"] = kept
     g = _import(tf, gd, light=True)
     out_nodes = {t.split(":")[0] for t in out_tensors}
     order = _toposort(gd, out_nodes)
@@ -516,8 +604,9 @@ def build(src: Any, opts: dict[str, Any], tables: Tables) -> Model:
         for iname, t in zip(src.input_names, in_tensors):
             op = g.get_operation_by_name(t.split(":")[0])
             tt = op.outputs[0]
-            b.values[_tensor_name(t)] = b.graph.add_input(iname, TensorType(
-                dtype_id(np.dtype(tt.dtype.as_numpy_dtype)), tuple(tt.shape.as_list())))
+            shape = tuple(BATCH if k == 0 and d is None and iname in kept else d for k, d in enumerate(tt.shape.as_list()))
+            b.values[_tensor_name(t)] = b.graph.add_input(iname, TensorType(dtype_id(np.dtype(tt.dtype.as_numpy_dtype)),
+                                                                             shape))
         for node in order:
             if node.name in foldable or node.op in NO_VALUE:
                 continue

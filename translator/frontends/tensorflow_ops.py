@@ -125,7 +125,7 @@ for _tf, _ir in {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "e
 def _bias_add(ctx: Any) -> list:
     x, bias = ctx.x(0), ctx.x(1)
     if not _channels_last(ctx):
-        rank = len(ctx.static_in(0))
+        rank = len(ctx.known_in(0))
         bias = ctx.one("reshape", [bias, ctx.const([-1] + [1] * (rank - 2), np.int64)])
     return [ctx.one("add", [x, bias])]
 
@@ -205,7 +205,7 @@ def _batch_matmul(ctx: Any) -> list:
     a, bb = ctx.x(0), ctx.x(1)
     for i, flag in ((0, "adj_x"), (1, "adj_y")):
         if ctx.attr(flag):
-            r = len(ctx.static_in(i))
+            r = len(ctx.known_in(i))
             perm = list(range(r - 2)) + [r - 1, r - 2]
             if i == 0:
                 a = ctx.transpose(a, perm)
@@ -225,15 +225,15 @@ def _einsum(ctx: Any) -> list:
 # ---------------------------------------------------------------------------- convolution & pooling
 @handles("Conv2D", "Conv3D", op="conv")
 def _conv(ctx: Any) -> list:
-    shape = ctx.static_in(0)
+    shape = ctx.known_in(0)  # the batch may be unknown
     rank = len(shape)
     last = _channels_last(ctx)
     w = ctx.ci(1, "filter")  # [*k, in/group, out]
     k = list(w.shape[:-2])
     s = _spatial(ctx.attr("strides"), rank, last)
     d = _spatial(ctx.attr("dilations") or [1] * rank, rank, last)
-    in_sp = shape[1:rank - 1] if last else shape[2:]
-    cin = shape[rank - 1] if last else shape[1]
+    in_sp = ctx.static(shape[1:rank - 1] if last else shape[2:], "spatial dims")
+    cin = ctx.static([shape[rank - 1] if last else shape[1]], "channels")[0]
     group = cin // int(w.shape[-2])
     pads = _pads(ctx, in_sp, k, s, d, last, rank)
     wk = np.ascontiguousarray(np.transpose(w, [rank - 1, rank - 2] + list(range(rank - 2))))
@@ -245,13 +245,13 @@ def _conv(ctx: Any) -> list:
 
 @handles("DepthwiseConv2dNative", op="conv")
 def _depthwise(ctx: Any) -> list:
-    shape = ctx.static_in(0)
+    shape = ctx.known_in(0)
     last = _channels_last(ctx)
     w = ctx.ci(1, "filter")  # [kh, kw, in, mult]
     kh, kw, cin, mult = (int(v) for v in w.shape)
     s = _spatial(ctx.attr("strides"), 4, last)
     d = _spatial(ctx.attr("dilations") or [1] * 4, 4, last)
-    in_sp = shape[1:3] if last else shape[2:]
+    in_sp = ctx.static(shape[1:3] if last else shape[2:], "spatial dims")
     pads = _pads(ctx, in_sp, [kh, kw], s, d, last, 4)
     wk = np.ascontiguousarray(np.transpose(w.reshape(kh, kw, cin * mult), [2, 0, 1])[:, None])
     x = _nchw(ctx, ctx.x(0), 4) if last else ctx.x(0)
@@ -264,14 +264,15 @@ def _depthwise(ctx: Any) -> list:
 def _conv_transpose(ctx: Any) -> list:
     """The gradient of a convolution: ``input_sizes`` (the output), ``filter`` [kh, kw, out_c, in_c], ``out_backprop``."""
     last = _channels_last(ctx)
-    out = [int(v) for v in ctx.ci(0, "input_sizes").reshape(-1)]
+    sizes = ctx.c(0)  # computed from tf.shape under an unknown batch: TensorFlow's static output shape
+    out = [int(v) for v in sizes.reshape(-1)] if sizes is not None else ctx.out_shape() or [None] * 4
     w = ctx.ci(1, "filter")
-    shape = ctx.static_in(2)
+    shape = ctx.known_in(2)
     k = [int(v) for v in w.shape[:2]]
     s = _spatial(ctx.attr("strides"), 4, last)
     d = _spatial(ctx.attr("dilations") or [1] * 4, 4, last)
-    in_sp = shape[1:3] if last else shape[2:]
-    out_sp = out[1:3] if last else out[2:]
+    in_sp = ctx.static(shape[1:3] if last else shape[2:], "spatial dims")
+    out_sp = ctx.static(out[1:3] if last else out[2:], "output's spatial dims")
     pads = _pads(ctx, out_sp, k, s, d, last, 4)  # the forward convolution's padding (output → input)
     extra = [out_sp[i] - ((in_sp[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - pads[i] - pads[i + 2]) for i in range(2)]
     if any(e < 0 for e in extra):
@@ -301,12 +302,12 @@ handles("SpaceToDepth", op="space_to_depth")(_space_depth("space_to_depth"))
 
 def _pool(op_id: str) -> Handler:
     def h(ctx: Any) -> list:
-        shape = ctx.static_in(0)
+        shape = ctx.known_in(0)
         rank = len(shape)
         last = _channels_last(ctx)
         k = _spatial(ctx.attr("ksize"), rank, last)
         s = _spatial(ctx.attr("strides"), rank, last)
-        in_sp = shape[1:rank - 1] if last else shape[2:]
+        in_sp = ctx.static(shape[1:rank - 1] if last else shape[2:], "spatial dims")
         pads = _pads(ctx, in_sp, k, s, [1] * len(k), last, rank)
         x = _nchw(ctx, ctx.x(0), rank) if last else ctx.x(0)
         attrs: dict[str, Any] = {"kernel_shape": k, "strides": s, "pads": pads}
@@ -325,7 +326,7 @@ handles("AvgPool", "AvgPool3D", op="average_pool")(_pool("average_pool"))
 def _fused_bn(ctx: Any) -> list:
     if ctx.attr("is_training"):
         raise ctx.fail("unsupported_attribute_value", "FusedBatchNorm in training mode (batch statistics)")
-    rank = len(ctx.static_in(0))
+    rank = len(ctx.known_in(0))
     last = _channels_last(ctx)
     x = _nchw(ctx, ctx.x(0), rank) if last else ctx.x(0)
     y = ctx.one("batch_normalization", [x, ctx.x(1), ctx.x(2), ctx.x(3), ctx.x(4)],
@@ -372,19 +373,26 @@ def _log_softmax(ctx: Any) -> list:
 # ---------------------------------------------------------------------------- shapes & data movement
 @handles("Reshape", op="reshape")
 def _reshape(ctx: Any) -> list:
+    """TensorFlow's static output shape, one unknown dimension (the batch) as -1; else the shape
+    operand, constant or computed (``tf.shape`` arithmetic under several unknown dimensions)."""
     out = ctx.out_shape()
-    if out is not None and all(d is not None for d in out):
-        shape = np.asarray(out, dtype=np.int64)
+    if out is not None and sum(d is None for d in out) <= 1:
+        shape = np.asarray([-1 if d is None else d for d in out], dtype=np.int64)
+    elif ctx.c(1) is not None:
+        shape = np.asarray(ctx.c(1), dtype=np.int64)
     else:
-        shape = np.asarray(ctx.ci(1, "shape"), dtype=np.int64)
+        v = ctx.x(1)
+        if v.type.dtype != "int64":
+            v = ctx.one("cast", [v], {"to": _onnx_enum(np.int64)})
+        return [ctx.one("reshape", [ctx.x(0), v])]
     return [ctx.one("reshape", [ctx.x(0), ctx.const(shape)])]
 
 
 @handles("Squeeze", op="squeeze")
 def _squeeze(ctx: Any) -> list:
     dims = [int(d) for d in (ctx.attr("squeeze_dims") or [])]
-    if not dims:
-        dims = [i for i, d in enumerate(ctx.static_in(0)) if d == 1]
+    if not dims:  # every dimension known to be 1 (an unknown batch is not)
+        dims = [i for i, d in enumerate(ctx.known_in(0)) if d == 1]
     if not dims:
         return [ctx.x(0)]
     return [ctx.one("squeeze", [ctx.x(0), ctx.const(np.asarray(dims, np.int64))])]
@@ -412,7 +420,10 @@ def _concat(ctx: Any) -> list:
 @handles("Pack", op="concat")
 def _pack(ctx: Any) -> list:
     axis = int(ctx.attr("axis", 0))
-    rank = len(ctx.static_out())
+    out = ctx.out_shape()
+    if out is None:
+        raise ctx.fail("dynamic_shape", "Pack output of unknown rank")
+    rank = len(out)
     axis = axis + rank if axis < 0 else axis
     ax = ctx.const(np.asarray([axis], np.int64))
     parts = [ctx.one("unsqueeze", [ctx.x(i), ax]) for i in range(len(ctx.inputs))]
@@ -450,7 +461,7 @@ def _split_v(ctx: Any) -> list:
     axis = int(np.asarray(ctx.ci(2, "axis")))
     sizes = [int(s) for s in np.asarray(ctx.ci(1, "size_splits")).reshape(-1)]
     if -1 in sizes:
-        dim = ctx.static_in(0)[axis]
+        dim = ctx.static([ctx.known_in(0)[axis]], "split dimension")[0]
         sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
     if num == 1:
         return [ctx.x(0)]
@@ -459,10 +470,11 @@ def _split_v(ctx: Any) -> list:
 
 @handles("Slice", op="slice")
 def _slice(ctx: Any) -> list:
-    shape = ctx.static_in(0)
+    shape = ctx.known_in(0)
     begin = [int(v) for v in np.asarray(ctx.ci(1, "begin")).reshape(-1)]
     size = [int(v) for v in np.asarray(ctx.ci(2, "size")).reshape(-1)]
-    end = [shape[i] if sz == -1 else b + sz for i, (b, sz) in enumerate(zip(begin, size))]
+    big = np.iinfo(np.int64).max  # size -1 of an unknown dimension: to its end
+    end = [(big if shape[i] is None else shape[i]) if sz == -1 else b + sz for i, (b, sz) in enumerate(zip(begin, size))]
     return [_slice_of(ctx, ctx.x(0), begin, end, list(range(len(begin))), [1] * len(begin))]
 
 
@@ -474,9 +486,10 @@ def _slice_of(ctx: Any, x: Value, starts: list[int], ends: list[int], axes: list
 
 @handles("StridedSlice", op="slice")
 def _strided_slice(ctx: Any) -> list:
-    """A slice over the input's axes, then a reshape for the shrunk and new axes (the masks
-    resolved against the static input shape)."""
-    shape = ctx.static_in(0)
+    """A slice over the input's axes, then the shrunk and new axes: a reshape to the output shape
+    (the masks resolved against the input shape), or, where a dimension is unknown (the batch),
+    a squeeze of the shrunk axes and an unsqueeze of the new ones."""
+    shape = ctx.known_in(0)
     rank = len(shape)
     begin = [int(v) for v in np.asarray(ctx.ci(1, "begin")).reshape(-1)]
     end = [int(v) for v in np.asarray(ctx.ci(2, "end")).reshape(-1)]
@@ -485,7 +498,10 @@ def _strided_slice(ctx: Any) -> list:
                                                          "shrink_axis_mask"))
     n_spec = len(begin)
     real = sum(1 for i in range(n_spec) if not (na >> i) & 1 and not (el >> i) & 1)
-    starts, ends, axes, steps, out = [], [], [], [], []
+    starts, ends, axes, steps = [], [], [], []
+    out: list[int | None] = []
+    shrunk: list[int] = []  # input axes
+    new_at: list[int] = []  # output positions
     dim = 0
     big = np.iinfo(np.int64).max
     for i in range(n_spec):
@@ -494,16 +510,29 @@ def _strided_slice(ctx: Any) -> list:
             dim += rank - real
             continue
         if (na >> i) & 1:
+            new_at.append(len(out))
             out.append(1)
             continue
         st, size = strides[i], shape[dim]
         if (sh >> i) & 1:
-            b0 = begin[i] + size if begin[i] < 0 else begin[i]
-            if not 0 <= b0 < size:
-                raise ctx.fail("bad_model", f"StridedSlice index {begin[i]} out of range for size {size}")
+            if size is None:  # one element of an unknown dimension (the last one: to its end)
+                b0, e0 = begin[i], (big if begin[i] == -1 else begin[i] + 1)
+            else:
+                b0 = begin[i] + size if begin[i] < 0 else begin[i]
+                if not 0 <= b0 < size:
+                    raise ctx.fail("bad_model", f"StridedSlice index {begin[i]} out of range for size {size}")
+                e0 = b0 + 1
             starts.append(b0)
-            ends.append(b0 + 1)
+            ends.append(e0)
             steps.append(1)
+            shrunk.append(dim)
+        elif size is None:  # the bounds as given (a masked one: the start or the end)
+            lo = (0 if st > 0 else -1) if (bm >> i) & 1 else begin[i]
+            hi = (big if st > 0 else -big) if (em >> i) & 1 else end[i]
+            out.append(None)
+            starts.append(lo)
+            ends.append(hi)
+            steps.append(st)
         else:
             b0 = None if (bm >> i) & 1 else begin[i]
             e0 = None if (em >> i) & 1 else end[i]
@@ -515,14 +544,25 @@ def _strided_slice(ctx: Any) -> list:
         axes.append(dim)
         dim += 1
     out.extend(shape[dim:])
-    keep = [j for j in range(len(axes)) if not (starts[j] == 0 and steps[j] == 1 and ends[j] >= shape[axes[j]])]
+
+    def whole(j: int) -> bool:
+        n = shape[axes[j]]
+        return starts[j] == 0 and steps[j] == 1 and (ends[j] == big or n is not None and ends[j] >= n)
+
+    keep = [j for j in range(len(axes)) if not whole(j)]
     x = ctx.x(0)
     if keep:
         x = _slice_of(ctx, x, [starts[j] for j in keep], [ends[j] for j in keep], [axes[j] for j in keep],
                       [steps[j] for j in keep])
-    if not keep and out == shape:
+    if not shrunk and not new_at:
         return [x]
-    return [ctx.one("reshape", [x, ctx.const(np.asarray(out, np.int64))])]
+    if None not in out:
+        return [ctx.one("reshape", [x, ctx.const(np.asarray(out, np.int64))])]
+    if shrunk:
+        x = ctx.one("squeeze", [x, ctx.const(np.asarray(shrunk, np.int64))])
+    if new_at:
+        x = ctx.one("unsqueeze", [x, ctx.const(np.asarray(new_at, np.int64))])
+    return [x]
 
 
 @handles("GatherV2", op="gather")
@@ -552,7 +592,7 @@ def _pad(ctx: Any) -> list:
 @handles("ReverseV2", op="slice")
 def _reverse(ctx: Any) -> list:
     """A reversal is a slice with step -1 (read as the IR's slice: every target has it)."""
-    rank = len(ctx.static_in(0))
+    rank = len(ctx.known_in(0))
     axes = [int(a) % rank for a in np.asarray(ctx.ci(1, "axis")).reshape(-1)]
     if not axes:
         return [ctx.x(0)]
@@ -565,13 +605,24 @@ def _space_to_batch(ctx: Any) -> list:
     """pad → reshape [N, P1/b1, b1, ...] → transpose the blocks to the front → reshape (static shapes; ``blocks``)."""
     block = [int(v) for v in ctx.ci(1, "block_shape").reshape(-1)]
     pads = np.asarray(ctx.ci(2, "paddings"), np.int64).reshape(-1, 2)
-    p = blocks.space_to_batch(list(ctx.static_in(0)), block, pads)
+    shape, free = _batch_as(ctx, 1)
+    p = blocks.space_to_batch(shape, block, pads)
+    split, out = list(p.split), list(p.out)
+    if free:  # an unknown batch: -1 where the reshapes carry it
+        split[0] = out[0] = -1
     x = ctx.x(0)
     if p.pads is not None:
         x = ctx.one("pad", [x, ctx.const(np.asarray(p.pads, np.int64))])
-    x = ctx.one("reshape", [x, ctx.const(np.asarray(p.split, np.int64))])
+    x = ctx.one("reshape", [x, ctx.const(np.asarray(split, np.int64))])
     x = ctx.transpose(x, p.perm)
-    return [ctx.one("reshape", [x, ctx.const(np.asarray(p.out, np.int64))])]
+    return [ctx.one("reshape", [x, ctx.const(np.asarray(out, np.int64))])]
+
+
+def _batch_as(ctx: Any, size: int) -> tuple[list[int], bool]:
+    """Input 0's dims with an unknown batch taken as ``size`` (and whether it was unknown); the
+    other dims must be static."""
+    s = ctx.known_in(0)
+    return [size if s[0] is None else s[0], *ctx.static(s[1:], "non-batch dims")], s[0] is None
 
 
 @handles("BatchToSpaceND", op="reshape")
@@ -579,10 +630,14 @@ def _batch_to_space(ctx: Any) -> list:
     """reshape [b1.., N, S1..] → interleave the blocks with the spatial axes → reshape → crop (``blocks``)."""
     block = [int(v) for v in ctx.ci(1, "block_shape").reshape(-1)]
     crops = np.asarray(ctx.ci(2, "crops"), np.int64).reshape(-1, 2)
-    p = blocks.batch_to_space(list(ctx.static_in(0)), block, crops)
-    x = ctx.one("reshape", [ctx.x(0), ctx.const(np.asarray(p.split, np.int64))])
+    shape, free = _batch_as(ctx, int(np.prod(block)))
+    p = blocks.batch_to_space(shape, block, crops)
+    split, full = list(p.split), list(p.full)
+    if free:  # an unknown batch: -1 where the reshapes carry it
+        split[len(block)] = full[0] = -1
+    x = ctx.one("reshape", [ctx.x(0), ctx.const(np.asarray(split, np.int64))])
     x = ctx.transpose(x, p.perm)
-    x = ctx.one("reshape", [x, ctx.const(np.asarray(p.full, np.int64))])
+    x = ctx.one("reshape", [x, ctx.const(np.asarray(full, np.int64))])
     if p.crop is not None:
         starts, ends, axes = p.crop
         x = _slice_of(ctx, x, starts, ends, axes, [1] * len(axes))
@@ -596,7 +651,13 @@ def _tile(ctx: Any) -> list:
 
 @handles("BroadcastTo", op="expand")
 def _broadcast_to(ctx: Any) -> list:
-    return [ctx.one("expand", [ctx.x(0), ctx.const(np.asarray(ctx.static_out(), np.int64))])]
+    out = ctx.out_shape()
+    if out is not None and None not in out:
+        return [ctx.one("expand", [ctx.x(0), ctx.const(np.asarray(out, np.int64))])]
+    shape = ctx.x(1)  # computed (an unknown batch): the shape operand itself
+    if shape.type.dtype != "int64":
+        shape = ctx.one("cast", [shape], {"to": _onnx_enum(np.int64)})
+    return [ctx.one("expand", [ctx.x(0), shape])]
 
 
 @handles("Shape", op="shape")
@@ -609,8 +670,9 @@ def _shape(ctx: Any) -> list:
 
 @handles("ResizeBilinear", "ResizeNearestNeighbor", op="resize")
 def _resize(ctx: Any) -> list:
-    shape = ctx.static_in(0)
-    out = ctx.static_out()
+    shape = ctx.known_in(0)
+    out = ctx.out_shape() or [None] * 4
+    size = ctx.static(out[1:3], "output size")
     align = bool(ctx.attr("align_corners"))
     half = bool(ctx.attr("half_pixel_centers"))
     if ctx.type == "ResizeBilinear":
@@ -623,7 +685,13 @@ def _resize(ctx: Any) -> list:
                  "tf_half_pixel_for_nn" if half else "asymmetric",
                  "nearest_mode": "round_prefer_ceil" if align else "floor"}
     x = _nchw(ctx, ctx.x(0), 4)
-    sizes = ctx.const(np.asarray([shape[0], shape[3], out[1], out[2]], np.int64))
+    if shape[0] is not None and shape[3] is not None:
+        sizes = ctx.const(np.asarray([shape[0], shape[3], *size], np.int64))
+    else:  # an unknown batch: N, C as they come, H, W as TensorFlow computed them
+        i64 = np.int64
+        nc = ctx.one("slice", [ctx.one("shape", [x]), ctx.const(np.asarray([0], i64)), ctx.const(np.asarray([2], i64)),
+                               ctx.const(np.asarray([0], i64))])
+        sizes = ctx.one("concat", [nc, ctx.const(np.asarray(size, i64))], {"axis": 0})
     y = ctx.one("resize", [x, None, None, sizes], attrs)
     return [_nhwc(ctx, y, 4)]
 

@@ -8,12 +8,18 @@ else TensorFlow's copy ``tensorflow.lite.python.schema_py_generated``), object A
   ``tflite`` cells' names or ``reads``): the per-builtin handlers of ``tflite_ops`` translate
   options (padding → explicit pads, fused activations → an extra node, …) and emit the
   table's IR op; a handler's op id must be one of the builtin's reverse-index entries
-  (``check_handlers``). Builtins without a handler, custom ops and ops without an entry are
-  all collected and reported in one ``unsupported_op`` line naming the first node (the tensor
-  name of its first output).
+  (``check_handlers``). Custom ops with a published kernel (MediaPipe's
+  ``Convolution2DTransposeBias``) have handlers of their own (``tflite_custom``). Builtins
+  without a handler, other custom ops and ops without an entry are all collected and reported
+  in one ``unsupported_op`` line naming the first node (the tensor name of its first output).
 * **Layout**: TFLite is channels-last; each channels-last op (convolutions, pools, resize,
   depth↔space, LRN) gets transposes into NCHW and back, weights permuted as constants. The
   ``transposes`` pass of the pipeline then sinks and cancels them through layout-agnostic ops.
+* **Dynamic dims**: a graph input's dim that ``shape_signature`` declares -1 is a symbolic dim
+  (``dim_symbol``: ``<input>_d<axis>``), not the interpreter's default size in ``shape``;
+  handlers read ``Ctx.dims`` (None where dynamic) and spell size-dependent attributes out at
+  run time (SAME pads over a dynamic spatial dim as ``auto_pad``, a resize's batch and
+  channels from ``shape``, a slice to the end of a dynamic dim as an open end).
 * **Names**: graph inputs/outputs take the signature's names when the model has one
   (outputs in signature order), else the tensor names; ``run_source`` feeds the interpreter
   through the signature runner (or by tensor index) with the same mapping.
@@ -110,6 +116,13 @@ def _str(x: Any) -> str:
     return x.decode("utf-8", "replace") if isinstance(x, (bytes, bytearray)) else ("" if x is None else str(x))
 
 
+def dim_symbol(input_name: str, axis: int) -> str:
+    """The symbol of dynamic dim ``axis`` of graph input ``input_name`` (``input_2_d0``): one per
+    input and axis, since TFLite does not say which dynamic dims are equal; without a ``:`` so
+    that fixing it (``--fix-dim input_2_d0=4``) types every value it reaches (``ir.dims.fix``)."""
+    return f"{input_name}_d{axis}"
+
+
 # ---------------------------------------------------------------------------- the conversion context
 class Ctx:
     """What the handlers of ``tflite_ops`` see: the model, the graph being built, helpers."""
@@ -166,20 +179,32 @@ class Ctx:
         t = self.tensor(i)
         return tuple(int(d) for d in (t.shape if t.shape is not None else []))
 
-    def ttype(self, i: int) -> TensorType:
-        """The declared type, with the interpreter's default shape (dynamic dims at their
-        default size: the frontend computes pads and reshapes from static shapes)."""
-        return TensorType(self.dtype(i), self.shape(i))
+    def input_type(self, i: int, name: str) -> TensorType:
+        """The declared type of graph input ``i`` (named ``name``): a dim the signature declares
+        -1 is the symbolic dim ``dim_symbol(name, axis)``, not the interpreter's default size."""
+        dims = self.dims(i)
+        return TensorType(self.dtype(i), tuple(dim_symbol(name, k) if d is None else d for k, d in enumerate(dims)))
 
     def dims(self, i: int) -> tuple[int | None, ...]:
-        """The shape as far as it is known: dynamic dims (-1 in the signature) are None (a
-        tensor without dims is a scalar: converters leave ``hasRank`` unset on scalars too)."""
+        """The shape as far as it is known: dynamic dims (-1 in ``shape_signature``) are None (a
+        tensor without dims is a scalar: converters leave ``hasRank`` unset on scalars too).
+        ``shape`` holds the interpreter's default sizes (1 for a dynamic dim): handlers read
+        ``dims`` for anything that is not a constant."""
         t = self.tensor(i)
         sig = _seq(t.shapeSignature)
         shape = self.shape(i)
         if len(sig) != len(shape):
             return shape
         return tuple(None if int(s) < 0 else d for s, d in zip(sig, shape))
+
+    def static_spatial(self, i: int) -> tuple[int | None, ...]:
+        """The dims of channels-last tensor ``i``, whose spatial dims must be static (a transposed
+        convolution's pads come from the input size); a dynamic batch is fine."""
+        dims = self.dims(i)
+        if any(d is None for d in dims[1:-1]):
+            raise self.fail("dynamic_shape", f"{self.builtin}: input {self.tname(i)!r} has dynamic spatial dims "
+                                             f"{list(dims)}")
+        return dims
 
     def data(self, i: int) -> np.ndarray | None:
         """The constant data of tensor ``i`` (None: not a constant)."""
@@ -324,7 +349,7 @@ class Ctx:
     def nhwc(self, v: Value) -> Value:
         outs = _seq(self.op.outputs) if self.op is not None else []
         if v.type.shape is None and outs:  # an op without a shape rule: the output tensor's shape, channels-first
-            s = self.shape(int(outs[0]))
+            s = self.dims(int(outs[0]))
             v.type = TensorType(v.type.dtype, (s[0], s[-1], *s[1:-1]))
         r = v.type.rank or len(self.shape_of(v))
         return self.transpose(v, [0, *range(2, r), 1])
@@ -425,6 +450,11 @@ def _bind(ctx: Ctx, ti: int, v: Value, made: set[int], out_names: dict[int, str]
         t = ctx.tensor(ti)
         unknown_rank = not ctx.shape(ti) and not t.hasRank and ti not in out_names  # a graph output keeps a shape
         v.type = TensorType(v.type.dtype or ctx.dtype(ti), None if unknown_rank else ctx.dims(ti))
+    elif id(v) in made and None in v.type.shape:  # dims inference left open (a reshape to tf.shape arithmetic)
+        declared = ctx.dims(ti)  # that the tensor's shape_signature declares static
+        if len(_seq(ctx.tensor(ti).shapeSignature)) == len(declared) == len(v.type.shape):
+            v.type = TensorType(v.type.dtype, tuple(k if d is None and isinstance(k, int) else d
+                                                    for d, k in zip(v.type.shape, declared)))
     if id(v) in made and v.producer is not None:
         want = out_names.get(ti) or ctx.tname(ti)
         if want in ctx.reserved and out_names.get(ti) != want:
@@ -460,6 +490,7 @@ def _check_mapped(ctx: Ctx, sg_index: int) -> None:
     """Every op of the model's subgraph and of the subgraphs its loops run must have a handler
     and a reverse-index entry: all unmapped op types are reported together, naming the first node."""
     from . import tflite_ops
+    from .tflite_custom import CUSTOM_HANDLERS
 
     unmapped: dict[str, str] = {}
     for k in reachable(ctx.model, sg_index, ctx.builtin_names):
@@ -467,7 +498,7 @@ def _check_mapped(ctx: Ctx, sg_index: int) -> None:
         for op in sg.operators or []:
             name, custom = _opcode_name(ctx, op)
             first = _str(sg.tensors[op.outputs[0]].name) if op.outputs is not None and len(op.outputs) else name
-            if custom or tflite_ops.HANDLERS.get(name) is None or name not in ctx.reverse:
+            if (name not in CUSTOM_HANDLERS) if custom else (tflite_ops.HANDLERS.get(name) is None or name not in ctx.reverse):
                 unmapped.setdefault(("custom op " if custom else "") + name, first or name)
     if unmapped:
         kinds = sorted(unmapped)
@@ -479,13 +510,14 @@ def _check_mapped(ctx: Ctx, sg_index: int) -> None:
 def run_ops(ctx: Ctx, out_names: dict[int, str]) -> None:
     """Convert the operators of ``ctx.sg`` in order into ``ctx.graph`` (mapping checked before)."""
     from . import tflite_ops
+    from .tflite_custom import CUSTOM_HANDLERS
 
     for op in ctx.sg.operators or []:
-        name, _ = _opcode_name(ctx, op)
+        name, custom = _opcode_name(ctx, op)
         ctx.builtin = name
         ctx.node_name = _LAST["node"] = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
         ctx.made, ctx.op = set(), op
-        results = tflite_ops.HANDLERS[name](ctx, op)
+        results = (CUSTOM_HANDLERS if custom else tflite_ops.HANDLERS)[name](ctx, op)
         for ti, v in zip(list(op.outputs), results):
             if ti >= 0 and v is not None:
                 _bind(ctx, int(ti), v, ctx.made, out_names)
@@ -532,7 +564,7 @@ def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = N
     out_names = {ti: n for ti, n in outs}
     ctx.reserved = {n for _, n in ins} | set(out_names.values())
     for ti, name in ins:
-        ctx.values[ti] = g.add_input(name, ctx.ttype(ti))
+        ctx.values[ti] = g.add_input(name, ctx.input_type(ti, name))
     # every op is looked at before any is converted: all unmapped ops are reported together
     _check_mapped(ctx, sg_index)
     ctx.stack.append(sg_index)
@@ -637,6 +669,10 @@ def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: lis
             res = runner(**{k: np.asarray(feeds[k]) for k in m_ins if k in feeds})
             by_name = dict(res)
         else:
+            declared = {int(d["index"]): tuple(int(k) for k in d["shape"]) for d in interp.get_input_details()}
+            for ti, n in ins:  # a dynamic dim (-1 in the signature) takes the feed's size
+                if declared.get(ti) != np.shape(feeds[n]):
+                    interp.resize_tensor_input(ti, list(np.shape(feeds[n])))
             interp.allocate_tensors()
             for ti, n in ins:
                 interp.set_tensor(ti, np.asarray(feeds[n]))

@@ -21,7 +21,7 @@ from .tflite_ops import _opt, handles
 def _unpack(ctx: Any, op: Any) -> list:
     """Split into ``num`` parts of one along the axis, each part squeezed (one output per part)."""
     x = ctx.input(int(op.inputs[0]))
-    shape = ctx.shape(int(op.inputs[0]))
+    shape = ctx.dims(int(op.inputs[0]))
     axis = int(_opt(op, "axis", 0)) % len(shape)
     n = len(op.outputs)
     if n == 1:

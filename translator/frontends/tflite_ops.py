@@ -35,8 +35,12 @@ def check_handlers(tables: Any = None) -> list[str]:
     """Handlers whose builtin/IR op pair is not in the table's reverse index (should be none)."""
     from ..table.loader import load_tables
 
-    rev = (tables or load_tables()).reverse_index("tflite")
-    return [f"{b} → {ir}" for b, ir in sorted(IR_OPS.items()) if ir not in [o for o, _ in rev.get(b, [])]]
+    from .tflite_custom import check_custom
+
+    tables = tables or load_tables()
+    rev = tables.reverse_index("tflite")
+    return [f"{b} → {ir}" for b, ir in sorted(IR_OPS.items()) if ir not in [o for o, _ in rev.get(b, [])]] + \
+        check_custom(tables)
 
 
 def _opts(op: Any) -> Any:
@@ -206,27 +210,32 @@ def _same_pads(ins: tuple[int, ...], ks: list[int], strides: list[int], dils: li
     return begins + ends
 
 
-def _pads(ctx: Any, op: Any, spatial: tuple[int, ...], ks: list[int], strides: list[int], dils: list[int]) -> list[int]:
+def _pads(ctx: Any, op: Any, spatial: tuple[int | None, ...], ks: list[int], strides: list[int],
+          dils: list[int]) -> dict[str, Any]:
+    """``pads`` (explicit) of a conv/pool, or ``auto_pad: SAME_UPPER`` (TFLite's SAME) where a
+    strided spatial dim is dynamic: its pads depend on the size (at stride 1 they do not)."""
     pad = ctx.pad_names.get(_opt(op, "padding", 0), "SAME")
     if pad == "VALID":
-        return [0] * (2 * len(spatial))
+        return {"pads": [0] * (2 * len(spatial))}
     if pad != "SAME":
         raise ctx.fail("unsupported_attribute_value", f"padding {pad}")
-    return _same_pads(spatial, ks, strides, dils)
+    if any(n is None and s != 1 for n, s in zip(spatial, strides)):
+        return {"auto_pad": "SAME_UPPER"}
+    return {"pads": _same_pads(tuple(1 if n is None else n for n in spatial), ks, strides, dils)}
 
 
 @handles("CONV_2D", ir="conv")
 def _conv2d(ctx: Any, op: Any) -> list:
     xi, wi, bi = (list(op.inputs) + [-1])[:3]
     x = ctx.input(int(xi))
-    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, OHWI
+    ishape, wshape = ctx.dims(int(xi)), ctx.shape(int(wi))  # NHWC, OHWI
     ks = list(wshape[1:3])
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
     w = ctx.weight(int(wi), [0, 3, 1, 2])
-    group = ishape[3] // wshape[3] if wshape[3] else 1
+    group = ishape[3] // wshape[3] if wshape[3] and ishape[3] is not None else 1
     attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": group,
-             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
+             **_pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
     y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
     return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
 
@@ -235,13 +244,14 @@ def _conv2d(ctx: Any, op: Any) -> list:
 def _depthwise(ctx: Any, op: Any) -> list:
     xi, wi, bi = (list(op.inputs) + [-1])[:3]
     x = ctx.input(int(xi))
-    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, 1 H W (C*M)
+    ishape, wshape = ctx.dims(int(xi)), ctx.shape(int(wi))  # NHWC, 1 H W (C*M)
     ks = list(wshape[1:3])
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
     w = ctx.weight(int(wi), [3, 0, 1, 2])  # (C*M) 1 H W: group = C
-    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": int(ishape[3]),
-             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
+    channels = ishape[3] if ishape[3] is not None else wshape[3] // max(int(_opt(op, "depthMultiplier", 1)), 1)
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": int(channels),
+             **_pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
     y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
     return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
 
@@ -250,7 +260,7 @@ def _depthwise(ctx: Any, op: Any) -> list:
 def _transpose_conv(ctx: Any, op: Any) -> list:
     si, wi, xi, bi = (list(op.inputs) + [-1])[:4]
     out_shape = [int(d) for d in ctx.const_of(int(si), "output shape")]  # NHWC
-    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NHWC, O H W I
+    ishape, wshape = ctx.static_spatial(int(xi)), ctx.shape(int(wi))  # NHWC, O H W I
     ks = list(wshape[1:3])
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     pad = ctx.pad_names.get(_opt(op, "padding", 0), "SAME")
@@ -275,11 +285,11 @@ def _transpose_conv(ctx: Any, op: Any) -> list:
 @handles("MAX_POOL_2D", ir="max_pool")
 def _pool(ctx: Any, op: Any) -> list:
     xi = int(op.inputs[0])
-    ishape = ctx.shape(xi)
+    ishape = ctx.dims(xi)
     ks = [int(_opt(op, "filterHeight", 1)), int(_opt(op, "filterWidth", 1))]
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     attrs: dict[str, Any] = {"kernel_shape": ks, "strides": strides,
-                             "pads": _pads(ctx, op, tuple(ishape[1:3]), ks, strides, [1, 1])}
+                             **_pads(ctx, op, tuple(ishape[1:3]), ks, strides, [1, 1])}
     if ctx.builtin == "AVERAGE_POOL_2D":
         attrs["count_include_pad"] = 0
     y = ctx.emit(IR_OPS[ctx.builtin], [ctx.nchw(ctx.input(xi))], attrs)[0]
@@ -299,10 +309,18 @@ def _fully_connected(ctx: Any, op: Any) -> list:
         x = tflite_hybrid.quantize_rows(ctx, x, bool(_opt(op, "asymmetricQuantizeInputs", False)))
     y = ctx.emit("gemm", [x, w, b], {"transB": 1})[0]
     y = ctx.activation(y, _opt(op, "fusedActivationFunction", 0))
-    r = len(ctx.shape(int(xi)))
-    if _opt(op, "keepNumDims", False) and r != 2:
-        y = ctx.emit("reshape", [y, ctx.i64([*ctx.shape(int(xi))[:-1], units], "shape")])[0]
+    lead = ctx.dims(int(xi))[:-1]
+    if _opt(op, "keepNumDims", False) and len(lead) != 1:
+        shape = ctx.i64([*lead, units], "shape") if None not in lead else ctx.emit("concat", [
+            _shape_slice(ctx, x0, 0, len(lead)), ctx.i64([units], "units")], {"axis": 0})[0]
+        y = ctx.emit("reshape", [y, shape])[0]
     return [y]
+
+
+def _shape_slice(ctx: Any, v: Value, start: int, end: int) -> Value:
+    """``shape(v)[start:end]`` computed at run time (int64)."""
+    s = ctx.emit("shape", [v])[0]
+    return ctx.emit("slice", [s, ctx.i64([start], "start"), ctx.i64([end], "end"), ctx.i64([0], "axis")])[0]
 
 
 @handles("BATCH_MATMUL", ir="matmul")
@@ -332,9 +350,11 @@ def _reshape(ctx: Any, op: Any) -> list:
         dims = [int(d) for d in np.asarray(shape).reshape(-1)]
     elif _opt(op, "newShape", None) is not None and len(_opt(op, "newShape")):
         dims = [int(d) for d in _opt(op, "newShape")]
-    else:
-        dims = list(ctx.shape(int(op.outputs[0])))
-    xshape = ctx.shape(int(op.inputs[0]))
+    else:  # the output's declared shape, a dynamic dim as -1 (one at most)
+        dims = [-1 if d is None else d for d in ctx.dims(int(op.outputs[0]))]
+        if dims.count(-1) > 1:
+            raise ctx.fail("dynamic_shape", f"RESHAPE without a shape operand to {dims} (several dynamic dims)")
+    xshape = ctx.dims(int(op.inputs[0]))
     if not dims and xshape and all(d == 1 for d in xshape):  # to a scalar: squeeze (some runtimes crash on shape [])
         return ctx.emit("squeeze", [x, ctx.i64(list(range(len(xshape))), "axes")])
     return ctx.emit("reshape", [x, ctx.i64(dims, "shape")], {"allowzero": 1} if 0 in dims else {})
@@ -345,8 +365,8 @@ def _squeeze(ctx: Any, op: Any) -> list:
     x = ctx.input(int(op.inputs[0]))
     r = len(ctx.shape(int(op.inputs[0])))
     dims = [int(d) % r for d in (_opt(op, "squeezeDims", None) if _opt(op, "squeezeDims", None) is not None else [])]
-    if not dims:
-        dims = [i for i, d in enumerate(ctx.shape(int(op.inputs[0]))) if d == 1]
+    if not dims:  # every dim declared 1 (a dynamic one is not, whatever its default size)
+        dims = [i for i, d in enumerate(ctx.dims(int(op.inputs[0]))) if d == 1]
     return ctx.emit("squeeze", [x, ctx.i64(dims, "axes")])
 
 
@@ -392,14 +412,20 @@ def _split(ctx: Any, op: Any) -> list:
 @handles("SPLIT_V", ir="split")
 def _split_v(ctx: Any, op: Any) -> list:
     x = ctx.input(int(op.inputs[0]))
-    shape = ctx.shape(int(op.inputs[0]))
+    shape = ctx.dims(int(op.inputs[0]))
     axis = int(np.asarray(ctx.const_of(int(op.inputs[2]), "axis")).reshape(-1)[0]) % len(shape)
     if ctx.data(int(op.inputs[1])) is None:  # computed sizes (no -1 among them: TFLite resolves it statically)
         return ctx.emit("split", [x, ctx.as_int64(ctx.input(int(op.inputs[1])))], {"axis": axis}, n=len(op.outputs))
     sizes = [int(s) for s in ctx.const_of(int(op.inputs[1]), "size_splits")]
-    if -1 in sizes:
-        sizes[sizes.index(-1)] = shape[axis] - sum(s for s in sizes if s != -1)
     n = len(op.outputs)
+    if -1 in sizes:
+        k, rest = sizes.index(-1), sum(s for s in sizes if s != -1)
+        if shape[axis] is None:  # the rest of a dynamic dim: shape(x)[axis] - the given sizes
+            left = ctx.emit("sub", [_shape_slice(ctx, x, axis, axis + 1), ctx.i64([rest], "given")])[0]
+            parts = [ctx.i64(sizes[:k], "before"), left, ctx.i64(sizes[k + 1:], "after")]
+            split = ctx.emit("concat", [p for p in parts if p.type.shape != (0,)], {"axis": 0})[0]
+            return ctx.emit("split", [x, split], {"axis": axis}, n=n)
+        sizes[k] = shape[axis] - rest
     return ctx.emit("split", [x, ctx.i64(sizes, "split")], {"axis": axis}, n=n)
 
 
@@ -414,7 +440,8 @@ def _slice(ctx: Any, op: Any) -> list:
         return ctx.emit("slice", [ctx.input(xi), b, e, ctx.i64(list(range(len(shape))), "axes")])
     begin = [int(b) for b in ctx.const_of(int(op.inputs[1]), "begin")]
     size = [int(s) for s in ctx.const_of(int(op.inputs[2]), "size")]
-    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, shape)]
+    big = np.iinfo(np.int64).max  # size -1 on a dynamic dim: to its end, whatever its size
+    end = [(big if d is None else d) if s == -1 else b + s for b, s, d in zip(begin, size, ctx.dims(xi))]
     return ctx.emit("slice", [ctx.input(xi), ctx.i64(begin, "starts"), ctx.i64(end, "ends"),
                               ctx.i64(list(range(len(begin))), "axes")])
 
@@ -442,14 +469,14 @@ def _dynamic_strided_slice(ctx: Any, op: Any) -> list:
         end = ctx.emit("where", [ctx.const(np.asarray(bits["endMask"]), "em"), last, end])[0]
     y = ctx.emit("slice", [ctx.input(xi), begin, end, ctx.i64(list(range(n)), "axes"), strides])[0]
     if any(bits["shrinkAxisMask"]):
-        y = ctx.emit("reshape", [y, ctx.i64(list(ctx.shape(int(op.outputs[0]))), "shape")])[0]
+        y = ctx.emit("squeeze", [y, ctx.i64([k for k, b in enumerate(bits["shrinkAxisMask"]) if b], "shrink")])[0]
     return [y]
 
 
 @handles("STRIDED_SLICE", ir="slice")
 def _strided_slice(ctx: Any, op: Any) -> list:
     xi = int(op.inputs[0])
-    shape = ctx.shape(xi)
+    dims = ctx.dims(xi)
     if int(_opt(op, "ellipsisMask", 0)) == 0 and int(_opt(op, "newAxisMask", 0)) == 0 and \
             any(ctx.data(int(i)) is None for i in list(op.inputs)[1:]):
         return _dynamic_strided_slice(ctx, op)
@@ -464,23 +491,26 @@ def _strided_slice(ctx: Any, op: Any) -> list:
     starts, ends, steps = [], [], []
     big = np.iinfo(np.int64).max
     for k, (b, e, s) in enumerate(zip(begin, end, strides)):
+        d = dims[k] if k < len(dims) else None  # None: dynamic
         if offset:
             e = b + e
         if sm >> k & 1:
-            b = b % shape[k] if shape[k] else b
-            e, s = b + 1, 1
+            b = b % d if b < 0 and d else b
+            e, s = (big if b == -1 else b + 1), 1  # one element (the last of a dynamic dim: to its end)
         else:
             if bm >> k & 1:
                 b = 0 if s > 0 else -1
             if em >> k & 1:
                 e = big if s > 0 else -big
+            if d is not None and s > 0 and e > d:  # to the end of a static dim: the dim itself (TensorFlow's
+                e = d  # TFLite converter mis-folds an end past the dim when another axis begins past 0)
         starts.append(b)
         ends.append(e)
         steps.append(s)
     y = ctx.emit("slice", [ctx.input(xi), ctx.i64(starts, "starts"), ctx.i64(ends, "ends"),
                            ctx.i64(list(range(len(starts))), "axes"), ctx.i64(steps, "steps")])[0]
-    if sm:
-        y = ctx.emit("reshape", [y, ctx.i64(list(ctx.shape(int(op.outputs[0]))), "shape")])[0]
+    if sm:  # the shrunk axes (of size one) squeezed: the other dims stay as they are, dynamic ones too
+        y = ctx.emit("squeeze", [y, ctx.i64([k for k in range(len(starts)) if sm >> k & 1], "shrink")])[0]
     return [y]
 
 
@@ -626,7 +656,7 @@ def _range(ctx: Any, op: Any) -> list:
 @handles("RESIZE_NEAREST_NEIGHBOR", ir="resize")
 def _resize(ctx: Any, op: Any) -> list:
     xi = int(op.inputs[0])
-    n, _, _, c = ctx.shape(xi)
+    n, _, _, c = ctx.dims(xi)
     size = [int(s) for s in ctx.const_of(int(op.inputs[1]), "size")]
     align, half = bool(_opt(op, "alignCorners", False)), bool(_opt(op, "halfPixelCenters", False))
     nearest = ctx.builtin == "RESIZE_NEAREST_NEIGHBOR"
@@ -643,7 +673,10 @@ def _resize(ctx: Any, op: Any) -> list:
         attrs["coordinate_transformation_mode"] = "asymmetric"
         if nearest:
             attrs["nearest_mode"] = "floor"
-    y = ctx.emit("resize", [ctx.nchw(ctx.input(xi)), None, None, ctx.i64([n, c, *size], "sizes")], attrs)[0]
+    x = ctx.nchw(ctx.input(xi))
+    sizes = ctx.i64([n, c, *size], "sizes") if n is not None and c is not None else ctx.emit(
+        "concat", [_shape_slice(ctx, x, 0, 2), ctx.i64(size, "size")], {"axis": 0})[0]  # N, C as they come
+    y = ctx.emit("resize", [x, None, None, sizes], attrs)[0]
     return [ctx.nhwc(y)]
 
 
@@ -660,13 +693,14 @@ def _depth_space(ctx: Any, op: Any) -> list:
 @handles("CONV_3D", ir="conv")
 def _conv3d(ctx: Any, op: Any) -> list:
     xi, wi, bi = (list(op.inputs) + [-1])[:3]
-    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W I O
+    ishape, wshape = ctx.dims(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W I O
     ks = list(wshape[:3])
     strides = [int(_opt(op, "strideD", 1)), int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationDFactor", 1)), int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
     w = ctx.weight(int(wi), [4, 3, 0, 1, 2])  # O I D H W
-    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": ishape[4] // wshape[3],
-             "pads": _pads(ctx, op, tuple(ishape[1:4]), ks, strides, dils)}
+    group = ishape[4] // wshape[3] if ishape[4] is not None else 1
+    attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": group,
+             **_pads(ctx, op, tuple(ishape[1:4]), ks, strides, dils)}
     y = ctx.emit("conv", [ctx.nchw(ctx.input(int(xi))), w, ctx.input(int(bi))], attrs)[0]
     return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
 
@@ -723,6 +757,15 @@ def _bitcast(ctx: Any, op: Any) -> list:
     return ctx.emit("bit_cast", [ctx.raw(int(op.inputs[0]))], {"to": ctx.onnx_enum(ctx.dtype(int(op.outputs[0])))})
 
 
+def _batch_as(ctx: Any, i: int, size: int) -> tuple[list[int], bool]:
+    """The dims of tensor ``i`` with a dynamic batch taken as ``size`` (and whether it was
+    dynamic); the other dims must be static (the op's reshapes are computed from them)."""
+    dims = ctx.dims(i)
+    if None in dims[1:]:
+        raise ctx.fail("dynamic_shape", f"{ctx.builtin}: input {ctx.tname(i)!r} has dynamic dims {list(dims)}")
+    return [size if dims[0] is None else int(dims[0]), *(int(d) for d in dims[1:])], dims[0] is None
+
+
 def _block_and_pads(ctx: Any, op: Any, what: str) -> tuple[list[int], np.ndarray]:
     block = [int(b) for b in ctx.const_of(int(op.inputs[1]), "block shape")]
     pads = np.asarray(ctx.const_of(int(op.inputs[2]), what)).astype(np.int64).reshape(-1, 2)
@@ -734,13 +777,17 @@ def _space_to_batch(ctx: Any, op: Any) -> list:
     """pad → reshape [N, H/bh, bh, W/bw, bw, C] → transpose → reshape [bh·bw·N, H/bh, W/bw, C] (``blocks``)."""
     xi = int(op.inputs[0])
     block, pads = _block_and_pads(ctx, op, "paddings")
-    p = blocks.space_to_batch(list(ctx.shape(xi)), block, pads)
+    shape, free = _batch_as(ctx, xi, 1)
+    p = blocks.space_to_batch(shape, block, pads)
+    split, out = list(p.split), list(p.out)
+    if free:  # a dynamic batch: -1 where the reshapes carry it
+        split[0] = out[0] = -1
     x = ctx.input(xi)
     if p.pads is not None:
         x = ctx.emit("pad", [x, ctx.i64(p.pads, "pads")], {"mode": "constant"})[0]
-    x = ctx.emit("reshape", [x, ctx.i64(p.split, "split")])[0]
+    x = ctx.emit("reshape", [x, ctx.i64(split, "split")])[0]
     x = ctx.transpose(x, p.perm)
-    return ctx.emit("reshape", [x, ctx.i64(p.out, "shape")])
+    return ctx.emit("reshape", [x, ctx.i64(out, "shape")])
 
 
 @handles("BATCH_TO_SPACE_ND", ir="reshape")
@@ -748,10 +795,14 @@ def _batch_to_space(ctx: Any, op: Any) -> list:
     """reshape [bh, bw, N, h, w, C] → transpose → reshape [N, h·bh, w·bw, C] → crop (``blocks``)."""
     xi = int(op.inputs[0])
     block, crops = _block_and_pads(ctx, op, "crops")
-    p = blocks.batch_to_space(list(ctx.shape(xi)), block, crops)
-    x = ctx.emit("reshape", [ctx.input(xi), ctx.i64(p.split, "split")])[0]
+    shape, free = _batch_as(ctx, xi, int(np.prod(block)))
+    p = blocks.batch_to_space(shape, block, crops)
+    split, full = list(p.split), list(p.full)
+    if free:  # a dynamic batch: -1 where the reshapes carry it
+        split[len(block)] = full[0] = -1
+    x = ctx.emit("reshape", [ctx.input(xi), ctx.i64(split, "split")])[0]
     x = ctx.transpose(x, p.perm)
-    y = ctx.emit("reshape", [x, ctx.i64(p.full, "shape")])[0]
+    y = ctx.emit("reshape", [x, ctx.i64(full, "shape")])[0]
     if p.crop is not None:
         starts, ends, axes = p.crop
         y = ctx.emit("slice", [y, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")])[0]
@@ -770,7 +821,7 @@ def _broadcast_args(ctx: Any, op: Any) -> list:
 def _conv3d_transpose(ctx: Any, op: Any) -> list:
     si, wi, xi, bi = (list(op.inputs) + [-1])[:4]
     out_shape = [int(d) for d in ctx.const_of(int(si), "output shape")]  # NDHWC
-    ishape, wshape = ctx.shape(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W O I
+    ishape, wshape = ctx.static_spatial(int(xi)), ctx.shape(int(wi))  # NDHWC, D H W O I
     ks = list(wshape[:3])
     strides = [int(_opt(op, "strideD", 1)), int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationDFactor", 1)), int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
@@ -802,3 +853,4 @@ def _zeros_like(ctx: Any, op: Any) -> list:
 import importlib  # noqa: E402
 
 importlib.import_module(f"{__package__}.tflite_loops")  # registers WHILE and UNPACK (it imports this module)
+importlib.import_module(f"{__package__}.tflite_custom")  # custom ops with a published kernel (MediaPipe's)
