@@ -511,6 +511,9 @@ def build(src: Any, opts: dict[str, Any], tables: Tables) -> Model:
         why = f"{exc.code}: {exc.detail}"
     m = _build(src, opts, tables, False, {})
     m.metadata["opbridge.fixed_batch"] = why[:300]
+    fixed = m.metadata.get("opbridge.fixed_input_shapes", "")
+    m.warnings = (*m.warnings, f"the unknown batch dim is fixed{f' ({fixed})' if fixed else ''}: the graph cannot be "
+                               f"read with it symbolic ({why[:200]})")
     return m
 
 
