@@ -200,3 +200,19 @@ def test_a_reshape_to_a_concat_of_constants_and_run_time_parts_knows_the_constan
     g.outputs = [y]
     infer(g)
     assert y.type.shape == ("b", 1, None, 120)
+
+
+def test_same_padding_convolutions_and_pools_type_their_output():
+    """auto_pad SAME: ceil(in / stride) on each spatial axis (paddle2onnx v6 OCR models; Core ML's
+    fixed dims must reach every value)."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 4, 31, 32)))
+    w = g.add_constant("w", np.zeros((6, 4, 2, 2), np.float32), "float32")
+    c = g.add_node("conv", [x, w], outputs=["c"], attrs={"auto_pad": "SAME_UPPER", "strides": [2, 2]}).outputs[0]
+    p = g.add_node("max_pool", [c], outputs=["p"], attrs={"auto_pad": "SAME_LOWER", "kernel_shape": [3, 3],
+                                                           "strides": [2, 3]}).outputs[0]
+    g.outputs = [p]
+    infer(g)
+    assert c.type.shape == (1, 6, 16, 16) and p.type.shape == (1, 6, 8, 6)

@@ -355,8 +355,14 @@ def _conv(n: Node) -> list:
                               node=n.name, op=n.op)
     else:
         kernel, channels = list(n.attrs.get("kernel_shape", [])), x[1]
-    if n.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or len(kernel) != sp:
+    if len(kernel) != sp:
         return [None] * len(n.outputs)
+    if n.attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):  # ceil(in / stride), whatever the kernel
+        st = n.attrs.get("strides") or [1] * sp
+        if len(st) != sp or any(int(v) < 1 for v in st):
+            return [None] * len(n.outputs)
+        same = tuple(-(-x[2 + i] // int(st[i])) if isinstance(x[2 + i], int) else None for i in range(sp))
+        return [(x[0], channels) + same] * len(n.outputs)
     strides = n.attrs.get("strides") or [1] * sp
     dil = n.attrs.get("dilations") or [1] * sp
     pads = n.attrs.get("pads") or [0] * (2 * sp)
