@@ -237,29 +237,15 @@ def conv_transpose(c: Any) -> list[str]:
     in_sp = _spatial_shape(c)
     full, begins, out_sp = _transpose_geometry(in_sp, k_sp, strides, dil, out_pad, c.attr("pads"),
                                                c.attr("auto_pad", "NOTSET"), c.attr("output_shape"))
-    m = w_shape[1] * group
-    lines: list[str] = []
-    filt = _filter(c, 1, [*range(2, r), 1, 0])  # (C, M/g, *k) -> (*k, M/g, C)
-    fshape = k_sp + [w_shape[1], w_shape[0]]
-    more, filt, fshape = _dilate_filter(c, filt, fshape, dil)
-    lines += more
     n = c.shape(0)[0]
     x = c.i(0)
-    y = c.tmp("deconv")
 
     def out_shape(ch: int) -> str:  # a symbolic batch is read at run time
         if isinstance(n, int):
             return c.lit([n] + full + [ch])
         return f"tf.concat([tf.shape({x})[:1], {c.lit(full + [ch])}], 0)"
 
-    if group == 1:
-        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {out_shape(m)}, strides={strides}, "
-                     f"padding='VALID')")
-    else:
-        xs, ws = c.tmp("xs"), c.tmp("ws")
-        lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
-                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {out_shape(m // group)}, "
-                  f"strides={strides}, padding='VALID') for a, b in zip({xs}, {ws})], axis=-1)"]
+    lines, y = _transposed(c, w_shape, strides, dil, group, out_shape)
     lo = [min(b, 0) for b in begins]
     hi = [max(begins[i] + out_sp[i] - full[i], 0) for i in range(nd)]
     if any(lo) or any(hi):
@@ -273,6 +259,29 @@ def conv_transpose(c: Any) -> list[str]:
     return lines
 
 
+def _transposed(c: Any, w_shape: list[int], strides: list[int], dil: list[int], group: int,
+                out_shape: Any) -> tuple[list[str], str]:
+    """A VALID transposed conv of input 0 by weight 1 (channels-last, dilated filter, groups as
+    split/concat) to ``out_shape(channels)``: the lines and the result's name."""
+    r = len(w_shape)
+    k_sp = w_shape[2:]
+    m = w_shape[1] * group
+    lines: list[str] = []
+    filt = _filter(c, 1, [*range(2, r), 1, 0])  # (C, M/g, *k) -> (*k, M/g, C)
+    fshape = k_sp + [w_shape[1], w_shape[0]]
+    more, filt, fshape = _dilate_filter(c, filt, fshape, dil)
+    lines += more
+    x, y = c.i(0), c.tmp("deconv")
+    if group == 1:
+        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {out_shape(m)}, strides={strides}, padding='VALID')")
+    else:
+        xs, ws = c.tmp("xs"), c.tmp("ws")
+        lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
+                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {out_shape(m // group)}, "
+                  f"strides={strides}, padding='VALID') for a, b in zip({xs}, {ws})], axis=-1)"]
+    return lines, y
+
+
 def _conv_transpose_dynamic(c: Any, w_shape: list[int], strides: list[int], dil: list[int], out_pad: list[int],
                             group: int) -> list[str]:
     """ConvTranspose over symbolic spatial dims: the uncropped size ``(in - 1) * stride +
@@ -283,28 +292,16 @@ def _conv_transpose_dynamic(c: Any, w_shape: list[int], strides: list[int], dil:
     k_sp = w_shape[2:]
     auto = c.attr("auto_pad", "NOTSET")
     pads = [int(p) for p in c.attr("pads")] if c.attr("pads") and auto != "VALID" else [0] * (2 * nd)
-    m = w_shape[1] * group
-    lines: list[str] = []
-    filt = _filter(c, 1, [*range(2, r), 1, 0])  # (C, M/g, *k) -> (*k, M/g, C)
-    fshape = k_sp + [w_shape[1], w_shape[0]]
-    more, filt, fshape = _dilate_filter(c, filt, fshape, dil)
-    lines += more
     x = c.i(0)
     sp = c.tmp("full")
     extent = [out_pad[i] + (k_sp[i] - 1) * dil[i] + 1 for i in range(nd)]
-    lines.append(f"{sp} = (tf.shape({x})[1:{1 + nd}] - 1) * {c.lit(strides)} + {c.lit(extent)}")
-    y = c.tmp("deconv")
+    size = f"{sp} = (tf.shape({x})[1:{1 + nd}] - 1) * {c.lit(strides)} + {c.lit(extent)}"
 
     def out_shape(ch: int) -> str:
         return f"tf.concat([tf.shape({x})[:1], {sp}, [{ch}]], 0)"
 
-    if group == 1:
-        lines.append(f"{y} = tf.nn.conv_transpose({x}, {filt}, {out_shape(m)}, strides={strides}, padding='VALID')")
-    else:
-        xs, ws = c.tmp("xs"), c.tmp("ws")
-        lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
-                  f"{y} = tf.concat([tf.nn.conv_transpose(a, b, {out_shape(m // group)}, "
-                  f"strides={strides}, padding='VALID') for a, b in zip({xs}, {ws})], axis=-1)"]
+    lines, y = _transposed(c, w_shape, strides, dil, group, out_shape)
+    lines.insert(0, size)
     if any(pads):
         crop = [":"] + [f"{pads[i]}:{-pads[i + nd] if pads[i + nd] else ''}" for i in range(nd)] + [":"]
         y = f"{y}[{', '.join(crop)}]"
