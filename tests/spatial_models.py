@@ -151,7 +151,27 @@ def crop_slice(path: Path) -> Path:
     return _save(path, nodes, inits, ["N", 3, "H", "W"], ["N", 6, "h", "w"])
 
 
+def fpn_concat(path: Path) -> Path:
+    """A DB detector's FPN (paddle2onnx PP-OCRv3): feature maps upsampled by constant scales
+    (1, 1, 2, 2) and (1, 1, 4, 4), concatenated on channels, then a conv that needs the
+    concatenated channel count known."""
+    from onnx import helper as h
+
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Conv", ["c1", "w2"], ["c2"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Conv", ["c2", "w3"], ["c3"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Resize", ["c2", "", "s2"], ["u2"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                         nearest_mode="floor"),
+             h.make_node("Resize", ["c3", "", "s4"], ["u3"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                         nearest_mode="floor"),
+             h.make_node("Concat", ["c1", "u2", "u3"], ["cat"], axis=1),
+             h.make_node("Conv", ["cat", "w4"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    inits = [_w("w1", (4, 3, 3, 3), 31), _w("w2", (4, 4, 3, 3), 32), _w("w3", (4, 4, 3, 3), 33),
+             _f32("s2", [1, 1, 2, 2]), _f32("s4", [1, 1, 4, 4]), _w("w4", (2, 12, 3, 3), 34)]
+    return _save(path, nodes, inits, ["N", 3, "H", "W"], ["N", 2, "h", "w"])
+
+
 MODELS: dict[str, Callable[[Path], Path]] = {
     "cnn_pools": cnn_pools, "same_and_ceil": same_and_ceil, "db_head": db_head, "reflect_pad": reflect_pad,
-    "crnn": crnn, "crop_slice": crop_slice,
+    "crnn": crnn, "crop_slice": crop_slice, "fpn_concat": fpn_concat,
 }

@@ -182,7 +182,13 @@ def resize_dynamic(c: Any) -> list[str]:
     outside = c.tmp("outside")
     lines.append(f"{outside} = tf.zeros([1] * {r}, tf.bool)")
     widened = False
+    const_scales = c.const(2) if c.node.op == "resize" and c.has(2) and c.const(2) is not None else None
+    unit = set()  # axes a constant scale of 1 leaves as they are (no gather: their static size stays known)
+    if const_scales is not None and np.asarray(const_scales).size == n and not use_sizes and ctm != "tf_crop_and_resize":
+        unit = {axes[k] for k, v in enumerate(np.asarray(const_scales, np.float64).reshape(-1)) if v == 1.0}
     for k, a in enumerate(axes):
+        if a in unit:
+            continue
         i, x = c.tmp(f"i{a}"), c.tmp(f"x{a}")
         nk = f"{in_sz}[{k}]" if not isinstance(size[a], float) else f"{size[a]}"  # the input size, float
         hi = f"{shape[a] - 1}" if isinstance(shape[a], int) else f"({nk} - 1)"
