@@ -242,8 +242,28 @@ def emit(model: Model, ctx: Any) -> Any:
         try:
             onnx.checker.check_model(proto, full_check=full)
         except Exception as exc:  # noqa: BLE001 - ValidationError / InferenceError
-            raise OpbridgeError("verifier", f"onnx.checker rejected the emitted model: {str(exc).splitlines()[0]}") from None
+            if "existing shape differ" not in str(exc) or not _drop_output_shapes(proto):
+                raise OpbridgeError("verifier", f"onnx.checker rejected the emitted model: {str(exc).splitlines()[0]}") from None
+            ctx.warn("the model's declared output shapes contradict ONNX shape inference: written as inferred")
+            _fill_output_types(proto)
+            try:
+                onnx.checker.check_model(proto, full_check=full)
+            except Exception as again:  # noqa: BLE001
+                raise OpbridgeError("verifier", "onnx.checker rejected the emitted model: "
+                                    f"{str(again).splitlines()[0]}") from None
     return proto
+
+
+def _drop_output_shapes(proto: Any) -> bool:
+    """Clear the shapes (not the element types) of the graph outputs: a source model's declared
+    output shape that its own graph contradicts (ddddocr declares (1, seq) for a (seq, 1, C)
+    output) must not make the written file fail its checker. Whether anything was cleared."""
+    cleared = False
+    for o in proto.graph.output:
+        if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape"):
+            o.type.tensor_type.ClearField("shape")
+            cleared = True
+    return cleared
 
 
 def _fill_output_types(proto: Any) -> None:
