@@ -5,13 +5,13 @@ target=..., tables=...)`` is that compile's artifact, for callers of the emitter
 The package: ``registry`` (the rule decorator), ``mil`` (shared helpers and the artifact),
 ``prepare`` (the target's IR preparation), ``codegen`` (the builder script), ``runtime``
 (build, convert, save, load, run), and the rule families ``elementwise``, ``shape``, ``nn``,
-``reductions``, ``quant``, ``rnn``, ``attention`` (imported here so their rules register).
+``reductions``, ``quant``, ``rnn``, ``attention``, ``control`` (imported here so their rules register).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import attention, elementwise, nn, quant, reductions, rnn, shape  # noqa: F401 - the rules register on import
+from . import attention, control, elementwise, nn, quant, reductions, rnn, shape  # noqa: F401 - the rules register on import
 from .mil import DEFAULT_TARGET, CoreMLArtifact, Port, ct as _ct, deployment_target
 from .registry import NAME
 from .runtime import output_ports, run, save

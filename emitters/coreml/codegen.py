@@ -5,7 +5,9 @@ folded, prepared (``prepare.py``), legalized and lowered the graph, so every nod
 one the Core ML target emits itself. ``Gen`` writes one line per node from the snippet of
 its optable cell (``mb.add(x={A}, y={B})``, completed with the output variable and the
 MIL op name), or the lines of the node's rule (``translator.compile.registry``, registered by the
-family modules: ``elementwise``, ``shape``, ``reductions``, ``nn``, ``quant``, ``rnn``, ``attention``).
+family modules: ``elementwise``, ``shape``, ``reductions``, ``nn``, ``quant``, ``rnn``, ``attention``,
+``control``). A control-flow rule writes each subgraph as a nested ``def`` (``Gen.block``) holding
+the lines of the subgraph's nodes (``Gen.nodes``), which ``mb.cond`` / ``mb.while_loop`` call.
 
 Values the model computes in a dtype Core ML lacks are computed in the legal one
 (``legalize_dtypes``); where that changes the values, the graph itself puts them back into
@@ -19,7 +21,8 @@ literal goes through ``render.literal`` (``mil.lit``: plain data only).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 #: integer dtypes Core ML computes in int32: (bits, signed)
 NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uint16": (16, False),
                "int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
+#: ops whose outputs come out of a MIL ``cond`` / ``while_loop`` (``control.py``): a graph output
+#: they produce gets its own ``identity`` (the control op's output vars are named by MIL)
+CONTROL_OPS = frozenset({"if", "loop", "scan"})
 #: small float dtypes Core ML computes in fp32 (``prepare.widen_small_dtypes``): (mantissa bits,
 #: smallest normal exponent, largest finite value, what a non-saturating overflow gives or None
 #: when the format always saturates)
@@ -71,6 +77,8 @@ class Binder:
 class Gen:
     def __init__(self, graph: Graph, tables: "Tables") -> None:
         self.g = graph
+        #: values put back into their declared dtype right after their node (``nodes``)
+        self.fixed: set[int] = set()
         self.tables = tables
         self.lines: list[str] = []
         self.weights: dict[str, np.ndarray] = {}
@@ -165,6 +173,7 @@ class Gen:
         for k, v in enumerate(self.g.outputs):
             source = outputs[k].dtype if k < len(outputs) else None
             direct = (v.producer is not None and len(v.producer.outputs) == 1 and id(v) not in seen
+                      and v.producer.op not in CONTROL_OPS
                       and id(v) not in self.names and _fix(source, v.type.dtype) is None)
             given = outputs[k].coreml if k < len(outputs) else ""
             if given and given not in self.used:
@@ -176,27 +185,9 @@ class Gen:
                 self.names[id(v)] = name
             seen.add(id(v))
             plan.append((v, name, direct, source))
-        fixed: set[int] = set()
-        for node in self.g.nodes:
-            self._op = node.op
-            for v in node.outputs:
-                if id(v) not in self.names:
-                    self.reserve(v)
-            self.origin[self.names[id(node.outputs[0])]] = node.op
-            source = node.meta.get("source_dtypes") or []
-            saturate = int(node.attrs.get("saturate", 1)) if node.op in ("cast", "cast_like") else 1
-            fixes = [(k, v, fix) for k, v in enumerate(node.outputs)
-                     if k < len(source) and (fix := _fix(source[k], v.type.dtype, saturate)) is not None]
-            final = {}
-            for k, v, _ in fixes:  # the op writes a raw variable; the fix writes the value's own
-                final[k] = self.names[id(v)]
-                self.names[id(v)] = self.fresh(f"{final[k]}_{v.type.dtype}")
-            self._node(node)
-            for k, v, fix in fixes:
-                raw = self.var(v)
-                self.names[id(v)] = final[k]
-                self._legalized_lines(fix, raw, self.pyvar(final[k]), final[k], v.type.dtype, final[k])
-                fixed.add(id(v))
+        self.fixed = set()
+        self.nodes(self.g)
+        fixed = self.fixed
         self._op = "output"
         result = []
         for v, name, direct, source in plan:
@@ -212,6 +203,53 @@ class Gen:
                 result.append((var, name))
         self.output_names = [n for _, n in result]
         return result
+
+    def nodes(self, graph: Graph) -> None:
+        """The lines of ``graph``'s nodes: the main graph, or the body of a MIL ``cond`` /
+        ``while_loop`` block (``control.py``; its lines go inside a ``def``, see ``block``).
+        A value computed in a legal dtype other than the one the model declares is put back
+        into the declared dtype's values right after its node (``_legalized_lines``)."""
+        outer_op = self._op
+        for node in graph.nodes:
+            self._op = node.op
+            for v in node.outputs:
+                if id(v) not in self.names:
+                    self.reserve(v)
+            self.origin[self.names[id(node.outputs[0])]] = node.op
+            source = node.meta.get("source_dtypes") or []
+            saturate = int(node.attrs.get("saturate", 1)) if node.op in ("cast", "cast_like") else 1
+            fixes = [(k, v, fix) for k, v in enumerate(node.outputs)
+                     if k < len(source) and (fix := _fix(source[k], v.type.dtype, saturate)) is not None]
+            final = {}
+            for k, v, _ in fixes:  # the op writes a raw variable; the fix writes the value's own
+                final[k] = self.names[id(v)]
+                self.names[id(v)] = self.fresh(f"{final[k]}_{v.type.dtype}")
+            self._node(node)
+            self._op = node.op
+            for k, v, fix in fixes:
+                raw = self.var(v)
+                self.names[id(v)] = final[k]
+                self._legalized_lines(fix, raw, self.pyvar(final[k]), final[k], v.type.dtype, final[k])
+                self.fixed.add(id(v))
+        self._op = outer_op
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        """The lines emitted inside the ``with`` go into a nested ``def`` opened by ``header``
+        (a MIL block builder: ``mb.cond``'s branches, ``mb.while_loop``'s cond and body). The
+        function reads values of enclosing blocks by closure, as MIL blocks read outer vars."""
+        outer, self.lines = self.lines, []
+        try:
+            yield
+        finally:
+            inner, self.lines = self.lines, outer
+        self.lines.append(header)
+        self.lines.extend("    " + line for line in (inner or ["pass"]))
+
+    def param(self, v: Value, base: str | None = None) -> str:
+        """A block input (a loop's iteration count, carried value...) as a fresh Python parameter."""
+        self.names[id(v)] = self.fresh(base or v.name)
+        return self.pyvar(self.names[id(v)])
 
     def _node(self, node: Node) -> None:
         rule = self._rules.get(node.op)
@@ -358,4 +396,4 @@ def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
                           list(ctx.decomposed), dict(gen.origin))
 
 
-__all__ = ["Gen", "Binder", "emit", "NARROW_INTS"]
+__all__ = ["Gen", "Binder", "emit", "NARROW_INTS", "CONTROL_OPS"]

@@ -636,7 +636,8 @@ def batch_to_space(a: Args) -> np.ndarray:
 # ----------------------------------------------------------------------------- lists (loops and sequences)
 @op("make_list")
 def make_list(a: Args) -> list:
-    shape = [int(v) for v in np.asarray(a("elem_shape", [])).ravel()] if a.has("elem_shape") else None
+    # elem_shape: one int32 tensor, or (as the builder writes a Python list) one scalar per dim
+    shape = [int(v) for e in a.many("elem_shape") for v in np.asarray(e).ravel()] if a.has("elem_shape") else None
     dt = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32, "bool": np.bool_}[a.str("dtype", "fp32")]
     n = a.int("init_length", 1)
     return [np.zeros(shape, dt) if shape is not None else None for _ in range(n)]
@@ -666,7 +667,13 @@ def list_write(a: Args) -> list:
 @op("list_gather")
 def list_gather(a: Args) -> np.ndarray:
     ls = a("ls")
-    return np.stack([ls[int(i)] for i in np.asarray(a("indices")).ravel()])
+    idx = [int(i) for i in np.asarray(a("indices")).ravel()]
+    if not idx:  # nothing gathered (a loop that ran zero times): [0, *element shape]
+        elem = next((np.asarray(v) for v in ls if v is not None), None)
+        if elem is None:
+            raise EvalError("list_gather of no indices from a list without an element shape")
+        return np.zeros((0, *elem.shape), elem.dtype)
+    return np.stack([ls[i] for i in idx])
 
 
 @op("list_scatter")

@@ -1,11 +1,12 @@
-"""Core ML lowerings of ops whose axes, sizes, k or depth are fed at run time.
+"""Core ML lowerings of ops whose axes, sizes, k, depth or slice bounds are fed at run time.
 
 MIL takes these operands as constants (``reduce_*`` axes, ``expand_dims``/``squeeze`` axes,
-``split`` sizes, ``topk`` k, ``cumsum`` axis, ``one_hot`` values); with a static input shape and
-a static operand length the same result is computed from run-time tensors: masks compared
-with ``range(rank)``, ``select``, ``argsort``, ``slice_by_size`` with run-time begin/size,
-``reshape`` to a computed shape. The rules in ``shape.py`` call these when the operand is
-not a constant; runtime-axes reductions live in ``reductions.py``.
+``split`` sizes, ``topk`` k, ``cumsum`` axis, ``one_hot`` values, ``slice`` bounds); with a
+static input shape and a static operand length the same result is computed from run-time
+tensors: masks compared with ``range(rank)``, ``select``, ``argsort``, ``slice_by_size`` with
+run-time begin/size, ``slice_by_index`` with run-time begin/end, ``reshape`` to a computed
+shape. The rules in ``shape.py`` call these when the operand is not a constant; runtime-axes
+reductions live in ``reductions.py``.
 """
 from __future__ import annotations
 
@@ -212,5 +213,67 @@ def cum_sum_runtime(gen: Gen, node: Node) -> None:
         gen.emit(f"{gen.out(node)} = mb.identity(x={acc}, name={gen.name(node)})")
 
 
+def slice_runtime_why(node: Node) -> str | None:
+    """Why ``slice_runtime`` cannot take a slice whose starts or ends are fed at run time
+    (None when it can): it needs a static input shape, constant axes and steps, positive
+    steps, and starts/ends of a static length (one per axis)."""
+    shape = static_shape(node.inputs[0])
+    if shape is None:
+        return "run-time slice bounds need a static input shape"
+    ins = list(node.inputs) + [None] * (5 - len(node.inputs))
+    for i, what in ((3, "axes"), (4, "steps")):
+        if ins[i] is not None and not ins[i].is_const:
+            return f"run-time slice bounds need constant {what}"
+    k = None
+    for i in (1, 2):
+        s = static_shape(ins[i])
+        if s is None or len(s) != 1 or (k is not None and s[0] != k):
+            return "run-time starts/ends need one static length"
+        k = s[0]
+    axes = [int(a) for a in np.asarray(ins[3].const).ravel()] if ins[3] is not None else list(range(k or 0))
+    steps = [int(a) for a in np.asarray(ins[4].const).ravel()] if ins[4] is not None else [1] * (k or 0)
+    if len(axes) != k or len(steps) != k:
+        return "starts, ends, axes and steps differ in length"
+    if any(st <= 0 for st in steps):
+        return "run-time slice bounds with a negative step are not lowered"
+    return None
+
+
+def slice_runtime(gen: Gen, node: Node) -> None:
+    """Starts or ends fed at run time (a loop body slicing at its iteration number): ONNX's
+    bounds for a positive step computed in the graph on the full rank (a negative bound
+    counts from the dim, then clamped to ``[0, dim]``; an end before its start gives an
+    empty slice), then one ``slice_by_index`` with run-time begin and end."""
+    shape = list(static_shape(node.inputs[0]) or ())
+    r = len(shape)
+    ins = list(node.inputs) + [None] * (5 - len(node.inputs))
+    k = (static_shape(ins[1]) or (0,))[0]
+    axes = [norm_axis(int(a), r) for a in np.asarray(ins[3].const).ravel()] if ins[3] is not None else list(range(k))
+    steps = [int(a) for a in np.asarray(ins[4].const).ravel()] if ins[4] is not None else [1] * k
+    at = [0] * r  # the position in starts/ends of each sliced axis
+    sliced = [False] * r
+    stride = [1] * r
+    for j, (a, st) in enumerate(zip(axes, steps)):
+        at[a], sliced[a], stride[a] = j, True, st
+    dims = np_lit(shape, "int32")
+
+    step = _stepper(gen, node)
+
+    def bound(i: int, key: str, other: list[int]) -> str:
+        v = gen.var(ins[i])
+        if ins[i].type.dtype != "int32":
+            v = step(f"{key}_int", f"mb.cast(x={v}, dtype='int32'")
+        full = step(f"{key}_full", f"mb.select(cond={np_lit(sliced, 'bool')}, a=" + step(
+            f"{key}_spread", f"mb.gather(x={v}, indices={np_lit(at, 'int32')}, axis=0") + f", b={np_lit(other, 'int32')}")
+        wrapped = step(f"{key}_wrapped", "mb.select(cond=" + step(f"{key}_negative", f"mb.less(x={full}, y=np.int32(0)") +
+                       ", a=" + step(f"{key}_from_end", f"mb.add(x={full}, y={dims}") + f", b={full}")
+        return step(key, "mb.minimum(x=" + step(f"{key}_low", f"mb.maximum(x={wrapped}, y=np.int32(0)") + f", y={dims}")
+
+    begin = bound(1, "begin", [0] * r)
+    end = step("end_kept", "mb.maximum(x=" + bound(2, "end", shape) + f", y={begin}")
+    gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={begin}, end={end}, "
+             f"stride={lit(stride)}, name={gen.name(node)})")
+
+
 __all__ = ["runtime_axes_count", "squeeze_runtime", "unsqueeze_runtime", "split_runtime", "top_k_runtime",
-           "one_hot_runtime", "cum_sum_runtime"]
+           "one_hot_runtime", "cum_sum_runtime", "slice_runtime", "slice_runtime_why"]

@@ -13,8 +13,8 @@ from translator.compile.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule
-from .runtime_inputs import (cum_sum_runtime, one_hot_runtime, runtime_axes_count, split_runtime, squeeze_runtime,
-                             top_k_runtime, unsqueeze_runtime)
+from .runtime_inputs import (cum_sum_runtime, one_hot_runtime, runtime_axes_count, slice_runtime, slice_runtime_why,
+                             split_runtime, squeeze_runtime, top_k_runtime, unsqueeze_runtime)
 
 if TYPE_CHECKING:
     from .codegen import Gen
@@ -197,14 +197,24 @@ def _split(gen: Gen, node: Node) -> None:
     gen.emit(f"{outs} = mb.split(x={gen.var(x)}, split_sizes={lit(sizes)}, axis={lit(axis)}, name={gen.name(node)})")
 
 
+def _runtime_bounds(node: Node) -> bool:
+    return any(i < len(node.inputs) and node.inputs[i] is not None and not node.inputs[i].is_const for i in (1, 2))
+
+
 def _slice_check(node: Node) -> Refusal | None:
     if static_shape(node.inputs[0]) is None:
         return Refusal("dynamic_shape", "slice needs a static input shape here")
+    if _runtime_bounds(node):  # starts/ends fed at run time: slice_runtime, when it applies
+        why = slice_runtime_why(node)
+        return None if why is None else Refusal("requires_constant_input", why)
     return need_const(1, 2, 3, 4)(node)
 
 
 @rule("slice", check=_slice_check)
 def _slice(gen: Gen, node: Node) -> None:
+    if _runtime_bounds(node):
+        slice_runtime(gen, node)
+        return
     shape = static_shape(node.inputs[0])
     r = len(shape)
     starts = _axes_input(node, 1)

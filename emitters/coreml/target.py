@@ -3,7 +3,7 @@
 * ``configure``: the deployment target (``--target``, default iOS17), checked against
   coremltools' ``ct.target`` → ``ctx.options["deployment_target"]`` (not ``target``: that is
   ``compile``'s own parameter);
-* ``prepare``: ``prepare.prepare`` (control-flow refusal, cast_like folding, re-inference,
+* ``prepare``: ``prepare.prepare`` (counted loops unrolled, cast_like folding, re-inference,
   slice-bound clamping, quantized dtypes noted before legalization);
 * ``legal_dtypes``: the coreml column of ``dtypes.yaml`` (the dtypes MIL programs compute
   in: fp16, fp32, int32, bool);
