@@ -672,3 +672,22 @@ def test_matmul_of_two_vectors_is_a_dot_product_with_value_inference():
     model, feeds = single_op_model("matmul", [a, b], {})
     (y,) = coreml.run(coreml.emit(model), feeds)
     assert y.shape == () and compare(np.dot(a, b), y).ok
+
+
+def test_a_1d_tensor_dequantized_with_the_default_axis_is_a_reason_not_a_crash():
+    """onnxruntime's QDQ quantizer writes a bias as int32 [C] with a one-element scale and the
+    default axis 1, which names no axis of a 1-D tensor: Core ML's quantization check gives a
+    reason (report and convert agree) instead of an IndexError."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    from translator.compile.pipeline import plan
+    from translator.frontends.onnx import from_proto
+
+    g = h.make_graph([h.make_node("DequantizeLinear", ["b", "s"], ["bf"]), h.make_node("Add", ["x", "bf"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+                     [nh.from_array(np.arange(4, dtype=np.int32), "b"), nh.from_array(np.array([0.5], np.float32), "s")])
+    model = from_proto(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]))
+    ctx = plan(model, "coreml")
+    assert all(r.code != "internal_error" for r in (ctx.refusals or {}).values())

@@ -50,9 +50,10 @@ def note_quant_dtypes(graph: Graph) -> None:
 def _axis_in(a: int, rank: int) -> int | None:
     """``a`` in ``[0, rank)``, or None when it names no axis of a rank-``rank`` input."""
     try:
-        return norm_axis(a, rank)
+        k = norm_axis(a, rank)
     except ValueError:
         return None
+    return k if 0 <= k < rank else None  # ONNX's default axis 1 names no axis of a 1-D bias
 
 
 def _quant_plan(node: Node) -> str | Refusal:
