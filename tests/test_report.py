@@ -141,3 +141,30 @@ def test_a_decomposed_node_named_like_a_path_lists_its_ops():
     (plan,) = plan_model(model, ["openvino"])
     (node,) = plan.nodes
     assert node.status == "decomposed" and node.detail == "into add, greater, less, neg, sub, where", node
+
+
+def test_one_backends_internal_error_does_not_refuse_the_model_on_the_others(monkeypatch, tmp_path):
+    """A bug of ours in one backend's planning is that backend's ``internal_error`` on every
+    node; the other backends are still judged (as convert judges each target alone)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from translator.compile import pipeline
+    from translator.frontends import load
+    from translator.run import report as R
+
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [h.make_tensor_value_info("x", T.FLOAT, [2])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "m.onnx"))
+    real = pipeline.plan
+
+    def broken(model, target, *a, **k):
+        if target == "coreml":
+            raise IndexError("tuple index out of range")
+        return real(model, target, *a, **k)
+
+    monkeypatch.setattr(pipeline, "plan", broken)
+    plans = {p.backend: p for p in R.plan_model(load(str(tmp_path / "m.onnx")), ["onnx", "coreml"])}
+    assert [n.status for n in plans["onnx"].nodes] == ["native"]
+    assert [(n.status, n.reason) for n in plans["coreml"].nodes] == [("unsupported", "internal_error")]

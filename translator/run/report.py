@@ -108,15 +108,17 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             if refused and get_target(b).dynamic_dims and not options.get("fix_all_dims") and dims.symbolic(model):
                 # as convert does: the target cannot keep the symbolic dims, so it fixes them
                 ctx = plan(model, b, tables, **options, fix_all_dims=f"{b} cannot run them symbolic: {refused[0]}")
-        except OpbridgeError as exc:  # the whole model is refused before any node is judged (a prepare step)
-            if exc.code == "bad_option":
+        except Exception as exc:  # noqa: BLE001 - the whole model refused for this backend (a prepare
+            # step, or a bug of ours): the other backends are still judged, as convert judges each target
+            if isinstance(exc, OpbridgeError) and exc.code == "bad_option":
                 raise  # the user's options, not the model: convert refuses them the same way
+            code = exc.code if isinstance(exc, OpbridgeError) else "internal_error"
+            detail = getattr(exc, "detail", None) or f"{type(exc).__name__}: {exc}".splitlines()[0]
             bp = BackendPlan(b)
             for node in order:
                 first = next((v for v in node.inputs if v is not None), None)
                 bp.nodes.append(NodePlan(node.name, node.op, first.type.dtype if first is not None else None,
-                                         "unsupported", exc.detail if hasattr(exc, "detail") else str(exc),
-                                         exc.code))
+                                         "unsupported", detail, code))
             plans.append(bp)
             continue
         lowered = list(ctx.model.graph.walk()) if ctx.model is not None else []
