@@ -55,22 +55,30 @@ POOLS = {
 @pytest.mark.parametrize("target", ["tensorflow", "tflite"])
 def test_pool_geometry_at_run_time_sizes(pool, target, tmp_path):
     """Odd and even sizes: every ONNX pooling rule computed from ``tf.shape`` matches the reference."""
+    from onnx import helper as h
+
+    op, attrs = POOLS[pool]
+    rec = _one_node_checked(tmp_path, h.make_node(op, ["x"], ["y"], **attrs), [], 19, target,
+                            {"H": (7, 10), "W": (9, 12)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+
+
+def _one_node_checked(tmp_path, node, inits: list, opset: int, target: str, check_dims: dict) -> dict:
+    """``node`` over ``x: [N, 3, H, W]`` as a model, converted to ``target`` and checked at
+    ``check_dims``: the target's convert record."""
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
 
     import opbridge
 
-    op, attrs = POOLS[pool]
-    g = h.make_graph([h.make_node(op, ["x"], ["y"], **attrs)], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, "H", "W"])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)])
-    src = tmp_path / f"{pool}.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 19)]), str(src))
-    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check_dims={"H": (7, 10), "W": (9, 12)})
-    (rec,) = res["targets"]
-    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-    assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, "H", "W"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", opset)]), str(src))
+    (rec,) = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check_dims=check_dims)["targets"]
+    return rec
 
 
 DECONVS = {
@@ -82,20 +90,11 @@ DECONVS = {
 @pytest.mark.parametrize("deconv", sorted(DECONVS))
 @pytest.mark.parametrize("target", ["tensorflow", "tflite"])
 def test_conv_transpose_at_run_time_sizes(deconv, target, tmp_path):
-    import onnx
-    from onnx import TensorProto as T
     from onnx import helper as h
 
-    import opbridge
-
     attrs = DECONVS[deconv]
-    g = h.make_graph([h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, "H", "W"])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)],
-                     [S._w("w", (3, 2, *attrs["kernel_shape"]), 21), S._w("b", (2 * attrs.get("group", 1),), 22)])
-    src = tmp_path / f"{deconv}.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
-    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check_dims={"H": (5, 8), "W": (6, 9)})
-    (rec,) = res["targets"]
+    inits = [S._w("w", (3, 2, *attrs["kernel_shape"]), 21), S._w("b", (2 * attrs.get("group", 1),), 22)]
+    rec = _one_node_checked(tmp_path, h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs), inits, 17,
+                            target, {"H": (5, 8), "W": (6, 9)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
