@@ -43,6 +43,7 @@ import numpy as np
 from ..table.errors import FrontendError, OpbridgeError
 from ..ir.infer import infer_node
 from ..ir.graph import Graph, Model, TensorType, Value
+from .tflite_sparse import densify
 
 NAME = "tflite"
 RUNTIME = "LiteRT interpreter"
@@ -224,6 +225,14 @@ class Ctx:
             return None
         dt = self.np_dtype(i)
         shape = self.shape(i)
+        t = self.tensor(i)
+        if t.sparsity is not None:  # nonzero values + metadata (the input of a DENSIFY)
+            if len(raw) % dt.itemsize:
+                raise self.fail("bad_model", f"sparse tensor {self.tname(i)!r}: buffer of {len(raw)} bytes")
+            try:
+                return densify(np.frombuffer(raw, dtype=dt), shape, t.sparsity)
+            except ValueError as exc:
+                raise self.fail("bad_model", f"sparse tensor {self.tname(i)!r}: {exc}") from None
         count = int(np.prod(shape)) if shape else 1
         if len(raw) != count * dt.itemsize:
             raise self.fail("bad_model", f"tensor {self.tname(i)!r}: buffer of {len(raw)} bytes for shape {list(shape)}")

@@ -162,6 +162,11 @@ def _dequantize(ctx: Any, op: Any) -> list:
     return [x]
 
 
+@handles("DENSIFY", ir="identity")
+def _densify(ctx: Any, op: Any) -> list:
+    return [ctx.input(int(op.inputs[0]))]  # the sparse constant is dense once read (tflite_sparse)
+
+
 @handles("QUANTIZE", ir="quantize_linear")
 def _quantize(ctx: Any, op: Any) -> list:
     return [ctx.input(int(op.inputs[0]))]  # the frontend quantizes with the output tensor's parameters
