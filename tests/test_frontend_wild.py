@@ -422,3 +422,30 @@ def test_saved_model_with_optimizer_slots_is_read_from_its_meta_graph(slotted_sa
     rec = opbridge.convert(str(slotted_saved_model), to="onnx,tflite,openvino", out=str(tmp_path / "out"),
                            check_dims={"batch": (1, 3)})
     _assert_ok(rec, ["onnx", "tflite", "openvino"])
+
+
+# ---------------------------------------------------------------------------- 6. TFLite IF
+def test_tflite_if_runs_the_branch_its_condition_picks(tmp_path):
+    """openWakeWord's wake-word models keep a ``tf.cond`` as a TFLite ``IF`` (two subgraphs on
+    the op's inputs after the condition): an IR ``if`` whose branches read the outer values,
+    checked against LiteRT with one input set per branch."""
+    import opbridge
+    from translator.frontends import tflite
+
+    @tf.function
+    def gate(x, flag):
+        return tf.cond(flag[0] > 0.0, lambda: tf.nn.relu(x) * 2.0 + 1.0,
+                       lambda: tf.reduce_sum(x, -1, keepdims=True) - x)
+
+    src = _tflite(gate, [tf.TensorSpec([2, 5], tf.float32, "x"), tf.TensorSpec([1], tf.float32, "flag")],
+                  tmp_path / "if.tflite")
+    s, model, _ = tflite.read_model(src)
+    names = {v: k for k, v in vars(s.BuiltinOperator).items() if not k.startswith("_")}
+    assert "IF" in {names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in model.operatorCodes}
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    sets = [{"x": x, "flag": np.asarray([1.0], np.float32)}, {"x": x, "flag": np.asarray([-1.0], np.float32)}]
+    targets = ["onnx", "pytorch", "tensorflow", "tflite", "openvino"]
+    rec = opbridge.convert(str(src), to=",".join(targets), out=str(tmp_path / "out"), inputs=sets)
+    _assert_ok(rec, targets)
+    assert len(_by_target(rec)["onnx"]["check"]["sizes"]) == 2

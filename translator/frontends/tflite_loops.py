@@ -1,4 +1,5 @@
-"""TFLite control flow and step unpacking: ``WHILE`` → the IR ``loop``, ``UNPACK`` → ``split``.
+"""TFLite control flow and step unpacking: ``WHILE`` → the IR ``loop``, ``IF`` → ``if``,
+``UNPACK`` → ``split``.
 
 * **WHILE** (``cond_subgraph_index``, ``body_subgraph_index`` over the same loop variables;
   the cond runs before every iteration) becomes an ONNX-style ``loop`` without a trip count:
@@ -7,6 +8,9 @@
   whose result is the body's cond output. Both subgraphs are converted op by op with the
   same handlers (so with the same table mapping); loop variables are carried as TFLite holds
   them (a quantized one as its integers).
+* **IF** (``then_subgraph_index``, ``else_subgraph_index``, both taking the op's inputs after
+  the condition) becomes an IR ``if`` whose branches are the two subgraphs converted on the
+  outer values (branches take no inputs; they read the enclosing graph's values).
 * **UNPACK** splits into parts of one along the axis and squeezes each part.
 """
 from __future__ import annotations
@@ -66,14 +70,48 @@ def _while(ctx: Any, op: Any) -> list:
                               _sg_type(ctx, body_sg, int(body_sg.inputs[k]))) for k in range(n)]
     new = convert_subgraph(ctx, body_i, body, carried)
     c1 = convert_subgraph(ctx, cond_i, body, new)
-    outs = []
-    for k, v in enumerate([c1[0], *new]):  # every body output its own node's value (not an input, a constant, twice)
-        if v.producer is None or v.graph is not body or any(o is v for o in outs):
-            node = body.add_node("identity", [v], {}, outputs=[f"{name}/out{k}"], name=f"{name}/out{k}", types=[v.type])
+    body.outputs = _branch_outputs(body, [c1[0], *new], name)
+    ys = ctx.emit("loop", [None, c0[0], *init], {"body": body}, n=n)
+    for k, y in enumerate(ys):
+        y.type = TensorType(ctx.dtype(int(op.outputs[k])), ctx.dims(int(op.outputs[k])))
+    return ys
+
+
+def _branch_outputs(graph: Graph, values: list, name: str) -> list:
+    """Every output of a branch or body its own node's value in ``graph`` (not an outer value,
+    an input, a constant or the same value twice): an identity where it is not."""
+    outs: list = []
+    for k, v in enumerate(values):
+        if v.producer is None or v.graph is not graph or any(o is v for o in outs):
+            node = graph.add_node("identity", [v], {}, outputs=[f"{name}/out{k}"], name=f"{name}/out{k}", types=[v.type])
             v = node.outputs[0]
         outs.append(v)
-    body.outputs = outs
-    ys = ctx.emit("loop", [None, c0[0], *init], {"body": body}, n=n)
+    return outs
+
+
+@handles("IF", ir="if")
+def _if(ctx: Any, op: Any) -> list:
+    """``IF(cond, args…)`` runs ``then_subgraph_index`` or ``else_subgraph_index`` on ``args``:
+    an IR ``if`` whose branches are the two subgraphs converted on the outer values."""
+    from .tflite import convert_subgraph
+
+    name = ctx.node_name
+    cond = ctx.raw(int(op.inputs[0]))
+    args = [ctx.raw(int(i)) for i in op.inputs[1:]]
+    n = len(op.outputs)
+    attrs = {}
+    for key, field in (("then_branch", "thenSubgraphIndex"), ("else_branch", "elseSubgraphIndex")):
+        idx = int(_opt(op, field, 0))
+        if not 0 <= idx < len(ctx.model.subgraphs):
+            raise ctx.fail("bad_model", f"IF names subgraph {idx}, the model has {len(ctx.model.subgraphs)}")
+        g = Graph(f"{name}/{key}")
+        g.parent = ctx.graph
+        outs = convert_subgraph(ctx, idx, g, args)
+        if len(outs) != n:
+            raise ctx.fail("bad_model", f"IF has {n} outputs, its {key.split('_')[0]} subgraph {idx} gives {len(outs)}")
+        g.outputs = _branch_outputs(g, outs, f"{name}/{key}")
+        attrs[key] = g
+    ys = ctx.emit("if", [cond], attrs, n=n)
     for k, y in enumerate(ys):
         y.type = TensorType(ctx.dtype(int(op.outputs[k])), ctx.dims(int(op.outputs[k])))
     return ys
