@@ -246,6 +246,32 @@ def test_hybrid_weights_quantize_the_input_per_row_like_litert(rnn_models):
     assert max(o.vs_source.max_abs for o in reports["onnx"].outputs) < 1e-5
 
 
+@pytest.mark.parametrize("layer", ["conv1x1", "conv1x1_s2", "conv3x3", "depthwise3x3"])
+def test_hybrid_convolutions_quantize_their_input_like_litert(layer, tmp_path):
+    """int8 weights (per channel) with float activations on a convolution: LiteRT's builtin
+    kernels quantize each batch item at run time, but a 1x1 stride-1 CONV_2D runs on XNNPACK
+    as a dynamically quantized fully connected op, quantized per pixel. Two batch items of
+    different ranges tell the three granularities apart (per tensor, per batch, per pixel)."""
+    L = tf.keras.layers
+    tf.keras.utils.set_random_seed(5)
+    make = {"conv1x1": lambda: L.Conv2D(48, 1), "conv1x1_s2": lambda: L.Conv2D(48, 1, strides=2),
+            "conv3x3": lambda: L.Conv2D(48, 3, padding="same"),
+            "depthwise3x3": lambda: L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)}[layer]
+    m = tf.keras.Sequential([tf.keras.Input((6, 6, 96), batch_size=2), make()])
+    conv = tf.lite.TFLiteConverter.from_keras_model(m)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]  # weights > 1024 elements: int8, activations float
+    path = tmp_path / f"{layer}.tflite"
+    path.write_bytes(conv.convert())
+    from translator.frontends import tflite
+
+    model = tflite.load(str(path))
+    assert model.metadata.get("opbridge.rounding") == "hybrid"
+    reports = _check(path, ["onnx", "tflite"])
+    for b in ("onnx", "tflite"):
+        _assert_pass(reports, b)
+    assert max(o.vs_source.max_abs for o in reports["onnx"].outputs) < 1e-4
+
+
 def test_unrolled_lstm_unpack_matches_litert(rnn_models):
     from translator.frontends import tflite
 

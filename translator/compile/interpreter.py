@@ -28,18 +28,23 @@ def prepare(model: Model) -> Model:
     return model
 
 
-def _body(g: Graph, outer: dict[int, Any], trace: dict[str, Any] | None) -> Callable[..., list[Any]]:
+#: ``perturb(node, args) -> args``: a hook that may change a node's arguments before it runs
+Perturb = Callable[[Any, list], list]
+
+
+def _body(g: Graph, outer: dict[int, Any], trace: dict[str, Any] | None,
+          perturb: Perturb | None = None) -> Callable[..., list[Any]]:
     def body(*inputs: Any) -> list[Any]:
         env = dict(outer)
         for v, x in zip(g.inputs, inputs):
             env[id(v)] = x
-        _run(g, env, trace)
+        _run(g, env, trace, perturb)
         return _outputs(g, env)
 
     return body
 
 
-def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None) -> None:
+def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None, perturb: Perturb | None = None) -> None:
     for c in g.constants.values():
         env[id(c)] = c.const
     for node in g.nodes:
@@ -58,12 +63,14 @@ def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None) -> None:
         kwargs = {}
         for k, a in node.attrs.items():
             if isinstance(a, Graph):
-                kwargs[k] = _body(a, env, None)
+                kwargs[k] = _body(a, env, None, perturb)
             elif isinstance(a, list) and a and all(isinstance(x, Graph) for x in a):
-                kwargs[k] = [_body(x, env, None) for x in a]
+                kwargs[k] = [_body(x, env, None, perturb) for x in a]
             else:
                 kwargs[k] = a
         budget.check_time(node=node.name, op=node.op)
+        if perturb is not None:
+            args = perturb(node, args)
         res = call_reference(node, fn, args, kwargs)
         for v, r in zip(node.outputs, res):
             env[id(v)] = r
@@ -71,8 +78,10 @@ def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None) -> None:
                 trace[v.name] = r
 
 
-def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = None) -> list[Any]:
-    """Outputs in graph order; ``trace`` (if given) receives every intermediate value by name."""
+def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = None,
+        perturb: Perturb | None = None) -> list[Any]:
+    """Outputs in graph order; ``trace`` (if given) receives every intermediate value by name;
+    ``perturb`` (if given) may change each node's arguments before it runs."""
     g = model.graph
     env: dict[int, Any] = {}
     for v in g.inputs:
@@ -83,7 +92,7 @@ def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = N
     # NumPy's floating-point flags and its RuntimeWarnings (``Mean of empty slice``) stay quiet
     with np.errstate(all="ignore"), warnings.catch_warnings(), budget.run_scope():
         warnings.simplefilter("ignore", RuntimeWarning)
-        _run(g, env, trace)
+        _run(g, env, trace, perturb)
     return _outputs(g, env)
 
 

@@ -148,6 +148,7 @@ class Ctx:
         self.made: set[int] = set()  # the values the current op's handler created
         self.op: Any = None  # the operator being converted
         self.stack: list[int] = []  # the subgraphs being converted (a loop's cond/body inside the model's)
+        self.rounding = False  # a hybrid kernel quantizes at run time (metadata "opbridge.rounding")
         self.produced = {int(t) for o in self.sg.operators or [] for t in _seq(o.outputs)}
         from ..ir.infer import _onnx_enum_to_dtype
 
@@ -598,6 +599,8 @@ def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = N
         meta["opbridge.tflite_signature"] = _str(sd.signatureKey)
     if atol:
         meta["opbridge.source_atol"] = json.dumps(atol)
+    if ctx.rounding:
+        meta["opbridge.rounding"] = "hybrid"
     return Model(g, source=path, source_format=NAME, metadata=meta)
 
 

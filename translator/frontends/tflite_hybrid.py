@@ -32,11 +32,13 @@ def _round_away(ctx: Any, v: Value) -> Value:
     return ctx.emit("mul", [ctx.emit("sign", [v], role="hybrid")[0], mag], role="hybrid")[0]
 
 
-def quantize_rows(ctx: Any, x: Value, asymmetric: bool) -> Value:
+def quantize_rows(ctx: Any, x: Value, asymmetric: bool, axes_list: list[int] | None = None) -> Value:
     """``x`` ([rows, depth], float32) as LiteRT's hybrid kernels see it: quantized to int8 per
-    row and dequantized again (computed in float32)."""
+    row and dequantized again (computed in float32). ``axes_list``: the axes one row spans
+    (default the last; a convolution's row is a whole batch item, ``[1, 2, 3]``)."""
     f = np.float32
-    axes = ctx.i64([-1], "row_axes")
+    ctx.rounding = True  # the check widens by the rounding spread (check.rounding_spread)
+    axes = ctx.i64(axes_list or [-1], "row_axes")
     zero = ctx.const(np.asarray(0.0, f), "zero")
 
     def op(name: str, *ins: Value, **attrs: Any) -> Value:
@@ -60,6 +62,22 @@ def quantize_rows(ctx: Any, x: Value, asymmetric: bool) -> Value:
     q = op("clip", _round_away(ctx, op("mul", x, op("div", ctx.const(np.asarray(127.0, f), "q127"), safe))),
            ctx.const(np.asarray(-127.0, f), "lo"), ctx.const(np.asarray(127.0, f), "hi"))
     return op("mul", q, op("div", safe, ctx.const(np.asarray(127.0, f), "q127")))
+
+
+def quantize_conv_input(ctx: Any, x: Value, w_index: int, pointwise: bool = False) -> Value:
+    """A hybrid ``CONV_2D``/``DEPTHWISE_CONV_2D`` input (NCHW, as the IR conv reads it) as LiteRT's default interpreter
+    quantizes it (ai-edge-litert 2.3, measured against ``BUILTIN_WITHOUT_DEFAULT_DELEGATES``):
+
+    * ``pointwise`` (a 1x1 ``CONV_2D`` with stride 1) runs on the XNNPACK delegate as a
+      dynamically quantized fully connected op: asymmetric, per pixel (over C, axis 1);
+    * every other hybrid convolution runs on the builtin kernels, per batch item over all of
+      H, W and C: asymmetric when the weights are quantized per channel
+      (``EvalHybridPerChannel``), symmetric when per tensor (``EvalHybrid``)."""
+    if pointwise:
+        return quantize_rows(ctx, x, True, [1])
+    q = ctx.quant(w_index)
+    per_channel = q is not None and len(q[0]) > 1
+    return quantize_rows(ctx, x, per_channel, [1, 2, 3])
 
 
 def is_hybrid(ctx: Any, x_index: int, w_index: int) -> bool:

@@ -238,10 +238,13 @@ def _conv2d(ctx: Any, op: Any) -> list:
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
     w = ctx.weight(int(wi), [0, 3, 1, 2])
+    xn = ctx.nchw(x)
+    if tflite_hybrid.is_hybrid(ctx, int(xi), int(wi)):  # int8 weights, float input: quantized at run time
+        xn = tflite_hybrid.quantize_conv_input(ctx, xn, int(wi), pointwise=ks == [1, 1] and strides == [1, 1])
     group = ishape[3] // wshape[3] if wshape[3] and ishape[3] is not None else 1
     attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": group,
              **_pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
-    y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
+    y = ctx.emit("conv", [xn, w, ctx.input(int(bi))], attrs)[0]
     return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
 
 
@@ -253,11 +256,15 @@ def _depthwise(ctx: Any, op: Any) -> list:
     ks = list(wshape[1:3])
     strides = [int(_opt(op, "strideH", 1)), int(_opt(op, "strideW", 1))]
     dils = [int(_opt(op, "dilationHFactor", 1)), int(_opt(op, "dilationWFactor", 1))]
-    w = ctx.weight(int(wi), [3, 0, 1, 2])  # (C*M) 1 H W: group = C
+    w = ctx.weight(int(wi), [3, 0, 1, 2])
+  # (C*M) 1 H W: group = C
     channels = ishape[3] if ishape[3] is not None else wshape[3] // max(int(_opt(op, "depthMultiplier", 1)), 1)
     attrs = {"kernel_shape": ks, "strides": strides, "dilations": dils, "group": int(channels),
              **_pads(ctx, op, tuple(ishape[1:3]), ks, strides, dils)}
-    y = ctx.emit("conv", [ctx.nchw(x), w, ctx.input(int(bi))], attrs)[0]
+    xn = ctx.nchw(x)
+    if tflite_hybrid.is_hybrid(ctx, int(xi), int(wi)):  # int8 weights, float input: quantized per batch item
+        xn = tflite_hybrid.quantize_conv_input(ctx, xn, int(wi))
+    y = ctx.emit("conv", [xn, w, ctx.input(int(bi))], attrs)[0]
     return [ctx.nhwc(ctx.activation(y, _opt(op, "fusedActivationFunction", 0)))]
 
 
