@@ -107,3 +107,21 @@ def test_dims_named_question_mark_are_each_their_own(tmp_path):
     src = tmp_path / "m.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), str(src))
     assert dims.symbolic(load(str(src))) == {"x": ["x:0", "x:2", "x:3"]}
+
+
+@pytest.mark.parametrize("target", ["onnx", "coreml"])
+def test_a_declared_output_size_the_computation_contradicts_gives_way(target, tmp_path):
+    """speechmos' AECMOS: x [batch, 1, 4] → Squeeze (no axes) → output declared [batch]. At
+    batch 1 the squeeze keeps the 4 (onnxruntime returns [4]); once batch is fixed (Core ML)
+    the declared (1,) is contradicted by the computed (4,), and the computed size wins."""
+    from onnx import helper as h
+
+    import opbridge
+
+    src = _model(tmp_path / "m.onnx", [h.make_node("Squeeze", ["x"], ["s"]), h.make_node("Sigmoid", ["s"], ["y"])],
+                 [_vi("x", ["batch", 1, 4])], [_vi("y", ["batch"])])
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.linspace(-2, 2, 4, dtype=np.float32).reshape(1, 1, 4))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(feeds))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"))

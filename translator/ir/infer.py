@@ -638,7 +638,10 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
             if v.type.shape is not None and t.shape is not None and len(t.shape) == len(shape):
                 # a symbolic or unknown dim (e.g. ONNX inference's unk__0 behind a pad whose pads
                 # were only folded later) takes the static size inferred now; an anonymous one
-                # (None, unk__N) takes a named symbol inferred now (a Slice's kept batch dim)
-                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) or anonymous_dim(d) and named_dim(k) else d
+                # (None, unk__N) takes a named symbol inferred now (a Slice's kept batch dim); a static
+                # size that the computation contradicts (a declared output [batch] typed (1,) once
+                # batch is fixed, over a Squeeze that keeps 4 there) takes the computed one
+                shape = tuple(k if not isinstance(d, int) and isinstance(k, int) or anonymous_dim(d) and named_dim(k)
+                              or isinstance(d, int) and isinstance(k, int) and d != k else d
                               for d, k in zip(shape, t.shape))
             v.type = TensorType(dtype, shape)
