@@ -449,3 +449,44 @@ def test_tflite_if_runs_the_branch_its_condition_picks(tmp_path):
     rec = opbridge.convert(str(src), to=",".join(targets), out=str(tmp_path / "out"), inputs=sets)
     _assert_ok(rec, targets)
     assert len(_by_target(rec)["onnx"]["check"]["sizes"]) == 2
+
+
+# ---------------------------------------------------------------------------- 7. Keras 2 recurrent configs
+@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+def test_keras2_recurrent_config_keys_load_and_check(layer, tmp_path):
+    """ethnicolr's name classifier (Keras 2.5 .h5): an embedding and an LSTM whose config holds
+    ``time_major`` and ``implementation`` (gone in Keras 3) and dropout 0.2 (whose mask draw
+    writes a seed variable into the frozen graph): read as inference, checked against
+    TensorFlow on the same file."""
+    import json
+
+    import h5py
+    import keras
+
+    import opbridge
+
+    keras.utils.set_random_seed(4)
+    L = keras.layers
+    rnn = getattr(L, layer)(12, dropout=0.2, recurrent_dropout=0.2)
+    model = keras.Sequential([keras.Input((9,), name="ids"), L.Embedding(30, 8), rnn, L.Dense(4, activation="softmax")])
+    path = tmp_path / "names.h5"
+    model.save(str(path))
+    with h5py.File(path, "r+") as f:  # what Keras 2 wrote into the same layer's config
+        cfg = json.loads(f.attrs["model_config"])
+        layers = cfg["config"]["layers"]
+        (rc,) = [lay["config"] for lay in layers if lay["class_name"] == layer]
+        rc.update(time_major=False, implementation=1)
+        f.attrs["model_config"] = json.dumps(cfg)
+    rec = opbridge.convert(str(path), to="onnx,tflite", out=str(tmp_path / "out"))
+    _assert_ok(rec, ["onnx", "tflite"])
+
+    with h5py.File(path, "r+") as f:
+        cfg = json.loads(f.attrs["model_config"])
+        (rc,) = [lay["config"] for lay in cfg["config"]["layers"] if lay["class_name"] == layer]
+        rc["time_major"] = True
+        f.attrs["model_config"] = json.dumps(cfg)
+    from translator.frontends import tensorflow
+    from translator.table.errors import FrontendError
+
+    with pytest.raises(FrontendError, match="time_major=True"):
+        tensorflow.load(str(path))

@@ -108,7 +108,7 @@ class _Source:
             else:
                 import keras
 
-                model = keras.models.load_model(str(p), compile=False)
+                model = keras.models.load_model(str(p), compile=False, custom_objects=_keras2_layers(keras))
                 self.keras_model = model
                 specs = [tf.TensorSpec(tuple(t.shape), t.dtype, name=_keras_name(t, i)) for i, t in enumerate(model.inputs)]
                 self.input_names = [s.name for s in specs]
@@ -182,6 +182,36 @@ def _frozen_meta_graph(tf: Any, path: str, key: str, input_names: list[str]) -> 
         gd = c2c.convert_variables_to_constants_from_session_graph(sess, g.as_graph_def(),
                                                                     sorted({t.split(":")[0] for t in outs}))
     return gd, [sig.inputs[n].name for n in input_names], outs
+
+
+#: Keras 2 layer config keys that Keras 3 no longer takes, with the only value Keras 3 can honour
+_KERAS2_DROPPED = {"time_major": False, "implementation": None}
+
+
+def _keras2_layers(keras: Any) -> dict[str, Any]:
+    """The recurrent layers of Keras 3 under their own names, taking the Keras 2 config keys an
+    old ``.h5`` holds (``time_major``, ``implementation``): dropped when Keras 3 computes the
+    same thing (``time_major=False``; ``implementation`` only picks a kernel), refused with the
+    reason otherwise. Their dropout is 0: what the frontend reads is inference."""
+    out: dict[str, Any] = {}
+    for name in ("LSTM", "GRU", "SimpleRNN"):
+        base = getattr(keras.layers, name, None)
+        if base is None:
+            continue
+
+        def __init__(self: Any, *args: Any, __base: Any = base, __name: str = name, **kwargs: Any) -> None:
+            for key, only in _KERAS2_DROPPED.items():
+                if key in kwargs:
+                    value = kwargs.pop(key)
+                    if only is not None and value != only:
+                        raise ValueError(f"{__name}({key}={value!r}) is a Keras 2 option Keras 3 cannot run")
+            # inference only (training=False): dropout is the identity, but Keras 3's RNN cells still
+            # draw the masks, and the draw writes a seed variable into the graph being frozen
+            kwargs["dropout"] = kwargs["recurrent_dropout"] = 0.0
+            __base.__init__(self, *args, **kwargs)
+
+        out[name] = type(name, (base,), {"__init__": __init__, "__module__": base.__module__})
+    return out
 
 
 def _keras_name(t: Any, i: int) -> str:
