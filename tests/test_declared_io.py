@@ -125,3 +125,27 @@ def test_a_declared_output_size_the_computation_contradicts_gives_way(target, tm
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(feeds))
     (rec,) = res["targets"]
     assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"))
+
+
+@pytest.mark.parametrize("target", ["onnx", "tensorflow", "tflite"])
+def test_a_declared_output_rank_the_computation_contradicts_gives_way(target, tmp_path):
+    """ddddocr (onnxruntime's dynamic quantizer kept the float model's output declaration): a
+    Reshape to a shape computed at run time ([rows, 1, -1], rank 3) whose output is declared
+    [1, seqlen] (rank 2). The declared rank is stale; the computed one is what runs."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Slice", ["s", "zero", "one"], ["rows"]),
+             h.make_node("Concat", ["rows", "tail"], ["shape"], axis=0),
+             h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "shape"], ["y"])]
+    inits = [nh.from_array(np.asarray([0], np.int64), "zero"), nh.from_array(np.asarray([1], np.int64), "one"),
+             nh.from_array(np.asarray([1, -1], np.int64), "tail")]
+    src = _model(tmp_path / "m.onnx", nodes, [_vi("x", ["rows", 6])], [_vi("y", [1, "seqlen"], T.FLOAT)], inits)
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.linspace(-2, 2, 30, dtype=np.float32).reshape(5, 6))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(feeds))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))

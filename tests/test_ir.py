@@ -149,6 +149,26 @@ def test_a_reshape_to_a_run_time_shape_has_the_shapes_length_as_rank():
     assert y.type.shape is not None and len(y.type.shape) == 3
 
 
+def test_a_declared_shape_the_computation_contradicts_gives_way():
+    """A value typed from a stale declaration (rank 2; a size 1 where 4 is computed) takes the
+    computed type; a symbolic dim where the computation knows nothing stays."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", ("n", 6)))
+    z = g.add_input("z", TensorType("float32", (None, None, None)))
+    s = g.add_node("shape", [z], outputs=["s"]).outputs[0]
+    y = g.add_node("reshape", [x, s], outputs=["y"]).outputs[0]
+    y.type = TensorType("float32", (1, "seqlen"))
+    w = g.add_input("w", TensorType("float32", (4, 1)))
+    q = g.add_node("relu", [w], outputs=["q"]).outputs[0]
+    q.type = TensorType("float32", (1, 1))
+    g.outputs = [y, q]
+    infer(g)
+    assert y.type.shape is not None and len(y.type.shape) == 3
+    assert q.type.shape == (4, 1)
+
+
 @pytest.mark.parametrize("layout", [0, 1])
 def test_recurrences_type_their_outputs_from_x(layout):
     """LSTM outputs typed from X (a frontend's anonymous dims give way once X is static)."""

@@ -622,12 +622,19 @@ _STALE = ("Inferred shape and existing shape differ", "Inferred elem type differ
 def _stale_value_info(proto: Any, exc: Exception) -> list[str]:
     """Exporters leave ``value_info`` behind that later graph edits made wrong (a Reshape's
     rank); they are hints, onnxruntime merges them leniently: when strict inference refuses
-    one, every ``value_info`` of the main graph goes (its names returned), else nothing."""
-    if not any(s in str(exc) for s in _STALE) or not len(proto.graph.value_info):
+    one, every ``value_info`` of the main graph goes (its names returned); when there is none
+    left, the declared output shapes go (their dtypes stay), as onnxruntime also merges those
+    leniently (a quantized copy of a model keeping the float model's output declaration)."""
+    if not any(s in str(exc) for s in _STALE):
         return []
-    names = [vi.name for vi in proto.graph.value_info]
-    del proto.graph.value_info[:]
-    return names
+    if len(proto.graph.value_info):
+        names = [vi.name for vi in proto.graph.value_info]
+        del proto.graph.value_info[:]
+        return names
+    shaped = [o for o in proto.graph.output if o.type.HasField("tensor_type") and o.type.tensor_type.HasField("shape")]
+    for o in shaped:
+        o.type.tensor_type.ClearField("shape")
+    return [f"output {o.name}" for o in shaped]
 
 
 def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
@@ -646,7 +653,14 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
             dropped = _stale_value_info(proto, exc)
             if not dropped:
                 raise
-            validate_model(proto, base_dir, path)
+            try:
+                validate_model(proto, base_dir, path)
+            except FrontendError as again:  # value_info gone, the outputs' own declaration is stale too
+                more = _stale_value_info(proto, again)
+                if not more:
+                    raise
+                dropped += more
+                validate_model(proto, base_dir, path)
     tables = tables or load_tables()
     opsets = {o.domain or "": o.version for o in proto.opset_import}
     if "" not in opsets and "ai.onnx" not in opsets:

@@ -635,7 +635,9 @@ def infer(graph: Graph, tables: Tables | None = None) -> None:
                 continue
             dtype = v.type.dtype or t.dtype
             shape = v.type.shape if v.type.shape is not None else t.shape
-            if v.type.shape is not None and t.shape is not None and len(t.shape) == len(shape):
+            if shape is not None and t.shape is not None and len(t.shape) != len(shape):
+                shape = t.shape  # a declared rank the computation contradicts (a stale output declaration)
+            elif v.type.shape is not None and t.shape is not None and len(t.shape) == len(shape):
                 # a symbolic or unknown dim (e.g. ONNX inference's unk__0 behind a pad whose pads
                 # were only folded later) takes the static size inferred now; an anonymous one
                 # (None, unk__N) takes a named symbol inferred now (a Slice's kept batch dim); a static
