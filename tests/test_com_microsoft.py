@@ -29,9 +29,6 @@ _ONNX_OPSET = ("the ONNX target picks its opset (28) from the nodes it writes na
                "QuantizeLinear the decomposition inserts has no onnxruntime 1.32 CPU kernel at 28 (emitters/onnx "
                "choose_opset; --opset 25 converts and checks, test_onnx_target_below_opset_28)")
 
-_CONSTANT_WEIGHTS = ("Core ML's lstm takes constant weights only; the pipeline folds constants before lowering, "
-                     "not the weight dequantization the decomposition inserts (cast, sub, mul, transpose of "
-                     "constants)")
 
 _SATURATION = ("the target legalizes int8/uint8 to int32 before lowering, and the quantize_linear the decomposition "
                "inserts has no source dtype: it saturates to int32, not to the output's 8-bit range (values wrap)")
@@ -41,9 +38,6 @@ PENDING: dict[tuple[str, str], str] = {
     **{(name, "onnx"): _ONNX_OPSET for name in REQUANTIZED},
     **{(name, t): _SATURATION for name in ("qlinear_add_saturating_uint8", "qlinear_leaky_relu_saturating_int8")
        for t in ("tflite", "coreml")},
-    **{(name, "coreml"): _CONSTANT_WEIGHTS for name in ("dynamic_quantize_lstm_forward_int8",
-                                                        "dynamic_quantize_lstm_bidirectional_uint8_per_column",
-                                                        "dynamic_quantize_lstm_reverse_initial_state")},
 }
 
 

@@ -149,6 +149,11 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
         ctx.decomposed.append((node.name, node.op))
         ctx.how[node.name] = "decomposed"
         _settle(graph, new_nodes, ctx)
+        if ctx.target.fold:  # steps over constants fold (a quantized LSTM's weight dequantization: Core ML's lstm
+            from .passes.fold_constants import fold_nodes  # takes constant weights only)
+
+            folded = fold_nodes(graph, new_nodes)
+            new_nodes = [n for n in new_nodes if id(n) not in folded]
         _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
 
 

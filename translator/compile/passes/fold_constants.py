@@ -47,49 +47,63 @@ def _replace(graph: Graph, node: Node, arrays: list[np.ndarray]) -> None:
 def run(graph: Graph) -> int:
     folded = 0
     for node in list(graph.nodes):
-        if not foldable(node.op) or any(True for _ in node.subgraphs()) \
-                or any(v.type.kind != "tensor" for v in node.outputs):
-            continue
-        if node.op in ("shape", "size") and node.inputs[0] is not None and node.inputs[0].type.is_static \
-                and not node.inputs[0].is_const:
-            shp = np.asarray(node.inputs[0].type.shape, dtype=np.int64)
-            if node.op == "size":
-                arrays = [np.asarray(int(np.prod(shp)), dtype=np.int64)]
-            else:
-                r = len(shp)
-                start = int(node.attrs.get("start", 0))
-                end = int(node.attrs.get("end", r))
-                arrays = [shp[slice(start, end)]]
-            _replace(graph, node, arrays)
-            folded += 1
-            continue
-        ins = [v for v in node.inputs if v is not None]
-        if not all(v.is_const for v in ins):
-            continue
-        fn = reference.get(node.op)
-        if fn is None:
-            continue
-        args = [None if v is None else v.const for v in node.inputs]
-        # a result no larger than the node's tensors together (inputs and attributes: a
-        # Constant's value, paddle2onnx's weights, a Concat of two LSTM directions) allocates
-        # nothing the model does not already hold: weights fold wherever they are built
-        held = [a for a in args if a is not None] + [a for a in node.attrs.values() if isinstance(a, np.ndarray)]
-        limit = max(MAX_ELEMENTS, min(MAX_WEIGHT_ELEMENTS, sum(int(np.size(a)) for a in held)))
-        sizes = predict(node.op, args, node.attrs)
-        if sizes is not None and any(n > limit for n, _ in sizes):
-            continue  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
-        from ...ir.evaluate import call_reference
-
-        try:
-            with np.errstate(all="ignore"):
-                res = list(call_reference(node, fn, args, dict(node.attrs)))
-        except OpbridgeError as exc:
-            if exc.code != "bad_model":
-                continue  # over budget or unsupported here: left to the backend
-            raise
-        arrays = [np.asarray(r) for r in res]
-        if any(a.size > limit or a.dtype.kind in "OUS" for a in arrays):
-            continue
-        _replace(graph, node, arrays)
-        folded += 1
+        folded += fold_node(graph, node)
     return folded
+
+
+def fold_nodes(graph: Graph, nodes: list[Node]) -> set[int]:
+    """Fold the given nodes (in order: a folded one makes its consumers' inputs constant);
+    returns the ids of those folded (removed from ``graph``)."""
+    done: set[int] = set()
+    for node in nodes:
+        if fold_node(graph, node):
+            done.add(id(node))
+    return done
+
+
+def fold_node(graph: Graph, node: Node) -> bool:
+    """Replace ``node`` by constants when its inputs are constants (see the module docstring)."""
+    if not foldable(node.op) or any(True for _ in node.subgraphs()) \
+            or any(v.type.kind != "tensor" for v in node.outputs):
+        return False
+    if node.op in ("shape", "size") and node.inputs[0] is not None and node.inputs[0].type.is_static \
+            and not node.inputs[0].is_const:
+        shp = np.asarray(node.inputs[0].type.shape, dtype=np.int64)
+        if node.op == "size":
+            arrays = [np.asarray(int(np.prod(shp)), dtype=np.int64)]
+        else:
+            r = len(shp)
+            start = int(node.attrs.get("start", 0))
+            end = int(node.attrs.get("end", r))
+            arrays = [shp[slice(start, end)]]
+        _replace(graph, node, arrays)
+        return True
+    ins = [v for v in node.inputs if v is not None]
+    if not all(v.is_const for v in ins):
+        return False
+    fn = reference.get(node.op)
+    if fn is None:
+        return False
+    args = [None if v is None else v.const for v in node.inputs]
+    # a result no larger than the node's tensors together (inputs and attributes: a
+    # Constant's value, paddle2onnx's weights, a Concat of two LSTM directions) allocates
+    # nothing the model does not already hold: weights fold wherever they are built
+    held = [a for a in args if a is not None] + [a for a in node.attrs.values() if isinstance(a, np.ndarray)]
+    limit = max(MAX_ELEMENTS, min(MAX_WEIGHT_ELEMENTS, sum(int(np.size(a)) for a in held)))
+    sizes = predict(node.op, args, node.attrs)
+    if sizes is not None and any(n > limit for n, _ in sizes):
+        return False  # not shape arithmetic (and never allocated here: Range(0, 2**40) stays a node)
+    from ...ir.evaluate import call_reference
+
+    try:
+        with np.errstate(all="ignore"):
+            res = list(call_reference(node, fn, args, dict(node.attrs)))
+    except OpbridgeError as exc:
+        if exc.code != "bad_model":
+            return False  # over budget or unsupported here: left to the backend
+        raise
+    arrays = [np.asarray(r) for r in res]
+    if any(a.size > limit or a.dtype.kind in "OUS" for a in arrays):
+        return False
+    _replace(graph, node, arrays)
+    return True
