@@ -149,3 +149,30 @@ def test_a_declared_output_rank_the_computation_contradicts_gives_way(target, tm
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(feeds))
     (rec,) = res["targets"]
     assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))
+
+
+def test_a_rank_decided_at_run_time_is_settled_by_fixing_the_dims(tmp_path):
+    """pyannote's segmentation model: If(channels == 1) keeps x [B, C, T] (rank 3), else
+    averages the channels (rank 2); a 1-D MaxPool follows. The rank is unknown while C is
+    symbolic: TensorFlow refuses with dynamic_shape, so the check fixes the dims (C=1 folds
+    the If) and says so."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    then = h.make_graph([h.make_node("Identity", ["x"], ["t"])], "then", [], [_vi("t", None)])
+    other = h.make_graph([h.make_node("ReduceMean", ["x"], ["e"], axes=[1], keepdims=0)], "else", [], [_vi("e", None)])
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "one"], ["c"], axis=0),
+             h.make_node("Equal", ["c", "one"], ["mono"]),
+             h.make_node("If", ["mono"], ["m"], then_branch=then, else_branch=other),
+             h.make_node("MaxPool", ["m"], ["y"], kernel_shape=[3], strides=[3])]
+    src = _model(tmp_path / "m.onnx", nodes, [_vi("x", ["B", "C", "T"])], [_vi("y", None, T.FLOAT)],
+                 [nh.from_array(np.asarray(1, np.int64), "one")])
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.linspace(-2, 2, 60, dtype=np.float32).reshape(2, 1, 30))
+    res = opbridge.convert(str(src), to="tensorflow", out=str(tmp_path / "out"), inputs=str(feeds))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))
+    assert rec.get("fixed_dims", {}).get("C") == 1, rec

@@ -236,3 +236,16 @@ def test_same_padding_convolutions_and_pools_type_their_output():
     g.outputs = [p]
     infer(g)
     assert c.type.shape == (1, 6, 16, 16) and p.type.shape == (1, 6, 8, 6)
+
+
+def test_a_transpose_of_an_unknown_rank_has_its_perms_rank():
+    """DeepFilterNet's GRU input: Transpose(perm=[1, 0, 2]) of a Reshape to a run-time shape of
+    unknown length; the perm says the rank (3), which the recurrence needs."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", None))
+    y = g.add_node("transpose", [x], {"perm": [1, 0, 2]}, outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    infer(g)
+    assert y.type.shape == (None, None, None)

@@ -42,6 +42,9 @@ def dropout(c: Any) -> list[str]:
 
 def _needs_cl(n: Node) -> Refusal | None:
     r = rank_of(n, 0)
+    if r is None:  # the rank decides the layout: a dynamic-shape refusal (fixing the dims may settle it)
+        return Refusal("dynamic_shape", f"TensorFlow runs {n.op} on rank {SPATIAL_RANKS[n.op]} (channels-last); "
+                                        "the input's rank is unknown")
     if r not in SPATIAL_RANKS.get(n.op, ()):
         return Refusal("rank_limit", f"TensorFlow runs {n.op} on rank {SPATIAL_RANKS[n.op]} (channels-last); input has rank {r}")
     return None

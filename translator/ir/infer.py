@@ -102,8 +102,9 @@ def _size(n: Node) -> list:
 @shape_rule("transpose")
 def _transpose(n: Node) -> list:
     s = n.inputs[0].type.shape
-    if s is None:
-        return [None]
+    if s is None:  # an input of unknown rank: a perm has exactly one entry per axis
+        perm = n.attrs.get("perm")
+        return [(None,) * len(perm) if perm else None]
     perm = n.attrs.get("perm") or list(range(len(s)))[::-1]
     if sorted(int(p) for p in perm) != list(range(len(s))):
         raise VerifyError("bad_model", f"perm {list(perm)} is not a permutation of the {len(s)} axes", node=n.name, op=n.op)
