@@ -98,7 +98,8 @@ def i8(*shape: int, lo: int = -128, hi: int = 128) -> np.ndarray:
 def _dq_lstm(direction: str, wtype: Any, per_channel: bool, **extra: Any) -> Case:
     """W [dirs, input, 4*hidden] and R [dirs, hidden, 4*hidden], quantized per direction or per
     gate column (onnxruntime requires a zero zero point for the latter)."""
-    seq, batch, inp, hid = 5, 2, 4, 3
+    seq, batch, inp, hid = extra.pop("size", (5, 2, 4, 3))
+    span = extra.pop("span", 0.6)  # weights in [-span, span]: 2 saturates the gates (a drifting recurrence)
     d = 2 if direction == "bidirectional" else 1
     info = np.iinfo(wtype)
 
@@ -114,8 +115,8 @@ def _dq_lstm(direction: str, wtype: Any, per_channel: bool, **extra: Any) -> Cas
         q = np.clip(np.rint(w / s) + z.astype(np.int32), info.min, info.max).astype(wtype)
         return q, scale, zp
 
-    W, Ws, Wz = quantized(f32(d, inp, 4 * hid, lo=-0.6, hi=0.6))
-    Rr, Rs, Rz = quantized(f32(d, hid, 4 * hid, lo=-0.6, hi=0.6))
+    W, Ws, Wz = quantized(f32(d, inp, 4 * hid, lo=-span, hi=span))
+    Rr, Rs, Rz = quantized(f32(d, hid, 4 * hid, lo=-span, hi=span))
     inits = {"W": W, "R": Rr, "B": f32(d, 8 * hid, lo=-0.5, hi=0.5), "Ws": Ws, "Wz": Wz, "Rs": Rs, "Rz": Rz}
     ins = ["x", "W", "R", "B", "", "", "", ""]
     inputs = {"x": f32(seq, batch, inp)}
@@ -124,8 +125,8 @@ def _dq_lstm(direction: str, wtype: Any, per_channel: bool, **extra: Any) -> Cas
         ins[5:7] = ["h0", "c0"]
     node = ms("DynamicQuantizeLSTM", ins + ["Ws", "Wz", "Rs", "Rz"], ["y", "y_h", "y_c"], hidden_size=hid,
               direction=direction, **extra)
-    # onnxruntime quantizes X and the hidden state to uint8 at run time: its outputs are that far
-    return Case([node], inputs, {"y": T.FLOAT, "y_h": T.FLOAT, "y_c": T.FLOAT}, inits, ort_atol=2e-2,
+    # onnxruntime quantizes X and the hidden state to uint8 at run time; the reference does too (a flip: 1e-3)
+    return Case([node], inputs, {"y": T.FLOAT, "y_h": T.FLOAT, "y_c": T.FLOAT}, inits, ort_atol=1e-3,
                 ops=("dynamic_quantize_lstm",))
 
 
@@ -273,6 +274,10 @@ CASES: dict[str, Callable[[], Case]] = {
     "dynamic_quantize_lstm_forward_int8": lambda: _dq_lstm("forward", np.int8, False),
     "dynamic_quantize_lstm_bidirectional_uint8_per_column": lambda: _dq_lstm("bidirectional", np.uint8, True),
     "dynamic_quantize_lstm_reverse_initial_state": lambda: _dq_lstm("reverse", np.int8, True, initial=True),
+    # 60 steps of saturating gates: a float LSTM of the dequantized weights drifts far from
+    # onnxruntime, which quantizes X and the hidden state at run time (the reference does too)
+    "dynamic_quantize_lstm_long_saturating": lambda: _dq_lstm("forward", np.int8, False, size=(60, 2, 8, 16),
+                                                               span=2.0),
     "fused_conv_relu": lambda: _fused_conv("Relu"),
     "fused_conv_tanh": lambda: _fused_conv("Tanh"),
     "fused_conv_sigmoid": lambda: _fused_conv("Sigmoid"),

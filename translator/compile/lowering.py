@@ -127,6 +127,10 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             ctx.decomposed.append((node.name, node.op))
             ctx.how[node.name] = "decomposed"
             _settle(graph, new_nodes, ctx)
+            new_nodes = _fold_new(graph, new_nodes, ctx)
+            for n in new_nodes:  # a decomposition that builds a loop: its body is lowered too
+                for sub in n.subgraphs():
+                    _lower_in(sub, ctx, supported, have)
             _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
             continue
         why_not = applies(op, node) if op is not None and op.decomposition else None
@@ -149,12 +153,20 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
         ctx.decomposed.append((node.name, node.op))
         ctx.how[node.name] = "decomposed"
         _settle(graph, new_nodes, ctx)
-        if ctx.target.fold:  # steps over constants fold (a quantized LSTM's weight dequantization: Core ML's lstm
-            from .passes.fold_constants import fold_nodes  # takes constant weights only)
-
-            folded = fold_nodes(graph, new_nodes)
-            new_nodes = [n for n in new_nodes if id(n) not in folded]
+        new_nodes = _fold_new(graph, new_nodes, ctx)
         _lower_list(graph, new_nodes, ctx, supported, have, depth + 1)
+
+
+def _fold_new(graph: Graph, new_nodes: list[Node], ctx: Any) -> list[Node]:
+    """A decomposition's steps over constants fold as they are inserted (a quantized LSTM's
+    weight dequantization: Core ML's lstm takes constant weights only; a loop's trip count
+    read from a static shape: the loop can then be unrolled); returns the nodes left."""
+    if not ctx.target.fold:
+        return new_nodes
+    from .passes.fold_constants import fold_nodes
+
+    folded = fold_nodes(graph, new_nodes)
+    return [n for n in new_nodes if id(n) not in folded]
 
 
 def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
@@ -230,6 +242,9 @@ def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
         from .passes import legalize_dtypes
 
         ctx.warn(legalize_dtypes.run(graph, ctx.target.name, ctx.tables, legal=legal))
+    for n in new_nodes:  # a decomposition that builds a loop: its body follows the same dtypes
+        for sub in n.subgraphs():
+            _settle(sub, list(sub.nodes), ctx)
 
 
 def _literal(graph: Graph, value: Any, like: Value | None, name: str) -> Value:

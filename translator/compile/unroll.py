@@ -47,6 +47,10 @@ def why_not(node: Node) -> str | None:
     """Why the unrolled form does not apply to ``node`` (None when it does)."""
     if node.op == "loop":
         return loop_why_not(node)
+    if node.op == "dynamic_quantize_lstm":
+        from . import dq_lstm
+
+        return dq_lstm.why_not(node)
     if node.op not in _SPEC:
         return "not a recurrence"
     a = node.attrs
@@ -112,6 +116,10 @@ def expand(graph: Graph, node: Node) -> list[Node]:
     """Replace the recurrence ``node`` by its unrolled cells; returns the inserted nodes."""
     if node.op == "loop":
         return expand_loop(graph, node)
+    if node.op == "dynamic_quantize_lstm":  # not unrolled: a loop over the steps with run-time quantization
+        from . import dq_lstm
+
+        return dq_lstm.expand(graph, node)
     a = node.attrs
     gates, default = _SPEC[node.op]
     layout = int(a.get("layout", 0))
@@ -219,8 +227,8 @@ def _lstm(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.nd
 
 _CELLS: dict[str, Callable[..., tuple[Value, Value | None]]] = {"rnn": _rnn, "gru": _gru, "lstm": _lstm}
 
-#: the ops with an unrolled decomposition
-OPS = frozenset(_SPEC) | {"loop"}
+#: the ops with a decomposition written in Python (dynamic_quantize_lstm: compile/dq_lstm.py)
+OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm"}
 
 from .unroll_loop import LOOP_CAP, expand_loop, loop_trips, loop_why_not  # noqa: E402
 

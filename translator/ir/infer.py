@@ -99,6 +99,12 @@ def _size(n: Node) -> list:
     return [()]
 
 
+@shape_rule("dynamic_quantize_linear")
+def _dynamic_quantize_linear(n: Node) -> list:
+    """y has x's shape; its scale and zero point are scalars."""
+    return [n.inputs[0].type.shape, (), ()]
+
+
 @shape_rule("transpose")
 def _transpose(n: Node) -> list:
     s = n.inputs[0].type.shape

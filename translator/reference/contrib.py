@@ -184,13 +184,59 @@ def _zp(zero_point, like):
 @reference("dynamic_quantize_lstm")
 def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
                           W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, **attrs):
-    """lstm with W, R dequantized ((q - zero_point) * scale, per direction [D] or per gate column
-    [D, 4*hidden]) and transposed from [D, input, 4*hidden] to ONNX LSTM's [D, 4*hidden, input]."""
+    """onnxruntime's DynamicQuantizeLSTM as it computes: W, R dequantized ((q - zero_point) *
+    scale, per direction [D] or per gate column [D, 4*hidden], stored [D, input, 4*hidden]);
+    X quantized to uint8 once over the whole tensor, and the hidden state row by row (each
+    batch row its own range) before every step (``dynamic_quantize_linear``'s range and
+    rounding), each product taken on the dequantized values (what its integer GEMM scales
+    back to). Float32, one batch matrix per step; gates i, o, f, c as ONNX LSTM."""
+    if attrs.get("input_forget") or attrs.get("clip") is not None or attrs.get("activations") \
+            or attrs.get("activation_alpha") or attrs.get("activation_beta") or int(attrs.get("layout", 0) or 0):
+        raise ValueError("dynamic_quantize_lstm: only the default activations, no clip, input_forget=0, layout=0")
+    X = np.asarray(X, np.float32)
+    T, batch = X.shape[:2]
+    if sequence_lens is not None and not np.all(np.asarray(sequence_lens) == T):
+        raise ValueError("dynamic_quantize_lstm: sequence_lens shorter than the sequence is not supported")
+
     def weights(q, scale, zp):
         shape = (np.asarray(q).shape[0], 1, -1)
-        w = (np.asarray(q).astype(np.float32) - np.asarray(zp).astype(np.float32).reshape(shape)) \
-            * np.asarray(scale, np.float32).reshape(shape)
-        return w.transpose(0, 2, 1)
+        return ((np.asarray(q).astype(np.float32) - np.asarray(zp).astype(np.float32).reshape(shape))
+                * np.asarray(scale, np.float32).reshape(shape))  # [D, rows, 4H]
 
-    return lstm(X, weights(W, W_scale, W_zero_point), weights(R, R_scale, R_zero_point), B, sequence_lens,
-                initial_h, initial_c, P, **attrs)
+    Wd, Rd = weights(W, W_scale, W_zero_point), weights(R, R_scale, R_zero_point)
+    D, H = Rd.shape[0], Rd.shape[1]
+    Bd = np.zeros((D, 8 * H), np.float32) if B is None else np.asarray(B, np.float32)
+    Pd = None if P is None else np.asarray(P, np.float32)
+    sig = lambda v: (1.0 / (1.0 + np.exp(-v))).astype(np.float32)  # noqa: E731
+    Xq = _dq(X)
+    direction = attrs.get("direction", "forward")
+    Y = np.zeros((T, D, batch, H), np.float32)
+    hs, cs = np.zeros((D, batch, H), np.float32), np.zeros((D, batch, H), np.float32)
+    for d in range(D):
+        h = np.zeros((batch, H), np.float32) if initial_h is None else np.asarray(initial_h, np.float32)[d]
+        c = np.zeros((batch, H), np.float32) if initial_c is None else np.asarray(initial_c, np.float32)[d]
+        bias = Bd[d, :4 * H] + Bd[d, 4 * H:]
+        backward = direction == "reverse" or (direction == "bidirectional" and d == 1)
+        for t in (range(T - 1, -1, -1) if backward else range(T)):
+            g = Xq[t] @ Wd[d] + np.stack([_dq(row) for row in h]).reshape(h.shape) @ Rd[d] + bias
+            gi, go, gf, gc = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
+            if Pd is not None:
+                gi, gf = gi + Pd[d, :H] * c, gf + Pd[d, 2 * H:] * c
+            c = sig(gf) * c + sig(gi) * np.tanh(gc)
+            o = sig(go + (Pd[d, H:2 * H] * c if Pd is not None else 0))
+            h = (o * np.tanh(c)).astype(np.float32)
+            Y[t, d] = h
+        hs[d], cs[d] = h, c
+    return Y, hs, cs
+
+
+def _dq(x):
+    """``x`` quantized and dequantized as ``dynamic_quantize_linear`` does it (uint8 over the
+    range [min(0, x), max(0, x)], round half to even)."""
+    lo = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
+    hi = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
+    scale = np.float32((hi - lo) / np.float32(255))
+    if scale == 0:
+        return np.zeros_like(x, np.float32)
+    zp = np.clip(np.rint(-lo / scale), 0, 255)
+    return ((np.clip(np.rint(x / scale) + zp, 0, 255) - zp) * scale).astype(np.float32)

@@ -31,9 +31,10 @@ from ..ir.graph import Model
 SCALED_EPS = 128
 
 #: ops that round (their float input 0 decides an integer step)
-ROUNDING_OPS = frozenset({"quantize_linear", "dynamic_quantize_linear", "round", "floor", "ceil"})
+ROUNDING_OPS = frozenset({"quantize_linear", "dynamic_quantize_linear", "round", "floor", "ceil",
+                          "dynamic_quantize_lstm"})  # (its X is quantized inside the reference op)
 #: ops whose presence makes a model's outputs depend on near-tie roundings
-QUANTIZING_OPS = frozenset({"quantize_linear", "dynamic_quantize_linear"})
+QUANTIZING_OPS = frozenset({"quantize_linear", "dynamic_quantize_linear", "dynamic_quantize_lstm"})
 #: the rounding-spread runs: each rounds every op's non-integer input scaled by (1 + eps*u)
 SPREAD_RUNS = 3
 SPREAD_EPS = 2.0 ** -20
