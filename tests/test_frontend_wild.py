@@ -490,3 +490,28 @@ def test_keras2_recurrent_config_keys_load_and_check(layer, tmp_path):
 
     with pytest.raises(FrontendError, match="time_major=True"):
         tensorflow.load(str(path))
+
+
+# ---------------------------------------------------------------------------- 8. dims a frontend fixed
+def test_an_input_set_the_frontend_fixed_dims_against_is_skipped_with_the_reason(tmp_path):
+    """tempocnn's DeepTemp (Keras 2 .h5, input (None, 40, None, 1)): the TensorFlow frontend
+    fixes unknown dims other than the batch from the example inputs. A second input set with another length is not fed to artifacts that
+    cannot take it: it is listed as not checked, with the shapes, and the first set decides."""
+    import keras
+
+    import opbridge
+
+    keras.utils.set_random_seed(5)
+    L = keras.layers
+    model = keras.Sequential([keras.Input((6, None, 1), name="spec"), L.Conv2D(2, 3, padding="same"),
+                              L.GlobalAveragePooling2D(), L.Dense(3, activation="softmax")])
+    path = tmp_path / "tempo.keras"
+    model.save(str(path))
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "a.npz", spec=rng.standard_normal((1, 6, 8, 1)).astype(np.float32))
+    np.savez(tmp_path / "b.npz", spec=rng.standard_normal((1, 6, 5, 1)).astype(np.float32))
+    rec = opbridge.convert(str(path), to="onnx", out=str(tmp_path / "out"), example_inputs=str(tmp_path / "a.npz"),
+                           inputs=[str(tmp_path / "a.npz"), str(tmp_path / "b.npz")])
+    _assert_ok(rec, ["onnx"])
+    (why,) = _by_target(rec)["onnx"]["check"]["skipped_inputs"]
+    assert "input set 2" in why and "[1, 6, 5, 1]" in why, why

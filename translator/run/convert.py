@@ -58,6 +58,21 @@ def move_into_place(staged: Path, final: str) -> None:
         os.replace(staged, dest)
 
 
+def _static_clash(ir: Any, feeds: Any) -> str:
+    """The inputs of ``feeds`` whose shape differs from the IR's static dims ("x [1, 40, 128, 1]
+    vs [batch, 40, 256, 1]"), or "" when every array fits."""
+    out = []
+    for v in ir.graph.inputs:
+        a = feeds.get(v.name) if isinstance(feeds, dict) else None
+        shape = v.type.shape if v.type.kind == "tensor" else None
+        if a is None or shape is None:
+            continue
+        got = tuple(getattr(a, "shape", ()))
+        if len(got) != len(shape) or any(isinstance(d, int) and d != g for d, g in zip(shape, got)):
+            out.append(f"{v.name} {list(got)} vs {[d if isinstance(d, int) else (d or '?') for d in shape]}")
+    return "; ".join(out)
+
+
 def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str, Any], artifact: Any, model: Any,
                     saved: str, opts: dict[str, Any], check_model: Callable[..., Any], report_json: Callable[..., Any],
                     random_inputs: Callable[..., Any],
@@ -74,6 +89,12 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
         fixed = rec.get("fixed_dims") or {}
         runs = []
         for k, f in enumerate(feeds):
+            clash = _static_clash(ir, f)
+            if clash:  # the model as read has static dims there (a frontend fixed what it could not read unknown)
+                skipped.append(f"input set {k + 1} ({clash}): the model as read takes other static dims"
+                               + (" (the frontend fixed them)" if (ir.metadata or {}).get("opbridge.fixed_input_shapes")
+                                  else ""))
+                continue
             sizes = _sizes_of(ir, f)
             other = {d: s for d, s in sizes.items() if d in fixed and fixed[d] != s}
             if other:
