@@ -515,3 +515,67 @@ def test_an_input_set_the_frontend_fixed_dims_against_is_skipped_with_the_reason
     _assert_ok(rec, ["onnx"])
     (why,) = _by_target(rec)["onnx"]["check"]["skipped_inputs"]
     assert "input set 2" in why and "[1, 6, 5, 1]" in why, why
+
+
+# ---------------------------------------------------------------------------- 9. resource variables
+@pytest.fixture(scope="module")
+def ring_buffer(tmp_path_factory) -> Path:
+    """micro-wake-word's streaming pattern: a variable ring buffer (initialized by CALL_ONCE),
+    shifted by one frame per call (READ_VARIABLE, slice, concat, ASSIGN_VARIABLE)."""
+    d = tmp_path_factory.mktemp("state")
+
+    class Stream(tf.Module):
+        def __init__(self) -> None:
+            self.buf = tf.Variable(tf.constant(np.arange(12, dtype=np.float32).reshape(1, 3, 4) / 10))
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 1, 4], tf.float32, name="x")])
+        def __call__(self, x):
+            new = tf.concat([self.buf[:, 1:], x], axis=1)
+            self.buf.assign(new)
+            return {"y": tf.reduce_sum(new * 2.0, axis=1)}
+
+    m = Stream()
+    tf.saved_model.save(m, str(d / "sm"), signatures=m.__call__.get_concrete_function())
+    path = d / "stream.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(d / "sm")).convert())
+    return path
+
+
+def test_resource_variables_are_state_inputs_and_outputs(ring_buffer, tmp_path):
+    import opbridge
+    from translator.frontends import tflite
+    from translator.ir.state import initial_state
+
+    m = tflite.load(str(ring_buffer))
+    assert [v.name for v in m.graph.inputs] == ["x", "Variable"]  # the variable's shared name
+    state_in = "Variable"
+    assert [v.name for v in m.graph.outputs] == ["y", f"{state_in}_out"]
+    np.testing.assert_array_equal(initial_state(m.metadata)[state_in],
+                                  np.arange(12, dtype=np.float32).reshape(1, 3, 4) / 10)
+    assert any("stateful model" in w for w in m.warnings)
+    rec = opbridge.convert(str(ring_buffer), to="onnx,tflite,openvino", out=str(tmp_path / "out"))
+    _assert_ok(rec, ["onnx", "tflite", "openvino"])
+
+
+def test_state_carried_by_the_caller_streams_like_the_interpreter(ring_buffer, tmp_path):
+    """Three calls: LiteRT keeps its variable; the ONNX artifact is fed back its state output."""
+    import onnxruntime as ort
+
+    import opbridge
+    from translator.frontends import tflite
+    from translator.ir.state import initial_state
+
+    m = tflite.load(str(ring_buffer))
+    state_in = m.graph.inputs[1].name
+    rec = opbridge.convert(str(ring_buffer), to="onnx", out=str(tmp_path / "s.onnx"))
+    _assert_ok(rec, ["onnx"])
+    sess = ort.InferenceSession(str(tmp_path / "s.onnx"))
+    interp = tf.lite.Interpreter(model_path=str(ring_buffer))
+    run = interp.get_signature_runner()
+    state = initial_state(m.metadata)[state_in]
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.standard_normal((1, 1, 4)).astype(np.float32)
+        want = run(x=x)["y"]
+        y, state = sess.run(["y", f"{state_in}_out"], {"x": x, state_in: state})
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)

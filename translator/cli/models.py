@@ -253,8 +253,11 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 outs = r["check"]["outputs"]
                 if outs:
                     line += "; max abs vs reference " + ", ".join(f"{o['name']}={o['max_abs']:.3g}" for o in outs)
-                    if all("vs_source" in o for o in outs):
-                        line += f"; vs {r['check'].get('source') or 'the source'} " + ", ".join(f"{o['vs_source']['max_abs']:.3g}" for o in outs)
+                    vs = [o for o in outs if o.get("vs_source")]  # (carried state has no source counterpart)
+                    if vs:
+                        named = len(vs) != len(outs)
+                        line += f"; vs {r['check'].get('source') or 'the source'} " + ", ".join(
+                            (f"{o['name']}=" if named else "") + f"{o['vs_source']['max_abs']:.3g}" for o in vs)
                 if r["check"].get("first_divergence"):
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:

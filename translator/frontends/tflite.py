@@ -43,7 +43,9 @@ import numpy as np
 from ..table.errors import FrontendError, OpbridgeError
 from ..ir.infer import infer_node
 from ..ir.graph import Graph, Model, TensorType, Value
+from . import tflite_state
 from .tflite_sparse import densify
+from .tflite_state import STATE_OPS
 
 NAME = "tflite"
 RUNTIME = "LiteRT interpreter"
@@ -508,6 +510,8 @@ def _check_mapped(ctx: Ctx, sg_index: int) -> None:
         for op in sg.operators or []:
             name, custom = _opcode_name(ctx, op)
             first = _str(sg.tensors[op.outputs[0]].name) if op.outputs is not None and len(op.outputs) else name
+            if custom and name in CUSTOM_HANDLERS or not custom and name in STATE_OPS:
+                continue
             if (name not in CUSTOM_HANDLERS) if custom else (tflite_ops.HANDLERS.get(name) is None or name not in ctx.reverse):
                 unmapped.setdefault(("custom op " if custom else "") + name, first or name)
     if unmapped:
@@ -527,7 +531,10 @@ def run_ops(ctx: Ctx, out_names: dict[int, str]) -> None:
         ctx.builtin = name
         ctx.node_name = _LAST["node"] = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
         ctx.made, ctx.op = set(), op
-        results = (CUSTOM_HANDLERS if custom else tflite_ops.HANDLERS)[name](ctx, op)
+        if not custom and name in STATE_OPS:  # resource variables: state inputs/outputs (tflite_state)
+            results = tflite_state.handle(ctx, op, name)
+        else:
+            results = (CUSTOM_HANDLERS if custom else tflite_ops.HANDLERS)[name](ctx, op)
         for ti, v in zip(list(op.outputs), results):
             if ti >= 0 and v is not None:
                 _bind(ctx, int(ti), v, ctx.made, out_names)
@@ -593,6 +600,10 @@ def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = N
         step = _quant_step(ctx, ti)
         if step is not None:
             atol[v.name] = step
+    state_outs, state_meta = tflite_state.finish(ctx)
+    for name, v in state_outs:  # the state written back (the first reads became graph inputs)
+        ctx.node_name = name
+        g.outputs.append(ctx.emit("identity", [v], names=[name])[0])
     meta = {"opbridge.tflite_inputs": json.dumps([[ti, v.name] for (ti, _), v in zip(ins, g.inputs)]),
             "opbridge.tflite_outputs": json.dumps([[ti, v.name] for (ti, _), v in zip(outs, g.outputs)])}
     if sd is not None:
@@ -601,7 +612,14 @@ def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = N
         meta["opbridge.source_atol"] = json.dumps(atol)
     if ctx.rounding:
         meta["opbridge.rounding"] = "hybrid"
-    return Model(g, source=path, source_format=NAME, metadata=meta)
+    warnings: tuple[str, ...] = ()
+    if state_meta:
+        meta.update(state_meta)
+        ins_st = [p["input"] for p in json.loads(state_meta["opbridge.state"])]
+        warnings = (f"stateful model: {len(ins_st)} resource variable(s) are carried as state inputs and outputs "
+                    f"({ins_st[0]} -> {ins_st[0]}_out, …): feed each call the previous call's state outputs, the "
+                    "first call metadata 'opbridge.initial_state'",)
+    return Model(g, source=path, source_format=NAME, metadata=meta, warnings=warnings)
 
 
 def _quant_step(ctx: Ctx, ti: int) -> float | None:

@@ -153,7 +153,11 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
     feeds = {}
     from ..table import budget
 
+    initial = _initial_state(model)
     for v in model.graph.inputs:
+        if v.name in initial:  # carried state: the first call starts from the recorded first values
+            feeds[v.name] = initial[v.name]
+            continue
         t = v.type
         if t.kind != "tensor":
             raise OpbridgeError("dynamic_shape", f"input {v.name!r} is a {t.kind}, random inputs are tensors only; "
@@ -256,6 +260,12 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
     return given
 
 
+def _initial_state(model: Model) -> dict[str, np.ndarray]:
+    from ..ir.state import initial_state
+
+    return initial_state(model.metadata)
+
+
 def load_inputs(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -330,6 +340,9 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     say = progress or (lambda s: None)
     ref_model = build_ir()
     feeds = feeds if feeds is not None else random_inputs(ref_model)
+    missing = {k: v for k, v in _initial_state(ref_model).items() if k not in feeds}
+    if missing:  # input sets that leave the carried state out start from its first values
+        feeds = {**feeds, **missing}
     tol = tolerance_for(sorted(ref_model.op_histogram()))
     from ..compile import interpreter
 
@@ -342,8 +355,15 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     if say_spread is not None:
         say("reference: rounding spread " + ", ".join(f"{n}={x:.3g}" for n, x in zip(out_names, say_spread)))
     src_model = build_ir()
-    src, src_note = (source_outputs(src_model, source, feeds, out_names, **(source_opts or {}))
+    from ..ir.state import state_outputs
+
+    carried = state_outputs(src_model.metadata)  # state written back: no source runtime returns it
+    asked = [n for n in out_names if n not in carried]
+    src, src_note = (source_outputs(src_model, source, feeds, asked, **(source_opts or {}))
                      if source is not None else (None, ""))
+    if src is not None and carried:
+        got_src = dict(zip(asked, src))
+        src = [got_src.get(n) for n in out_names]
     runtime = _runtime_name(src_model) if source is not None else ""
     decisive = src_model.source_format != "onnx"  # the source runtime is the oracle of a non-ONNX frontend
     if source is not None:
@@ -363,7 +383,8 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
             for i, (name, e, g, port) in enumerate(zip(out_names, expected, got, ports)):
                 tol_i = _widened(tol, say_spread, i)
                 d = compare_output(e, g, tol_i, port.legal)
-                vs = compare_source(src_model, name, src[i], g, tol_i, port.legal) if src is not None else None
+                vs = compare_source(src_model, name, src[i], g, tol_i, port.legal) \
+                    if src is not None and src[i] is not None else None
                 rep.outputs.append(OutputReport(name, d, vs))
                 if tol_i is not tol and (not compare_output(e, g, tol, port.legal).ok
                                          or (vs is not None and not compare_source(src_model, name, src[i], g, tol,
