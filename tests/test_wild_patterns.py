@@ -4,6 +4,7 @@ dynamo exporter): an Expand to a shape computed by ConstantOfShape/Mul/Equal/Whe
 ReduceSum over the expanded axis (once reported wrong on TFLite with no culprit node)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
@@ -112,3 +113,63 @@ def test_a_rank_that_depends_on_a_run_time_size_fixes_the_dims_and_says_so(targe
     assert any("cannot run them symbolic" in w for w in rec["warnings"]), rec
     rep = opbridge.report(str(src), backends=[target])
     assert all(n["status"] != "unsupported" for n in rep["backends"][target]["nodes"]), rep
+
+
+def _batched_mel(path):
+    """openWakeWord's mel filter: |STFT|^2 [B, 1, bins, frames] transposed to frames-major,
+    multiplied by a constant filter bank and clipped to [1e-10, inf) before the log; batch
+    and frames both run-time dims."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    w = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    g = h.make_graph([h.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]),
+                      h.make_node("MatMul", ["t", "w"], ["m"]), h.make_node("Clip", ["m", "lo", "hi"], ["y"])], "mel",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["B", 1, 8, "frames"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["B", 1, "frames", 4])],
+                     [nh.from_array(w, "w"), nh.from_array(np.asarray(1e-10, np.float32), "lo"),
+                      nh.from_array(np.asarray(np.inf, np.float32), "hi")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_a_batched_product_with_a_constant_over_two_run_time_dims_keeps_every_frame(target, tmp_path):
+    """TFLite's converter turned BatchMatMul(transpose(x), W) with two dynamic dims, clipped
+    after, into a FULLY_CONNECTED that kept one frame of eight; the product is written on
+    the rows."""
+    import opbridge
+
+    src = _batched_mel(tmp_path / "mel.onnx")
+    rng = np.random.default_rng(1)
+    sets = [{"x": rng.standard_normal((1, 1, 8, 8)).astype(np.float32)},
+            {"x": rng.standard_normal((2, 1, 8, 5)).astype(np.float32)}]
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=sets)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))
+
+
+def test_the_divergence_search_bisects_when_exposing_every_value_hides_it(monkeypatch):
+    """A converter that is wrong only while a value is not an output: with every value exposed
+    nothing differs, so the exposed region is bisected to the node whose exposure fixes it."""
+    from translator.ir.graph import Graph, Model, TensorType
+    from translator.run import check
+
+    g = Graph()
+    v = g.add_input("x", TensorType("float32", (2,)))
+    for k in range(20):
+        v = g.add_node("relu", [v], outputs=[f"v{k}"], name=f"n{k}").outputs[0]
+    g.outputs = [v]
+    model = Model(g, source="<m>", source_format="ir")
+    calls = []
+
+    def fake(backend, build_ir, feeds, trace, tol, start):
+        calls.append(start)
+        return (None if start <= 13 else {"node": "n19", "op": "relu"}), None
+
+    monkeypatch.setattr(check, "_diverging", fake)
+    found = check._first_divergence("tflite", lambda: model, {}, {}, {"rtol": 1e-3, "atol": 1e-5})
+    assert found["node"] == "n13" and "also an output" in found["reason"], found
+    assert len(calls) <= 1 + check.BISECT_STEPS

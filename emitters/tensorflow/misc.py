@@ -49,6 +49,14 @@ def matmul(c: Any) -> list[str]:
     ra, rb = c.rank(0), c.rank(1)
     if ra is None or rb is None:
         return [f"{c.o()} = tf.experimental.numpy.matmul({a}, {b})"]
+    if ra > 2 and rb == 2 and c.const(1) is not None and c.shape(0) is not None \
+            and sum(not isinstance(d, int) for d in c.shape(0)[:-1]) > 1:
+        # a batched product with a constant matrix over several run-time dims: as one 2-D
+        # product on the rows (TFLite's converter turns BatchMatMul(transpose(x), W) clipped after, with two
+        # dynamic dims into a FULLY_CONNECTED that keeps one frame: openWakeWord's mel filter)
+        k, rows = int(c.const(1).shape[0]), c.tmp("rows")
+        return [f"{rows} = tf.linalg.matmul(tf.reshape({a}, [-1, {k}]), {b})",
+                f"{c.o()} = tf.reshape({rows}, tf.concat([tf.shape({a})[:-1], tf.shape({rows})[-1:]], 0))"]
     if ra >= 2 and rb >= 2:
         return [f"{c.o()} = tf.linalg.matmul({a}, {b})"]
     a2 = f"tf.expand_dims({a}, 0)" if ra == 1 else a

@@ -431,6 +431,10 @@ def _runtime_name(model: Model) -> str:
     return get(model.source_format).RUNTIME
 
 
+#: at most this many re-emissions when exposing every value hides the divergence (bisection)
+BISECT_STEPS = 12
+
+
 def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
                       tol: dict[str, float]) -> dict[str, Any] | None:
     """The first node (topological order) whose output differs from the reference's, the
@@ -438,19 +442,60 @@ def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[s
     it runs on the same feeds). A value the artifact documents returning in a narrower
     integer dtype is compared as the check compares outputs; a constant's ``to the end``
     sentinels (INT64_MAX/MIN) are compared saturated to that dtype, as the dtype
-    legalization writes them (``passes.legalize_dtypes``)."""
+    legalization writes them (``passes.legalize_dtypes``).
+
+    When nothing differs with every value exposed (a converter that rewrites a region only
+    when its values are not outputs: TFLite's FULLY_CONNECTED for a batched product), the
+    values exposed are bisected (those of the nodes from k on, ``BISECT_STEPS`` at most) to
+    the node whose exposure makes the artifact right: it is named, with that reason."""
+    nodes = [n for n in build_ir().graph.nodes]
+    found, err = _diverging(backend, build_ir, feeds, trace, tol, 0)
+    if err is not None:
+        return {"error": err}
+    if found is not None:
+        return found
+    lo, hi = 0, len(nodes)  # exposing nodes[lo:] hides the divergence, exposing nodes[hi:] (none) does not
+    for _ in range(BISECT_STEPS):
+        if hi - lo <= 1:
+            break
+        mid = (lo + hi) // 2
+        hit, err = _diverging(backend, build_ir, feeds, trace, tol, mid)
+        if err is not None:
+            break
+        if hit is None:
+            lo = mid
+        else:
+            hi = mid
+    if hi - lo != 1:
+        return None
+    n = nodes[lo]
+    return {"node": n.name, "op": n.op, "value": n.outputs[0].name if n.outputs else "", "max_abs": None,
+            "reason": "the artifact is right only while this value is also an output: the target's converter "
+                      "rewrites the graph around it otherwise"}
+
+
+def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
+               tol: dict[str, float], start: int) -> tuple[dict[str, Any] | None, str | None]:
+    """(the first diverging value, None) with the values of the nodes from ``start`` on marked
+    as outputs (the model's outputs always compared), or (None, why it could not run)."""
     from ..compile.target import get
 
     model = build_ir().clone()
-    order = _mark_all_outputs(model)
+    g = model.graph
+    order = [v.name for v in g.outputs]
+    for n in g.nodes[start:]:
+        for v in n.outputs:
+            if v.type.kind == "tensor" and v not in g.outputs:
+                g.outputs.append(v)
+                order.append(v.name)
     try:
         artifact = convert(backend, model)
         got = list(get(backend).run(artifact, feeds))
         legal = {p.name: p.legal for p in output_ports(backend, artifact)}
     except Exception as exc:  # noqa: BLE001
-        return {"error": f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"}
+        return None, f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"
     by_name = dict(zip(order, got))
-    for n in model.graph.nodes:
+    for n in g.nodes:
         for v in n.outputs:
             if v.name in by_name and v.name in trace:
                 expected = trace[v.name]
@@ -458,8 +503,8 @@ def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[s
                     expected = _saturated(expected, legal.get(v.name))
                 d = compare_output(expected, by_name[v.name], tol, legal.get(v.name))
                 if not d.ok:
-                    return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}
-    return None
+                    return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}, None
+    return None, None
 
 
 def _saturated(value: Any, legal: str | None) -> Any:
