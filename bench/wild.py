@@ -124,6 +124,9 @@ def validate(models: list[dict[str, Any]]) -> list[str]:
             bad.append(f"{mid}: dynamic names an input the entry does not have")
         if not m["inputs"]:
             bad.append(f"{mid}: no inputs")
+        if m.get("freeze") is not None and (not isinstance(m["freeze"], dict)
+                                            or any(n not in m["inputs"] for n in m["freeze"])):
+            bad.append(f"{mid}: freeze must map inputs of the entry to values")
         for name, spec in (m["inputs"] or {}).items():
             where = f"{mid}: input {name!r}"
             for k in ("dtype", "shape", "shape_b", "gen"):
@@ -305,7 +308,7 @@ def match_names(have: list[str], want: list[str]) -> dict[str, str]:
 # --- opbridge worker (child process) ----------------------------------------------------------------------
 
 def opbridge_worker(src: str, outdir: str, targets: str, result: str, a_npz: str, b_npz: str, fmt: str,
-                    with_report: str) -> None:
+                    with_report: str, freeze_json: str = "{}") -> None:
     """``report`` (if asked), then ``convert --check`` at size A, each written artifact checked
     again at size B, in this child. The source's framework is imported before the clock starts."""
     import importlib
@@ -331,10 +334,13 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, a_npz: str
     with np.load(b_npz) as z:
         feeds_b = {k: z[k] for k in z.files}
     extra = {"example_inputs": a_npz} if fmt in TF_FORMATS else {}
+    frozen = json.loads(freeze_json)  # the corpus entry's ``freeze`` (a setting input, as a deployer fixes it)
+    if frozen:
+        extra["freeze"] = frozen
     rec: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
-        ir = frontends.load(src, **extra)
+        ir = frontends.load(src, **{k: v for k, v in extra.items() if k != "freeze"})
     except Exception as exc:  # noqa: BLE001 - the model cannot be read: every target's answer
         rec["refused"] = {"code": code_of(exc), "detail": first_line(exc)}
         if with_report == "1":
@@ -342,7 +348,7 @@ def opbridge_worker(src: str, outdir: str, targets: str, result: str, a_npz: str
         rec["stamps"], rec["total_seconds"] = [], time.perf_counter() - t0
         Path(result).write_text(json.dumps(rec, default=str))
         return
-    names = match_names(list(feeds_a), [v.name for v in ir.graph.inputs])
+    names = match_names(list(feeds_a), [v.name for v in ir.graph.inputs if v.name not in frozen])
     fa = {ir_name: feeds_a[k] for ir_name, k in names.items()}
     fb = {ir_name: feeds_b[k] for ir_name, k in names.items()}
     checks: dict[str, tuple[int, int]] = {}
@@ -637,7 +643,8 @@ def run_opbridge(m: dict[str, Any], src: Path, a: Path, b: Path, targets: list[s
             stale.unlink()
         t0 = time.perf_counter()
         rc, last = child(["--_opbridge", str(src), str(outdir / f"artifacts{tag}"), ",".join(ts), str(result),
-                          str(a), str(b), m["format"], "1" if with_report else "0"], timeout)
+                          str(a), str(b), m["format"], "1" if with_report else "0", json.dumps(m.get("freeze") or {})],
+                         timeout)
         return (json.loads(result.read_text()) if result.exists() else None), time.perf_counter() - t0, rc, last
 
     rec, wall, rc, last = once(targets, "")
@@ -932,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--_opbridge"]:
-        opbridge_worker(*sys.argv[2:10])
+        opbridge_worker(*sys.argv[2:11])
     elif sys.argv[1:2] == ["--_peers"]:
         peers_worker(*sys.argv[2:10])
     else:

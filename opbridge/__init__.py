@@ -53,29 +53,33 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
             inputs: Any = None, options: dict[str, Any] | None = None, progress: Any = None,
             dynamic_shapes: Any = None, signature: str | None = None,
             fix_dims: dict[str, int] | None = None,
-            check_dims: dict[str, tuple[int, int]] | None = None) -> dict[str, Any]:
+            check_dims: dict[str, tuple[int, int]] | None = None,
+            freeze: dict[str, Any] | None = None) -> dict[str, Any]:
     """``opbridge convert MODEL --to TO -o OUT [--no-check]``: the ``--json`` record as a dict
     (``written`` False means a target failed and nothing was written). ``dynamic_shapes``:
     ``torch.export``'s, for an ``nn.Module`` (``torch.export.Dim`` dims stay dynamic where the
     target allows); ``signature``: a SavedModel's signature (default ``serving_default``);
     ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``);
-    ``check_dims``: the two sizes a dynamic dim is checked at (``{"samples": (400, 800)}``)."""
+    ``check_dims``: the two sizes a dynamic dim is checked at (``{"samples": (400, 800)}``);
+    ``freeze``: inputs that become constants (``{"sr": 16000}``; ``convert --freeze``)."""
     from translator.run.convert import convert as _convert
 
 
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
     return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
                     progress=progress, source_options=extra, fix_dims=fix_dims,
-                    check_dims=check_dims)
+                    check_dims=check_dims, freeze=freeze)
 
 
 @_quietly
 def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str] | None = None,
-           fix_dims: dict[str, int] | None = None, check_dims: dict[str, Any] | None = None) -> dict[str, Any]:
+           fix_dims: dict[str, int] | None = None, check_dims: dict[str, Any] | None = None,
+           freeze: dict[str, Any] | None = None) -> dict[str, Any]:
     """``opbridge report MODEL --json`` (per target: what converts, what is decomposed, what is
     refused and why); without ``model``, the whole operator table (``report --table --json``).
     ``fix_dims`` / ``check_dims`` as for ``convert`` (a target that fixes a symbolic dim takes
-    the first size it is checked at), so the prediction is made at the same sizes."""
+    the first size it is checked at), so the prediction is made at the same sizes; ``freeze``
+    as for ``convert``."""
     import json
 
     from translator.run import report as R
@@ -88,6 +92,11 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
     ir = model_loader(model, **opts)()
+    if freeze:
+        from translator.ir.freeze import freeze as freeze_inputs
+        from translator.run.convert import settle_frozen
+
+        ir = settle_frozen(freeze_inputs(ir.clone(), freeze))
     chosen = list(backends) if backends else names(include_reference=False)
     plans = R.plan_model(ir, chosen, **R.dim_options(fix_dims, check_dims, ir, chosen))
     shown = model if isinstance(model, str) else type(model).__name__

@@ -214,6 +214,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     --no-check); 1: written, and the check ran and found a mismatch (kept for inspection);
     2: a target cannot be converted or checked, and nothing is left at -o."""
     from ..ir import dims
+    from ..ir.freeze import parse as freeze_parse
     from ..run.convert import convert
     from ..table.errors import OpbridgeError
     from ..compile.target import get, names
@@ -235,7 +236,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
         res = convert(args.model, targets, args.output, check=args.check, inputs=args.inputs,
                       example_inputs=getattr(args, "example_inputs", None), options=options, progress=say,
                       verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)),
-                      check_dims=dims.parse_check(getattr(args, "check_dim", None)))
+                      check_dims=dims.parse_check(getattr(args, "check_dim", None)),
+                      freeze=freeze_parse(getattr(args, "freeze", None)))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     results, worst, n_nodes = res["targets"], res["exit"], res["nodes"]
@@ -311,6 +313,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
     c.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
                    help="fix a symbolic input dim (its symbol, e.g. batch=1, or INPUT:AXIS=SIZE; repeatable); "
                         "other symbolic dims stay dynamic where the target keeps them and are checked at sizes 1 and 3")
+    c.add_argument("--freeze", action="append", metavar="NAME=VALUE", dest="freeze",
+                   help="freeze an input to a value (a setting such as a sample rate: sr=16000; a comma list for a "
+                        "1-D input; repeatable): it becomes a constant, and the branches it decides fold away")
     c.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
                    help="the two sizes a dynamic dim is checked at (default 1,3; e.g. samples=400,800 for an audio "
                         "length a conv needs); a target that must fix the dim uses A")

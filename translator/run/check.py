@@ -359,7 +359,11 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
 
     carried = state_outputs(src_model.metadata)  # state written back: no source runtime returns it
     asked = [n for n in out_names if n not in carried]
-    src, src_note = (source_outputs(src_model, source, feeds, asked, **(source_opts or {}))
+    from ..ir.freeze import frozen_values
+
+    src_feeds = {**feeds, **frozen_values(src_model.metadata)}  # the source still takes the frozen inputs
+    feeds = {k: v for k, v in feeds.items() if k in {i.name for i in ref_model.graph.inputs}}
+    src, src_note = (source_outputs(src_model, source, src_feeds, asked, **(source_opts or {}))
                      if source is not None else (None, ""))
     if src is not None and carried:
         got_src = dict(zip(asked, src))

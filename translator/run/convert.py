@@ -58,6 +58,25 @@ def move_into_place(staged: Path, final: str) -> None:
         os.replace(staged, dest)
 
 
+def settle_frozen(model: Any) -> Any:
+    """What the frozen values decide, decided for every target (the ONNX target folds nothing
+    itself): the nodes computed from constants only fold, and the ``If``s they make constant
+    are inlined, until nothing changes."""
+    from ..compile.passes import control
+    from ..compile.passes.fold_constants import fold_nodes
+    from ..ir.infer import infer
+
+    g = model.graph
+    for _ in range(16):
+        changed = len(fold_nodes(g, [n for n in g.nodes if n.op != "constant" and n.inputs
+                                     and all(v is None or v.is_const for v in n.inputs)]))
+        changed += control.inline_constant_ifs(g)
+        if not changed:
+            break
+    infer(g)
+    return model
+
+
 def _static_clash(ir: Any, feeds: Any) -> str:
     """The inputs of ``feeds`` whose shape differs from the IR's static dims ("x [1, 40, 128, 1]
     vs [batch, 40, 256, 1]"), or "" when every array fits."""
@@ -162,7 +181,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
             example_inputs: Any = None, options: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None, verbose: bool = False,
             source_options: dict[str, Any] | None = None, fix_dims: dict[str, int] | None = None,
-            check_dims: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
+            check_dims: dict[str, tuple[int, ...]] | None = None, freeze: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
     """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
     ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
     ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
@@ -172,7 +192,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     ``fix_dims``: symbolic input dims to fix, by symbol or ``input:axis`` (``translator.ir.dims``);
     a target whose artifacts declare static input shapes fixes the others to 1, and says so.
     Dims that stay dynamic are checked at each of ``dims.CHECK_SIZES`` (random inputs only),
-    or at the sizes ``check_dims`` gives them (``{"samples": (400, 800)}``).
+    or at the sizes ``check_dims`` gives them (``{"samples": (400, 800)}``). ``freeze``: inputs
+    that become constants (``{"sr": 16000}``; ``translator.ir.freeze``).
 
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
@@ -197,6 +218,12 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     shown = model if isinstance(model, (str, os.PathLike)) else type(model).__name__
     say(f"reading {shown}")
     build = model_loader(model, **opts)
+    if freeze:
+        from ..ir.freeze import freeze as freeze_inputs
+
+        frozen_model = settle_frozen(freeze_inputs(build().clone(), freeze))
+        build = lambda: frozen_model  # noqa: E731 - the same IR for every target, as model_loader's
+        say("frozen: " + ", ".join(f"{k}={v}" for k, v in freeze.items()))
     n_nodes = len(build().graph.nodes)
     if fix_dims:
         dims.fix(build().clone(), fix_dims, every=False)  # an unknown name fails here, once, before any target
@@ -225,7 +252,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     worst = 0
     try:
         for t in targets:
-            rec: dict[str, Any] = {"target": t, "status": "ok"}
+            rec: dict[str, Any] = {"target": t, "status": "ok", **({"frozen_inputs": dict(freeze)} if freeze else {})}
             t1 = time.perf_counter()
             try:
                 target = get(t)
