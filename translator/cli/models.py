@@ -123,8 +123,15 @@ def cmd_report(args: "argparse.Namespace") -> int:
 
     try:
         from ..ir import dims
+        from ..ir.freeze import parse as freeze_parse
 
         model = model_loader(args.model, **source_opts(args))()
+        frozen = freeze_parse(getattr(args, "freeze", None))
+        if frozen:
+            from ..ir.freeze import freeze
+            from ..run.convert import settle_frozen
+
+            model = settle_frozen(freeze(model.clone(), frozen))
         plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim),
                                                              model, backends))
     except OpbridgeError as exc:
@@ -162,6 +169,8 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
                    help="as for convert: judge the model with this symbolic input dim fixed")
     r.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
                    help="as for convert: a target that must fix the dim (Core ML) fixes it to A")
+    r.add_argument("--freeze", action="append", metavar="NAME=VALUE", dest="freeze",
+                   help="as for convert: judge the model with this input frozen to the value")
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
     c.add_argument("model", help=MODEL_HELP)
     c.add_argument("--example-inputs", metavar="INPUTS.npz",
