@@ -173,3 +173,31 @@ def test_the_divergence_search_bisects_when_exposing_every_value_hides_it(monkey
     found = check._first_divergence("tflite", lambda: model, {}, {}, {"rtol": 1e-3, "atol": 1e-5})
     assert found["node"] == "n13" and "also an output" in found["reason"], found
     assert len(calls) <= 1 + check.BISECT_STEPS
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "GlobalAveragePool"])
+def test_a_mean_over_a_large_map_is_accumulated_per_axis_on_tflite(op, tmp_path):
+    """PP-OCRv5's detector averages a 160x160 map (squeeze-excitation) after a convolution, so
+    channels-last: TFLite's MEAN over H and W at once was 7e-5 apart from the float64 mean
+    there (4e-6 on a clipped normal map here, 10x a per-axis reduction), which failed the
+    check downstream. One reduction per axis keeps each sum to one axis's length."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    from translator.compile.target import get
+    from translator.frontends import load
+    from translator.run.harness import convert
+
+    mean = h.make_node(op, ["c"], ["y"], **({"axes": [2, 3], "keepdims": 1} if op == "ReduceMean" else {}))
+    eye = np.eye(32, dtype=np.float32).reshape(32, 32, 1, 1)
+    g = h.make_graph([h.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), mean], "m",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 32, 160, 160])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 32, 1, 1])], [nh.from_array(eye, "w")])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    x = (np.clip(np.random.default_rng(0).standard_normal((1, 32, 160, 160)) * 3, 0, 6) * 10).astype(np.float32)
+    want = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    (got,) = get("tflite").run(convert("tflite", load(str(src))), {"x": x})
+    assert np.max(np.abs(got - want)) < 1.5e-5, np.max(np.abs(got - want))

@@ -534,6 +534,10 @@ def global_pool(c: Any) -> list[str]:
     axes = _spatial_axes(c)
     x = c.i(0)
     if c.node.op == "global_average_pool":
+        from .misc import staged_sum
+
+        if isinstance(axes, list) and len(axes) > 1 and c.dtype(0) in ("float32", "float16"):
+            return [f"{c.o()} = {staged_sum('tf.math.reduce_mean', x, axes, True)}"]
         return [f"{c.o()} = tf.math.reduce_mean({x}, axis={axes}, keepdims=True)"]
     if c.node.op == "global_max_pool":
         return [f"{c.o()} = tf.math.reduce_max({x}, axis={axes}, keepdims=True)"]
