@@ -176,3 +176,21 @@ def test_a_rank_decided_at_run_time_is_settled_by_fixing_the_dims(tmp_path):
     (rec,) = res["targets"]
     assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))
     assert rec.get("fixed_dims", {}).get("C") == 1, rec
+
+
+@pytest.mark.parametrize("declared, rows", [([], 1), (["N"], 3)])
+def test_an_axesless_squeeze_over_run_time_dims_takes_the_declared_rank_on_openvino(declared, rows, tmp_path):
+    """speechmos PLCMOS: a score [N, 1] squeezed without axes, then a sigmoid, declared [] (so N
+    is 1 at run time); with the output declared [N] only the static 1 goes. OpenVINO's CPU
+    plugin refuses the dynamic rank of an axes-less squeeze; the declared rank gives the axes."""
+    from onnx import helper as h
+
+    import opbridge
+
+    src = _model(tmp_path / "m.onnx", [h.make_node("Squeeze", ["x"], ["s"]), h.make_node("Sigmoid", ["s"], ["y"])],
+                 [_vi("x", ["N", 1])], [_vi("y", declared)])
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.linspace(-2, 2, rows, dtype=np.float32).reshape(rows, 1))
+    res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "out"), inputs=str(feeds))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"), rec.get("check"))

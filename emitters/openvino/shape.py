@@ -49,7 +49,46 @@ def _squeeze(g: "Gen", node: Node) -> None:
         # runtime axes give OpenVINO a dynamic rank the CPU plugin refuses: the IR knows the shape
         g.out(0, f"ops.reshape({g.x(0)}, {i64(g, shape)}, False)")
         return
+    if axes is None and node.op == "squeeze":
+        picked = _squeeze_axes(node)
+        if picked is not None:  # an axes-less squeeze over run-time dims: OpenVINO's CPU plugin needs its rank
+            g.out(0, f"ops.squeeze({g.x(0)}, {i64(g, picked)})")
+            return
     g.out(0, f"ops.{node.op}({g.x(0)}, {axes})" if axes is not None else f"ops.squeeze({g.x(0)})")
+
+
+#: elementwise ops of one input through which a rank is read back (the output's is the input's)
+_SAME_RANK = frozenset({"sigmoid", "tanh", "relu", "exp", "log", "abs", "neg", "identity", "cast", "sqrt", "softplus"})
+
+
+def _squeeze_axes(node: Node) -> list[int] | None:
+    """The axes of a squeeze without axes whose input has run-time dims (ONNX squeezes every dim
+    that is 1 at run time: a dynamic rank, which OpenVINO's CPU plugin refuses): the static
+    1s, plus the run-time dims when the rank the graph declares downstream (the squeeze's
+    output, or after elementwise ops of one input: a score squeezed to a scalar, then a
+    sigmoid, declared []) says they go too. None: the rank is not known or does not fit."""
+    shape = node.inputs[0].type.shape if node.inputs[0] is not None else None
+    if shape is None or all(isinstance(d, int) for d in shape):
+        return None
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    runtime = [i for i, d in enumerate(shape) if not isinstance(d, int)]
+    v, rank = node.outputs[0], None
+    for _ in range(8):
+        if v.type.shape is not None:
+            rank = len(v.type.shape)
+            break
+        nxt = [n for n, _ in v.uses]
+        if len(nxt) != 1 or nxt[0].op not in _SAME_RANK or len(nxt[0].outputs) != 1:
+            break
+        v = nxt[0].outputs[0]
+    if rank is None:
+        return None
+    drop = len(shape) - rank
+    if drop == len(ones) + len(runtime):
+        return sorted(ones + runtime)
+    if drop == len(ones):
+        return ones
+    return None
 
 
 @rule("transpose", check=lambda n: None if attr(n, "perm") is not None or rank_of(n) is not None
