@@ -187,8 +187,12 @@ def test_an_axesless_squeeze_over_run_time_dims_takes_the_declared_rank_on_openv
 
     import opbridge
 
-    src = _model(tmp_path / "m.onnx", [h.make_node("Squeeze", ["x"], ["s"]), h.make_node("Sigmoid", ["s"], ["y"])],
-                 [_vi("x", ["N", 1])], [_vi("y", declared)])
+    from onnx import numpy_helper as nh
+
+    nodes = [h.make_node("Squeeze", ["x"], ["s"]), h.make_node("Sigmoid", ["s"], ["g"]),
+             h.make_node("Mul", ["g", "four"], ["m"]), h.make_node("Add", ["m", "one"], ["y"])]  # a MOS in [1, 5]
+    src = _model(tmp_path / "m.onnx", nodes, [_vi("x", ["N", 1])], [_vi("y", declared)],
+                 [nh.from_array(np.asarray(4.0, np.float32), "four"), nh.from_array(np.asarray(1.0, np.float32), "one")])
     feeds = tmp_path / "x.npz"
     np.savez(feeds, x=np.linspace(-2, 2, rows, dtype=np.float32).reshape(rows, 1))
     res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "out"), inputs=str(feeds))

@@ -57,6 +57,8 @@ def _squeeze(g: "Gen", node: Node) -> None:
     g.out(0, f"ops.{node.op}({g.x(0)}, {axes})" if axes is not None else f"ops.squeeze({g.x(0)})")
 
 
+#: elementwise ops with a 0-d constant operand: their output's rank is the other input's
+_SCALAR_BINARY = frozenset({"add", "sub", "mul", "div", "pow", "max", "min"})
 #: elementwise ops of one input through which a rank is read back (the output's is the input's)
 _SAME_RANK = frozenset({"sigmoid", "tanh", "relu", "exp", "log", "abs", "neg", "identity", "cast", "sqrt", "softplus"})
 
@@ -65,8 +67,9 @@ def _squeeze_axes(node: Node) -> list[int] | None:
     """The axes of a squeeze without axes whose input has run-time dims (ONNX squeezes every dim
     that is 1 at run time: a dynamic rank, which OpenVINO's CPU plugin refuses): the static
     1s, plus the run-time dims when the rank the graph declares downstream (the squeeze's
-    output, or after elementwise ops of one input: a score squeezed to a scalar, then a
-    sigmoid, declared []) says they go too. None: the rank is not known or does not fit."""
+    output, or after elementwise ops of one input or with a 0-d constant: a score squeezed, a
+    sigmoid and a scale by 0-d constants, declared []) says they go too. None: the rank is not
+    known or does not fit."""
     shape = node.inputs[0].type.shape if node.inputs[0] is not None else None
     if shape is None or all(isinstance(d, int) for d in shape):
         return None
@@ -78,7 +81,9 @@ def _squeeze_axes(node: Node) -> list[int] | None:
             rank = len(v.type.shape)
             break
         nxt = [n for n, _ in v.uses]
-        if len(nxt) != 1 or nxt[0].op not in _SAME_RANK or len(nxt[0].outputs) != 1:
+        if len(nxt) != 1 or len(nxt[0].outputs) != 1 or not (
+                nxt[0].op in _SAME_RANK or nxt[0].op in _SCALAR_BINARY and len(nxt[0].inputs) == 2
+                and all(i is v or (i is not None and i.is_const and np.ndim(i.const) == 0) for i in nxt[0].inputs)):
             break
         v = nxt[0].outputs[0]
     if rank is None:
