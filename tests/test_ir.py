@@ -249,3 +249,20 @@ def test_a_transpose_of_an_unknown_rank_has_its_perms_rank():
     g.outputs = [y]
     infer(g)
     assert y.type.shape == (None, None, None)
+
+
+@pytest.mark.parametrize("eq, shapes, want", [
+    ("btgi,gih->btgh", [(1, "S", 32, 96), (32, 96, 16)], (1, "S", 32, 16)),  # DeepFilterNet's grouped linear
+    ("...ij,jk->...ik", [("b", 2, 3, 4), (4, 5)], ("b", 2, 3, 5)),
+    ("ij,jk", [(3, 4), (4, 5)], None),  # implicit output: not typed here
+    ("bi,bi->b", [(1, 4), (7, 4)], (7,)),  # a broadcast 1 takes the other size
+])
+def test_einsum_types_its_output(eq, shapes, want):
+    from translator.ir.infer import infer
+
+    g = Graph()
+    ins = [g.add_input(f"x{k}", TensorType("float32", s)) for k, s in enumerate(shapes)]
+    y = g.add_node("einsum", ins, {"equation": eq}, outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    infer(g)
+    assert y.type.shape == want

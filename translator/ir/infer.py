@@ -99,6 +99,49 @@ def _size(n: Node) -> list:
     return [()]
 
 
+@shape_rule("einsum")
+def _einsum(n: Node) -> list:
+    """An explicit equation (``bti,ih->bth``; ``...`` spans the dims no letter names, aligned
+    from the right): each output letter takes its input dim, a static size where any input
+    has one; implicit-output equations and unknown input ranks give None."""
+    eq = str(n.attrs.get("equation", "")).replace(" ", "")
+    if "->" not in eq:
+        return [None]
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    shapes = [v.type.shape if v is not None else None for v in n.inputs]
+    if len(terms) != len(shapes) or any(s is None for s in shapes):
+        return [None]
+    size: dict[str, Any] = {}
+    ell: tuple = ()
+    for term, shape in zip(terms, shapes):
+        letters = term.replace("...", "")
+        k = len(shape) - len(letters) if "..." in term else 0
+        if k < 0 or ("..." not in term and len(term) != len(shape)):
+            return [None]
+        head = term.split("...")[0] if "..." in term else term
+        dims = list(shape)
+        if "..." in term:
+            mid = tuple(dims[len(head):len(head) + k])
+            ell = mid if len(mid) > len(ell) else ell
+            dims = dims[:len(head)] + dims[len(head) + k:]
+        for ch, d in zip(letters, dims):
+            if not isinstance(size.get(ch), int) or size.get(ch) == 1:
+                size[ch] = d if isinstance(d, int) or ch not in size else size[ch]
+    parts = []
+    rest = out
+    while rest:
+        if rest.startswith("..."):
+            parts.extend(ell)
+            rest = rest[3:]
+        else:
+            if rest[0] not in size:
+                return [None]
+            parts.append(size[rest[0]])
+            rest = rest[1:]
+    return [tuple(parts)]
+
+
 @shape_rule("dynamic_quantize_linear")
 def _dynamic_quantize_linear(n: Node) -> list:
     """y has x's shape; its scale and zero point are scalars."""
