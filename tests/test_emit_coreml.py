@@ -691,3 +691,24 @@ def test_a_1d_tensor_dequantized_with_the_default_axis_is_a_reason_not_a_crash()
     model = from_proto(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]))
     ctx = plan(model, "coreml")
     assert all(r.code != "internal_error" for r in (ctx.refusals or {}).values())
+
+
+def test_a_1d_bias_with_a_scale_per_element_and_the_default_axis_dequantizes(tmp_path):
+    """pipecat's smart-turn (onnxruntime QDQ, per-channel): the classifier bias is int32 [C]
+    with a scale per element and the default axis 1, which onnxruntime and the reference take
+    modulo the rank (axis 0); Core ML does the same and checks."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    import onnx
+
+    import opbridge
+
+    g = h.make_graph([h.make_node("DequantizeLinear", ["b", "s"], ["bf"]), h.make_node("Add", ["x", "bf"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+                     [nh.from_array(np.arange(4, dtype=np.int32) - 2, "b"),
+                      nh.from_array(np.array([0.5, 0.25, 2.0, 1.0], np.float32), "s")])
+    src = tmp_path / "bias.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), str(src))
+    (rec,) = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "out"))["targets"]
+    assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"))

@@ -48,12 +48,10 @@ def note_quant_dtypes(graph: Graph) -> None:
 
 
 def _axis_in(a: int, rank: int) -> int | None:
-    """``a`` in ``[0, rank)``, or None when it names no axis of a rank-``rank`` input."""
-    try:
-        k = norm_axis(a, rank)
-    except ValueError:
-        return None
-    return k if 0 <= k < rank else None  # ONNX's default axis 1 names no axis of a 1-D bias
+    """``a`` in ``[0, rank)`` taken modulo the rank, as onnxruntime and the reference take it
+    (ONNX's default axis 1 on a 1-D bias is its only axis: onnxruntime's QDQ bias, one scale
+    per element); None for a rank-0 input."""
+    return a % rank if rank > 0 else None
 
 
 def _quant_plan(node: Node) -> str | Refusal:
@@ -101,7 +99,7 @@ def _param(gen: Gen, node: Node, i: int, to: str) -> str | None:
         var = t
     r = node.inputs[0].type.rank
     if v.type.rank == 1 and r > 1:
-        axis = norm_axis(int(gen.attr(node, "axis")), r)
+        axis = _axis_in(int(gen.attr(node, "axis")), r)
         t, tn = gen.tmp(node, f"p{i}_axis")
         gen.emit(f"{t} = mb.reshape(x={var}, shape={lit([-1 if d == axis else 1 for d in range(r)])}, name={tn})")
         var = t
@@ -147,7 +145,7 @@ def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
     if zp_v is not None:
         args += f", zero_point={gen.const(node, 'zp', np.asarray(const_of(zp_v)).astype(np.dtype(q)))}"
     if scale.ndim == 1:
-        args += f", axis={lit(norm_axis(int(gen.attr(node, 'axis')), x.type.rank))}"
+        args += f", axis={lit(_axis_in(int(gen.attr(node, 'axis')), x.type.rank))}"
     return args
 
 
