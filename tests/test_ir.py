@@ -266,3 +266,15 @@ def test_einsum_types_its_output(eq, shapes, want):
     g.outputs = [y]
     infer(g)
     assert y.type.shape == want
+
+
+def test_einsum_broadcasts_the_ellipsis_dims():
+    from translator.ir.infer import infer
+
+    g = Graph()
+    a = g.add_input("a", TensorType("float32", (2, 1, 3, 4)))
+    b = g.add_input("b", TensorType("float32", (3, 4, 5)))
+    y = g.add_node("einsum", [a, b], {"equation": "...ij,...jk->...ik"}, outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    infer(g)
+    assert y.type.shape == (2, 3, 3, 5)

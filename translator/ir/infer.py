@@ -99,6 +99,25 @@ def _size(n: Node) -> list:
     return [()]
 
 
+def _broadcast_dims(a: tuple, b: tuple) -> tuple:
+    """Two shapes broadcast from the right: a static size other than 1 wins, then a symbol."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        elif isinstance(x, int) and not isinstance(y, int):
+            out.append(x)
+        elif isinstance(y, int) and not isinstance(x, int):
+            out.append(y)
+        else:
+            out.append(x if isinstance(x, int) else None)
+    return tuple(out)
+
+
 @shape_rule("einsum")
 def _einsum(n: Node) -> list:
     """An explicit equation (``bti,ih->bth``; ``...`` spans the dims no letter names, aligned
@@ -123,7 +142,7 @@ def _einsum(n: Node) -> list:
         dims = list(shape)
         if "..." in term:
             mid = tuple(dims[len(head):len(head) + k])
-            ell = mid if len(mid) > len(ell) else ell
+            ell = _broadcast_dims(ell, mid)
             dims = dims[:len(head)] + dims[len(head) + k:]
         for ch, d in zip(letters, dims):
             if not isinstance(size.get(ch), int) or size.get(ch) == 1:
