@@ -579,3 +579,25 @@ def test_state_carried_by_the_caller_streams_like_the_interpreter(ring_buffer, t
         want = run(x=x)["y"]
         y, state = sess.run(["y", f"{state_in}_out"], {"x": x, state_in: state})
         np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+def test_unknown_dims_are_read_at_the_first_input_set_without_example_inputs(tmp_path):
+    """``convert model.keras --inputs a.npz --inputs b.npz``: a TensorFlow model with unknown
+    non-batch dims needs their sizes; the first input set gives them (said), no second flag."""
+    import keras
+
+    import opbridge
+
+    keras.utils.set_random_seed(6)
+    L = keras.layers
+    model = keras.Sequential([keras.Input((6, None, 1), name="spec"), L.Conv2D(2, 3, padding="same"),
+                              L.GlobalAveragePooling2D(), L.Dense(3, activation="softmax")])
+    path = tmp_path / "m.keras"
+    model.save(str(path))
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "a.npz", spec=rng.standard_normal((1, 6, 8, 1)).astype(np.float32))
+    said: list[str] = []
+    rec = opbridge.convert(str(path), to="onnx", out=str(tmp_path / "out"), inputs=str(tmp_path / "a.npz"),
+                           progress=said.append)
+    _assert_ok(rec, ["onnx"])
+    assert any("first input set" in s for s in said), said

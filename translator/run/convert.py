@@ -217,7 +217,18 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     t0 = time.perf_counter()
     shown = model if isinstance(model, (str, os.PathLike)) else type(model).__name__
     say(f"reading {shown}")
-    build = model_loader(model, **opts)
+    try:
+        build = model_loader(model, **opts)
+    except OpbridgeError as exc:
+        # a frontend that must know sizes it cannot read (TensorFlow's unknown non-batch dims)
+        # takes them from the first input set when no example inputs were given
+        if exc.code != "dynamic_shape" or example_inputs is not None or inputs is None:
+            raise
+        sets = _input_sets(inputs, load_inputs)
+        first = sets[0] if isinstance(sets, list) else sets
+        say("the model's unknown dims are read at the first input set's sizes (no --example-inputs)")
+        opts = {**opts, "example_inputs": first}
+        build = model_loader(model, **opts)
     if freeze:
         from ..ir.freeze import freeze as freeze_inputs
 
