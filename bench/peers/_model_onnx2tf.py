@@ -59,11 +59,17 @@ def main() -> int:
     onnx_outputs = [o.name for o in graph.output]
     out_shapes = [[d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim]
                   for o in graph.output]
+    # inputs with run-time dims get the feed's sizes, as onnx2tf's README has users do for a
+    # dynamic model (-ois / overwrite_input_shape); without it onnx2tf fixes them to 1
+    dynamic = {i.name for i in graph.input
+               if any(not d.HasField("dim_value") for d in i.type.tensor_type.shape.dim)}
+    ois = [f"{k}:{','.join(str(n) for n in v.shape)}" for k, v in feeds.items() if k in dynamic and v.ndim]
     os.chdir(out_dir)
     t = time.perf_counter()
     try:
         onnx2tf.convert(input_onnx_file_path=str(src), output_folder_path=str(out_dir / "tf"),
                         not_use_onnxsim=opts.get("--onnxsim") != "1", non_verbose=True,
+                        overwrite_input_shape=ois or None,
                         # keep the source layout for image-like inputs (onnx2tf accepts only 3-D to 5-D names here)
                         keep_ncw_or_nchw_or_ncdhw_input_names=[k for k, v in feeds.items() if 3 <= v.ndim <= 5] or None)
         convert_s = time.perf_counter() - t
