@@ -120,8 +120,16 @@ def _lower_list(graph: Graph, nodes: list[Node], ctx: Any, supported: frozenset[
             _settle(graph, widened, ctx)
             _lower_list(graph, widened, ctx, supported, have, depth + 1)
             continue
-        not_unrolled = unroll.why_not(node) if (op is None or not op.decomposition) and depth < MAX_DEPTH \
-            and node.op in unroll.OPS else "n/a"
+        # the Python expansion first where it is the exact form (unroll.PREFERRED), unless the
+        # target rejected the loop it wrote last time and that loop cannot be unrolled (a
+        # run-time length): then the table's decomposition
+        python_first = node.op in unroll.PREFERRED and (unroll.unrollable(node) or not any(
+            k.startswith(node.name + "/") for k in (getattr(ctx, "rejected", None) or {})))
+        not_unrolled = unroll.why_not(node) if (op is None or not op.decomposition or python_first) \
+            and depth < MAX_DEPTH and node.op in unroll.OPS else "n/a"
+        if node.op in unroll.PREFERRED and not python_first and op is not None and op.decomposition:
+            ctx.warn(f"{node.op} {node.name!r}: {ctx.target.name} rejected its exact form (a loop with the run-time "
+                     "quantization); written in the table's float form, which differs from onnxruntime by that rounding")
         if not_unrolled is None:  # a decomposition over static shapes (translator/compile/unroll.py)
             new_nodes = unroll.expand(graph, node)
             ctx.decomposed.append((node.name, node.op))

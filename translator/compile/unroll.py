@@ -229,7 +229,17 @@ _CELLS: dict[str, Callable[..., tuple[Value, Value | None]]] = {"rnn": _rnn, "gr
 
 #: the ops with a decomposition written in Python (dynamic_quantize_lstm: compile/dq_lstm.py)
 OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm"}
+#: ops whose Python expansion is preferred to their table decomposition (the exact form; the
+#: table's is the fallback when a target rejects what the expansion writes)
+PREFERRED = frozenset({"dynamic_quantize_lstm"})
+
+
+def unrollable(node: Node) -> bool:
+    """Whether the loop a PREFERRED op's expansion writes has a static trip count (so a target
+    that rejects the loop gets it unrolled)."""
+    x = node.inputs[0] if node.inputs else None
+    return x is not None and x.type.shape is not None and len(x.type.shape) >= 1 and isinstance(x.type.shape[0], int)
 
 from .unroll_loop import LOOP_CAP, expand_loop, loop_trips, loop_why_not  # noqa: E402
 
-__all__ = ["OPS", "LOOP_CAP", "why_not", "expand", "loop_trips", "loop_why_not", "expand_loop"]
+__all__ = ["OPS", "PREFERRED", "unrollable", "LOOP_CAP", "why_not", "expand", "loop_trips", "loop_why_not", "expand_loop"]
