@@ -278,3 +278,20 @@ def test_einsum_broadcasts_the_ellipsis_dims():
     g.outputs = [y]
     infer(g)
     assert y.type.shape == (2, 3, 3, 5)
+
+
+def test_quantize_and_dequantize_take_their_datas_shape():
+    """pipecat's QDQ model declares a QuantizeLinear output [unk__7, 6, 64, 400]; with the batch
+    fixed its input is static, and so must the output be (Core ML needs static shapes there)."""
+    from translator.ir.infer import infer
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 6)))
+    s = g.add_constant("s", np.asarray(0.5, np.float32), "float32")
+    z = g.add_constant("z", np.asarray(0, np.int8), "int8")
+    q = g.add_node("quantize_linear", [x, s, z], outputs=["q"]).outputs[0]
+    q.type = TensorType("int8", ("unk__7", 6))
+    d = g.add_node("dequantize_linear", [q, s, z], outputs=["d"]).outputs[0]
+    g.outputs = [d]
+    infer(g)
+    assert q.type.shape == (1, 6) and d.type.shape == (1, 6)

@@ -161,6 +161,12 @@ def _einsum(n: Node) -> list:
     return [tuple(parts)]
 
 
+@shape_rule("quantize_linear", "dequantize_linear")
+def _quantize_linear(n: Node) -> list:
+    """The data's shape (scale and zero point only broadcast over it)."""
+    return [n.inputs[0].type.shape]
+
+
 @shape_rule("dynamic_quantize_linear")
 def _dynamic_quantize_linear(n: Node) -> list:
     """y has x's shape; its scale and zero point are scalars."""
