@@ -1,17 +1,19 @@
 """onnxruntime's ``DynamicQuantizeLSTM`` as IR ops, computing what onnxruntime computes.
 
 onnxruntime quantizes the LSTM's GEMM operands at run time: X once over the whole tensor,
-and the hidden state row by row (each batch row its own range) before every step, each to
+and the hidden state over the whole ``[batch, hidden]`` matrix before every step, each to
 uint8 with ``DynamicQuantizeLinear``'s range and rounding; the integer GEMMs are then
-scaled back (measured against onnxruntime 1.32: 4e-7 apart over 60 saturating steps). A float LSTM on the dequantized weights drifts from that (a recurrence with
+scaled back. That is its sequential path (one intra-op thread); split over threads (a batch
+above 4, or from 2 with hidden <= 256) it quantizes per chunk of ceil(batch / threads)
+rows, which depends on the machine, so the check runs it sequentially (measured against
+onnxruntime 1.32, one thread: 4e-7 apart over 60 saturating steps). A float LSTM on the dequantized weights drifts from that (a recurrence with
 saturating gates amplifies the rounding: 3.6 apart on a speaker embedder over 80 steps).
 So the decomposition is a ``loop`` per direction over the time steps (any sequence
 length), with the quantization spelled out:
 
 * outside: ``Xd = dequantized(dynamic_quantize_linear(X))``, ``XW = Xd @ W_d + (Wb + Rb)``
   for all steps at once (W, R dequantized at expansion: they are constants);
-* body (carried h, c; scan output h): ``g = XW[t] + dequantized_by_row(h) @ R_d`` (the row
-  quantization spelled out with reductions, round and clip),
+* body (carried h, c; scan output h): ``g = XW[t] + dequantized(h) @ R_d``,
   gates i, o, f, c with peepholes as ONNX LSTM; the reverse direction reads XW reversed in
   time and its stacked outputs are reversed back after the loop.
 
@@ -62,22 +64,6 @@ class _G:
 
         data = np.array(arr, dtype=numpy_dtype(dtype))
         return self.g.add_constant(f"{self.prefix}_{name}", data, dtype)
-
-    def dq_rows(self, x: Value) -> Value:
-        """``x`` [rows, n] quantized and dequantized row by row as ``dynamic_quantize_linear``
-        does a tensor (uint8 over [min(0, row), max(0, row)], round half to even; a row of
-        zeros stays zeros)."""
-        f = "float32"
-        axes = self.const([1], "rows", "int64")
-        lo = self.op("min", self.op("reduce_min", x, axes, keepdims=1), self.const(0.0, "z0", f))
-        hi = self.op("max", self.op("reduce_max", x, axes, keepdims=1), self.const(0.0, "z1", f))
-        scale = self.op("div", self.op("sub", hi, lo), self.const(255.0, "q255", f))
-        safe = self.op("where", self.op("equal", scale, self.const(0.0, "z2", f)), self.const(1.0, "one", f), scale)
-        zp = self.op("clip", self.op("round", self.op("neg", self.op("div", lo, safe))), self.const(0.0, "z3", f),
-                     self.const(255.0, "m255", f))
-        q = self.op("clip", self.op("add", self.op("round", self.op("div", x, safe)), zp), self.const(0.0, "z4", f),
-                    self.const(255.0, "m255b", f))
-        return self.op("mul", self.op("sub", q, zp), scale)
 
     def dq(self, x: Value) -> Value:
         """(q - zero point) * scale of ``dynamic_quantize_linear(x)``, in float32 (casts, not a
@@ -132,7 +118,7 @@ def expand(graph: Graph, node: Node) -> list[Node]:
         h = body.add_input(f"{node.name}/h{d}", TensorType("float32", (batch if isinstance(batch, int) else None, H)))
         c = body.add_input(f"{node.name}/c{d}", TensorType("float32", (batch if isinstance(batch, int) else None, H)))
         b = _G(body, None, f"{node.name}/step{d}", made)
-        g = b.op("add", b.op("gather", xw, it, axis=0), b.op("matmul", b.dq_rows(h), b.const(R[d], f"R{d}")))
+        g = b.op("add", b.op("gather", xw, it, axis=0), b.op("matmul", b.dq(h), b.const(R[d], f"R{d}")))
 
         def part(k: int, g: Value = g, b: _G = b) -> Value:
             return b.op("slice", g, b.const([k * H], f"s{k}", "int64"), b.const([(k + 1) * H], f"e{k}", "int64"),

@@ -57,4 +57,6 @@ def load(source: Any, **opts: Any) -> Any:
 
 def run_source(model: Any, source: Any, feeds: dict[str, Any], names: list[str], **opts: Any) -> list[Any]:
     """``source`` run by its own framework (``model`` is its IR: its ``source_format`` names the frontend)."""
+    if (model.metadata or {}).get("opbridge.ort_sequential"):
+        opts = {**opts, "sequential": True}
     return get(model.source_format).run_source(source, feeds, names, **opts)

@@ -692,6 +692,10 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
             raise FrontendError("bad_model", f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__,
                                 node=ctx.node_name or None, where=path) from None
     meta = {p.key: p.value for p in proto.metadata_props}
+    if any(n.op == "dynamic_quantize_lstm" for n in ctx.graph.walk()):
+        # onnxruntime quantizes its hidden state per chunk of batch rows when it splits the batch
+        # over threads: run sequentially, its numbers (and the reference's) are the machine's none
+        meta["opbridge.ort_sequential"] = "1"
     warnings = (f"dropped {len(dropped)} declared value_info entr{'y' if len(dropped) == 1 else 'ies'} that "
                 f"ONNX shape inference contradicts (first: {dropped[0]!r}); types are inferred instead",) if dropped else ()
     return Model(ctx.graph, source=path, source_format="onnx", opset=opsets.get("", opsets.get("ai.onnx")), metadata=meta,
@@ -728,7 +732,7 @@ def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: lis
     try:
         from ..ir.ort_run import session as ort_session
 
-        sess = ort_session(str(source))
+        sess = ort_session(str(source), sequential=bool(opts.get("sequential")))
         wanted = {i.name for i in sess.get_inputs()}
         return list(sess.run(names, {k: v for k, v in feeds.items() if k in wanted}))
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own limits; the NumPy reference still decides

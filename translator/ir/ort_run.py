@@ -40,11 +40,17 @@ def session_options() -> Any:
 DISABLED_OPTIMIZERS = ["QDQS8ToU8Transformer"]
 
 
-def session(model: Any) -> Any:
-    """An onnxruntime CPU session on ``model`` (a path or serialized bytes) as opbridge runs it."""
+def session(model: Any, sequential: bool = False) -> Any:
+    """An onnxruntime CPU session on ``model`` (a path or serialized bytes) as opbridge runs it;
+    ``sequential``: one intra-op thread (a kernel whose numbers depend on how it splits the
+    work, DynamicQuantizeLSTM's per-chunk quantization, then computes what it computes
+    everywhere)."""
     import onnxruntime as ort
 
-    return ort.InferenceSession(model, session_options(), providers=["CPUExecutionProvider"],
+    so = session_options()
+    if sequential:
+        so.intra_op_num_threads = 1
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=DISABLED_OPTIMIZERS)
 
 

@@ -186,10 +186,11 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
                           W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, **attrs):
     """onnxruntime's DynamicQuantizeLSTM as it computes: W, R dequantized ((q - zero_point) *
     scale, per direction [D] or per gate column [D, 4*hidden], stored [D, input, 4*hidden]);
-    X quantized to uint8 once over the whole tensor, and the hidden state row by row (each
-    batch row its own range) before every step (``dynamic_quantize_linear``'s range and
-    rounding), each product taken on the dequantized values (what its integer GEMM scales
-    back to). Float32, one batch matrix per step; gates i, o, f, c as ONNX LSTM."""
+    X quantized to uint8 once over the whole tensor, and the hidden state over the whole
+    [batch, hidden] matrix before every step (``dynamic_quantize_linear``'s range and
+    rounding: onnxruntime's sequential path; split over threads it quantizes per chunk of
+    rows, so the check runs it with one thread), each product taken on the dequantized values
+    (what its integer GEMM scales back to). Float32; gates i, o, f, c as ONNX LSTM."""
     if attrs.get("input_forget") or attrs.get("clip") is not None or attrs.get("activations") \
             or attrs.get("activation_alpha") or attrs.get("activation_beta") or int(attrs.get("layout", 0) or 0):
         raise ValueError("dynamic_quantize_lstm: only the default activations, no clip, input_forget=0, layout=0")
@@ -218,7 +219,7 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
         bias = Bd[d, :4 * H] + Bd[d, 4 * H:]
         backward = direction == "reverse" or (direction == "bidirectional" and d == 1)
         for t in (range(T - 1, -1, -1) if backward else range(T)):
-            g = Xq[t] @ Wd[d] + np.stack([_dq(row) for row in h]).reshape(h.shape) @ Rd[d] + bias
+            g = Xq[t] @ Wd[d] + _dq(h) @ Rd[d] + bias
             gi, go, gf, gc = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
             if Pd is not None:
                 gi, gf = gi + Pd[d, :H] * c, gf + Pd[d, 2 * H:] * c
@@ -230,9 +231,18 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     return Y, hs, cs
 
 
+#: (rng, eps) while the check measures the rounding spread (``run.check.rounding_spread``): the
+#: run-time quantizations inside an op (DynamicQuantizeLSTM's hidden state, every step) are
+#: jittered like the graph's own rounding ops; None otherwise
+JITTER: list = [None]
+
+
 def _dq(x):
     """``x`` quantized and dequantized as ``dynamic_quantize_linear`` does it (uint8 over the
     range [min(0, x), max(0, x)], round half to even)."""
+    if JITTER[0] is not None and x.size:
+        rng, eps = JITTER[0]
+        x = (x * (1.0 + eps * rng.uniform(-1.0, 1.0, x.shape))).astype(np.float32)
     lo = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
     hi = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
     scale = np.float32((hi - lo) / np.float32(255))
