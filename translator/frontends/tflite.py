@@ -151,6 +151,7 @@ class Ctx:
         self.op: Any = None  # the operator being converted
         self.stack: list[int] = []  # the subgraphs being converted (a loop's cond/body inside the model's)
         self.rounding = False  # a hybrid kernel quantizes at run time (metadata "opbridge.rounding")
+        self.opcode_name = lambda op: _opcode_name(self, op)  # (builtin or custom code, is_custom)
         self.produced = {int(t) for o in self.sg.operators or [] for t in _seq(o.outputs)}
         from ..ir.infer import _onnx_enum_to_dtype
 

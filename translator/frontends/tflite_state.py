@@ -90,8 +90,6 @@ def _input_name(ctx: Any, key: str) -> str:
 
 def _run_init(ctx: Any, st: dict[str, Any], index: int) -> None:
     """The init subgraph's VAR_HANDLE/ASSIGN_VARIABLE pairs: each variable's constant first value."""
-    from .tflite import _opcode_name
-
     if not 0 <= index < len(ctx.model.subgraphs):
         raise ctx.fail("bad_model", f"CALL_ONCE names subgraph {index}, the model has {len(ctx.model.subgraphs)}")
     sg = ctx.model.subgraphs[index]
@@ -100,7 +98,7 @@ def _run_init(ctx: Any, st: dict[str, Any], index: int) -> None:
     try:
         handles: dict[int, str] = {}
         for op in sg.operators or []:
-            name, _ = _opcode_name(ctx, op)
+            name, _ = ctx.opcode_name(op)
             if name == "VAR_HANDLE":
                 handles[int(op.outputs[0])] = _key(op)
             elif name == "ASSIGN_VARIABLE":
