@@ -493,20 +493,26 @@ def test_keras2_recurrent_config_keys_load_and_check(layer, tmp_path):
 
 
 # ---------------------------------------------------------------------------- 8. dims a frontend fixed
-def test_an_input_set_the_frontend_fixed_dims_against_is_skipped_with_the_reason(tmp_path):
-    """tempocnn's DeepTemp (Keras 2 .h5, input (None, 40, None, 1)): the TensorFlow frontend
-    fixes unknown dims other than the batch from the example inputs. A second input set with another length is not fed to artifacts that
-    cannot take it: it is listed as not checked, with the shapes, and the first set decides."""
+def _unknown_time_keras(path: Path, seed: int) -> Path:
+    """A Keras model over a spectrogram with an unknown time dim, input (None, 6, None, 1)."""
     import keras
 
-    import opbridge
-
-    keras.utils.set_random_seed(5)
+    keras.utils.set_random_seed(seed)
     L = keras.layers
     model = keras.Sequential([keras.Input((6, None, 1), name="spec"), L.Conv2D(2, 3, padding="same"),
                               L.GlobalAveragePooling2D(), L.Dense(3, activation="softmax")])
-    path = tmp_path / "tempo.keras"
     model.save(str(path))
+    return path
+
+
+def test_an_input_set_the_frontend_fixed_dims_against_is_skipped_with_the_reason(tmp_path):
+    """tempocnn's DeepTemp (Keras 2 .h5, input (None, 40, None, 1)): the TensorFlow frontend
+    fixes unknown dims other than the batch from the example inputs. A second input set with
+    another length is not fed to artifacts that cannot take it: it is listed as not checked,
+    with the shapes, and the first set decides."""
+    import opbridge
+
+    path = _unknown_time_keras(tmp_path / "tempo.keras", 5)
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "a.npz", spec=rng.standard_normal((1, 6, 8, 1)).astype(np.float32))
     np.savez(tmp_path / "b.npz", spec=rng.standard_normal((1, 6, 5, 1)).astype(np.float32))
@@ -584,16 +590,9 @@ def test_state_carried_by_the_caller_streams_like_the_interpreter(ring_buffer, t
 def test_unknown_dims_are_read_at_the_first_input_set_without_example_inputs(tmp_path):
     """``convert model.keras --inputs a.npz --inputs b.npz``: a TensorFlow model with unknown
     non-batch dims needs their sizes; the first input set gives them (said), no second flag."""
-    import keras
-
     import opbridge
 
-    keras.utils.set_random_seed(6)
-    L = keras.layers
-    model = keras.Sequential([keras.Input((6, None, 1), name="spec"), L.Conv2D(2, 3, padding="same"),
-                              L.GlobalAveragePooling2D(), L.Dense(3, activation="softmax")])
-    path = tmp_path / "m.keras"
-    model.save(str(path))
+    path = _unknown_time_keras(tmp_path / "m.keras", 6)
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "a.npz", spec=rng.standard_normal((1, 6, 8, 1)).astype(np.float32))
     said: list[str] = []
