@@ -280,11 +280,12 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
         raise OpbridgeError("bad_model", f"cannot read inputs {path!r}: {exc}") from None
 
 
-def _mark_all_outputs(model: Model) -> list[str]:
-    """Make every intermediate tensor of the main graph an output; returns their names."""
+def _mark_outputs(model: Model, start: int = 0) -> list[str]:
+    """Make every intermediate tensor of the main graph's nodes from ``start`` on an output;
+    returns the names of all outputs, the model's first."""
     g = model.graph
     names = [v.name for v in g.outputs]
-    for n in g.nodes:
+    for n in g.nodes[start:]:
         for v in n.outputs:
             if v.type.kind == "tensor" and v not in g.outputs:
                 g.outputs.append(v)
@@ -492,12 +493,7 @@ def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any
 
     model = build_ir().clone()
     g = model.graph
-    order = [v.name for v in g.outputs]
-    for n in g.nodes[start:]:
-        for v in n.outputs:
-            if v.type.kind == "tensor" and v not in g.outputs:
-                g.outputs.append(v)
-                order.append(v.name)
+    order = _mark_outputs(model, start)
     try:
         artifact = convert(backend, model)
         got = list(get(backend).run(artifact, feeds))
