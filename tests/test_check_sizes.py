@@ -1,7 +1,8 @@
 """Default check sizes the model itself can run at: a symbolic H/W that a 2×2 pool and an
 unpadded 3×3 conv cannot take at 1 pixel is checked at the smallest sizes the NumPy
 reference runs it at without an empty window (``check.runnable_sizes``), said in the
-record; sizes the user gives win; ``report`` fixes dims (Core ML) at the size convert uses."""
+record; sizes the user gives win; where a target cannot keep the dims (Core ML and a resize to
+run-time sizes) ``report`` fixes them at the size convert uses."""
 from __future__ import annotations
 
 import pytest
@@ -44,35 +45,50 @@ def test_the_users_sizes_win(tmp_path):
 
 
 def test_report_fixes_dims_where_convert_does(tmp_path):
+    """Core ML keeps the CNN's dims flexible; a DB head's resize to the input's run-time size
+    (MIL upsamples by constant factors only) makes it fix them, in report as in convert."""
     import opbridge
 
     src = S.cnn_pools(tmp_path / "cnn.onnx")
-    rep = opbridge.report(str(src), backends=["coreml"])
     res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "m"))
     (rec,) = res["targets"]
-    assert rec["status"] == "ok" and rec["fixed_dims"]["H"] == res["check_sizes"]["H"][0], rec
+    assert rec["status"] == "ok" and set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"}, rec
+    assert [s["H"] for s in rec["check"]["sizes"]] == res["check_sizes"]["H"], rec
+
+    src = S.db_head(tmp_path / "db.onnx")
+    rep = opbridge.report(str(src), backends=["coreml"])
+    res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "d"))
+    (rec,) = res["targets"]
+    first = res.get("check_sizes", {}).get("H", [1])[0]  # 1 unless the model cannot run at 1
+    assert rec["status"] == "ok" and rec["fixed_dims"]["H"] == first, rec
+    assert any("cannot run them symbolic" in w for w in rec["warnings"]), rec["warnings"]
     nodes = rep["backends"]["coreml"]["nodes"]
     assert nodes and all(n["status"] in ("native", "folded", "decomposed") for n in nodes), nodes
 
 
 def test_several_input_sets_are_each_checked(tmp_path):
     """``convert --inputs a.npz --inputs b.npz``: two image sizes, each checked on every artifact
-    that keeps the dims; a target that fixes them (Core ML) fixes them at the first set's
-    sizes and says the other set was not checked, and why."""
+    that keeps the dims (Core ML's flexible ones too); a target that must fix them (Core ML
+    and a resize to run-time sizes) fixes them at the first set's sizes and says the other set
+    was not checked, and why."""
     import numpy as np
 
     import opbridge
 
-    src = S.cnn_pools(tmp_path / "cnn.onnx")
     rng = np.random.default_rng(0)
     sets = [{"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)},
             {"x": rng.standard_normal((2, 3, 48, 64)).astype(np.float32)}]
+    both = [{"N": 1, "H": 32, "W": 32}, {"N": 2, "H": 48, "W": 64}]
+    src = S.cnn_pools(tmp_path / "cnn.onnx")
     res = opbridge.convert(str(src), to="onnx,coreml", out=str(tmp_path / "out"), inputs=sets)
     by = {r["target"]: r for r in res["targets"]}
-    assert by["onnx"]["check"]["status"] == "pass", by["onnx"]
-    assert by["onnx"]["check"]["sizes"] == [{"N": 1, "H": 32, "W": 32}, {"N": 2, "H": 48, "W": 64}], by["onnx"]
-    assert by["coreml"]["status"] == "ok" and by["coreml"]["fixed_dims"] == {"N": 1, "H": 32, "W": 32}, by["coreml"]
-    (why,) = by["coreml"]["check"]["skipped_inputs"]
+    for t in ("onnx", "coreml"):
+        assert by[t]["check"]["status"] == "pass" and by[t]["check"]["sizes"] == both, by[t]
+    src = S.db_head(tmp_path / "db.onnx")
+    res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "out2"), inputs=sets)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["fixed_dims"] == {"N": 1, "H": 32, "W": 32}, rec
+    (why,) = rec["check"]["skipped_inputs"]
     assert "input set 2" in why and "H=48" in why, why
 
 

@@ -60,7 +60,9 @@ def _mlp_tmp() -> Path:
     return _mlp(Path(tempfile.mkdtemp()) / "mlp.onnx")
 
 
-def test_dynamic_batch_kept_and_checked_at_two_sizes_fixed_on_coreml(tmp_path):
+def test_dynamic_batch_kept_and_checked_at_two_sizes_flexible_on_coreml(tmp_path):
+    """Every target keeps the batch dim; Core ML declares it flexible (``ct.RangeDim`` from 1,
+    default the first checked size) and the written package is evaluated at both sizes."""
     import onnx
 
     import opbridge
@@ -69,7 +71,7 @@ def test_dynamic_batch_kept_and_checked_at_two_sizes_fixed_on_coreml(tmp_path):
     res = opbridge.convert(str(model), to="onnx,pytorch,openvino,coreml", out=str(tmp_path / "out"))
     assert res["written"], res
     by = {r["target"]: r for r in res["targets"]}
-    for t in ("onnx", "pytorch", "openvino"):
+    for t in ("onnx", "pytorch", "openvino", "coreml"):
         assert by[t]["status"] == "ok", by[t]
         assert by[t]["dynamic_dims"] == {"x": ["batch"]}
         assert by[t]["check"]["sizes"] == [{"batch": n} for n in dims.CHECK_SIZES]
@@ -77,9 +79,12 @@ def test_dynamic_batch_kept_and_checked_at_two_sizes_fixed_on_coreml(tmp_path):
         assert "fixed_dims" not in by[t]
     written = onnx.load(by["onnx"]["output"])
     assert written.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
-    assert by["coreml"]["status"] == "ok" and by["coreml"]["fixed_dims"] == {"batch": 1}
-    assert any("fixed: batch=1" in w for w in by["coreml"]["warnings"])
-    assert "sizes" not in by["coreml"]["check"]
+    from coremltools.models import MLModel
+
+    spec = MLModel(str(Path(by["coreml"]["output"]) / "model.mlpackage"), skip_model_load=True).get_spec()
+    arr = spec.description.input[0].type.multiArrayType
+    assert arr.shape[0] == dims.CHECK_SIZES[0] and arr.shapeRange.sizeRanges[0].lowerBound == 1
+    assert arr.shapeRange.sizeRanges[0].upperBound > 1000
 
 
 def test_fix_dim_on_request_checks_at_that_size(tmp_path):
@@ -115,7 +120,7 @@ def test_check_dims_choose_the_sizes_and_the_fixed_size(tmp_path):
     res = opbridge.convert(str(model), to="pytorch,coreml", out=str(tmp_path / "out"), check_dims={"batch": (2, 5)})
     by = {r["target"]: r for r in res["targets"]}
     assert by["pytorch"]["check"]["sizes"] == [{"batch": 2}, {"batch": 5}] and by["pytorch"]["status"] == "ok"
-    assert by["coreml"]["fixed_dims"] == {"batch": 2} and by["coreml"]["status"] == "ok"
+    assert by["coreml"]["check"]["sizes"] == [{"batch": 2}, {"batch": 5}] and by["coreml"]["status"] == "ok"
     with pytest.raises(OpbridgeError, match="check-dim bat"):
         opbridge.convert(str(model), to="onnx", out=str(tmp_path / "x.onnx"), check_dims={"bat": (2, 5)})
 
@@ -138,17 +143,21 @@ def _conv1d(path: Path) -> Path:
 
 
 def test_report_judges_at_the_sizes_convert_fixes(tmp_path):
-    """``report`` takes convert's --check-dim / --fix-dim, so on Core ML (which fixes dims) it
-    predicts at the same size convert converts at, and an unknown dim is the same bad_option."""
+    """``report`` takes convert's --fix-dim, so it predicts at the size convert converts at
+    (fixed to 1 the length does not broadcast with the position table: refused on every
+    target; fixed to 16 it does), and an unknown dim is the same bad_option."""
     import opbridge
 
     model = str(_conv1d(tmp_path / "c.onnx"))
     def refused(rep: dict) -> list:
         return [n for n in rep["backends"]["coreml"]["nodes"] if n["status"] == "unsupported"]
 
-    assert refused(opbridge.report(model, backends=["coreml"]))
-    assert not refused(opbridge.report(model, backends=["coreml"], check_dims={"len": (16, 8)}))
-    res = opbridge.convert(model, to="coreml", out=str(tmp_path / "c.mlpackage"), check_dims={"len": (16, 8)})
-    assert res["targets"][0]["status"] == "ok" and res["targets"][0]["fixed_dims"] == {"batch": 1, "len": 16}
+    assert not refused(opbridge.report(model, backends=["coreml"]))  # symbolic: flexible on Core ML
+    assert refused(opbridge.report(model, backends=["coreml"], fix_dims={"len": 1}))
+    assert not refused(opbridge.report(model, backends=["coreml"], fix_dims={"len": 16}))
+    res = opbridge.convert(model, to="coreml", out=str(tmp_path / "c.mlpackage"), fix_dims={"len": 16},
+                           check_dims={"batch": (1, 2)})
+    rec = res["targets"][0]
+    assert rec["status"] == "ok" and rec["fixed_dims"] == {"len": 16} and rec["dynamic_dims"] == {"x": ["batch"]}
     with pytest.raises(OpbridgeError, match="no such symbolic input dim"):
         opbridge.report(model, backends=["coreml"], fix_dims={"lenn": 4})

@@ -29,6 +29,7 @@ import numpy as np
 from translator.table import snippets as snippet_grammar
 from translator.table.errors import Unsupported
 from translator.ir.graph import Graph, Node, Value
+from translator.ir.dims import label
 from translator.ir.names import COREML_RESERVED, NameSet, io_names
 from translator.compile.registry import rules, snippet_of
 from translator.compile.render import ident, literal
@@ -46,6 +47,9 @@ NARROW_INTS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True), "uin
 #: ops whose outputs come out of a MIL ``cond`` / ``while_loop`` (``control.py``): a graph output
 #: they produce gets its own ``identity`` (the control op's output vars are named by MIL)
 CONTROL_OPS = frozenset({"if", "loop", "scan"})
+#: the largest size of a flexible input dim (``ct.RangeDim``'s upper bound: an ML program needs
+#: one; 2^20 samples are a minute of 16 kHz audio, and far beyond any image side)
+FLEXIBLE_UPPER = 1 << 20
 #: small float dtypes Core ML computes in fp32 (``prepare.widen_small_dtypes``): (mantissa bits,
 #: smallest normal exponent, largest finite value, what a non-saturating overflow gives or None
 #: when the format always saturates)
@@ -380,20 +384,27 @@ def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
     out_vars = gen.generate(outputs)
     for p, (_, name) in zip(outputs, out_vars):
         p.coreml = name
-    specs = []
-    for p in inputs:
-        if p.shape is None or not all(isinstance(d, int) for d in p.shape):
-            raise Unsupported("input", NAME, "dynamic_shape", f"input {p.name!r} has shape {p.shape}; "
-                              "the builder declares static input shapes", None)
-        specs.append((p.coreml, mil_dtype(p.legal), tuple(int(d) for d in p.shape)))
+    specs, flexible = [], {}
+    defaults = ctx.options.get("dim_defaults") or {}
+    for p, v in zip(inputs, g.inputs):
+        if p.shape is None:
+            raise Unsupported("input", NAME, "dynamic_shape", f"input {p.name!r} has no known rank; a Core ML "
+                              "input declares one", None)
+        # a symbolic dim is a flexible one (``ct.RangeDim``), named by its label so that inputs
+        # sharing a symbol share the MIL symbol; its default size is the one a check runs first
+        shape = tuple(int(d) if isinstance(d, int) else label(v.name, i, d) for i, d in enumerate(p.shape))
+        for d in shape:
+            if isinstance(d, str):
+                flexible.setdefault(d, int(defaults.get(d, 1)))
+        specs.append((p.coreml, mil_dtype(p.legal), shape))
     target = ctx.options["deployment_target"]
     source = render(NAME, "builder.py.j2", source=model.source or "<model>", version=__version__, target=target,
-                    ops=model.op_histogram(), input_specs=specs, output_names=list(gen.output_names),
+                    ops=model.op_histogram(), input_specs=specs, flexible=flexible, upper=FLEXIBLE_UPPER, output_names=list(gen.output_names),
                     inputs=[{"var": Code(gen.pyvar(p.coreml)), "name": p.coreml} for p in inputs],
                     weights=[{"var": Code(var), "key": key} for var, key in gen.weight_vars],
                     body=code_lines(gen.lines), outputs=code_lines([v for v, _ in out_vars]))
     return CoreMLArtifact(source, dict(gen.weights), target, inputs, outputs, list(ctx.warnings),
-                          list(ctx.decomposed), dict(gen.origin))
+                          list(ctx.decomposed), dict(gen.origin), flexible=flexible)
 
 
 __all__ = ["Gen", "Binder", "emit", "NARROW_INTS", "CONTROL_OPS"]

@@ -82,6 +82,8 @@ class CoreMLArtifact:
     #: what the reloaded package declares: {"inputs": [(name, dtype, shape)], "outputs": [...]}
     interface: dict[str, Any] = field(default_factory=dict)
     namespace: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: flexible input dims (``ct.RangeDim``, 1 to unbounded): label → the default size
+    flexible: dict[str, int] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- literals and types

@@ -97,8 +97,10 @@ def _conv_t_check(node: Node) -> Refusal | None:
     why = _conv_check(node)  # a runtime weight or bias: MIL conv_transpose takes one from iOS17 on
     if why:
         return why
-    if static_shape(node.outputs[0]) is None:
-        return Refusal("dynamic_shape", "conv_transpose needs its static output shape")
+    if static_shape(node.outputs[0]) is None and (node.attrs.get("output_shape") is not None
+                                                  or any(int(p) for p in node.attrs.get("output_padding") or ())):
+        return Refusal("dynamic_shape", "conv_transpose with output_shape or output_padding needs its static "
+                                        "output shape")
     return None
 
 
@@ -114,8 +116,10 @@ def _conv_transpose(gen: Gen, node: Node) -> None:
     if gen.attr(node, "output_shape") is not None or gen.attr(node, "output_padding"):
         pad_type, pad = "custom", [0] * (2 * k)  # output_shape below fixes the extent
     bias = f", bias={gen.var(b)}" if b is not None else ""
+    # over symbolic dims MIL's own output extent, (in - 1) * stride + dilated kernel - pads, is ONNX's
+    shape = f", output_shape={lit(list(out))}" if out is not None else ""
     gen.emit(f"{gen.out(node)} = mb.conv_transpose(x={gen.var(x)}, weight={gen.var(w)}{bias}, pad_type={literal(pad_type)}, "
-             f"pad={lit(pad)}, output_shape={lit(list(out))}, strides={lit(sp['strides'])}, "
+             f"pad={lit(pad)}{shape}, strides={lit(sp['strides'])}, "
              f"dilations={lit(sp['dilations'])}, groups={lit(int(gen.attr(node, 'group')))}, name={gen.name(node)})")
 
 
@@ -204,7 +208,7 @@ def _onnx_axis_matrices(node: Node) -> list[tuple[int, np.ndarray, np.ndarray]] 
     at = _resize_attrs(node)
     shape = static_shape(node.inputs[0])
     if shape is None:
-        return ("dynamic_shape", f"{node.op} needs a static input shape")
+        return ("dynamic_shape", f"{node.op} needs a static input shape (or integer scales of the last two dims)")
     for key in ("roi", "scales", "sizes"):
         v = at[key]
         if v is not None and not v.is_const:
@@ -278,11 +282,83 @@ def _mil_resize_candidates(n_in: int, n_out: int, mode: str) -> list[tuple[str, 
     return out
 
 
+#: input lengths a resize over a symbolic dim is compared at (``_symbolic_resize``): with an
+#: integer factor, every sampling rule here is periodic in the output index and clamps only
+#: at the two ends, so lengths of both parities past the edge effects stand for every length
+_PROBE_LENGTHS = (5, 8, 13)
+
+
+def _mil_upsample_candidates(n_in: int, k: int, mode: str) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """(MIL choice, its (out, in) weights) for one axis upsampled by the integer ``k``, from the
+    op definitions: upsample_nearest_neighbor takes in = floor(out / k); upsample_bilinear's grid
+    is i * spacing (align_corners), (i + 0.5) * spacing - 0.5 (half_pixel_centers), i * spacing
+    (neither), spacing = in / out (align_corners: (in - 1) / (out - 1)), clamped to the input."""
+    n_out = n_in * k
+    i = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        return [(("upsample",), _one_hot(i.astype(np.int64) // k, n_in))]
+    out = []
+    for align, half in ((False, True), (True, False), (False, False)):
+        if align:
+            g = i * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(1)
+        else:
+            g = (i + 0.5) * n_in / n_out - 0.5 if half else i * n_in / n_out
+        out.append((("bilinear", align, half), _linear_matrix(np.clip(g, 0, n_in - 1), n_in)))
+    return out
+
+
+def _symbolic_resize(node: Node) -> tuple[str, Any]:
+    """A resize over symbolic dims: ("upsample", (MIL choice, k_h, k_w)) when constant integer
+    scales resize only the last two dims and one MIL upsample op samples ONNX's pixels at every
+    probe length (``_PROBE_LENGTHS``), else (reason code, detail)."""
+    from translator.reference.vision import _axis_weights, _resize_plan
+
+    at, x = _resize_attrs(node), node.inputs[0]
+    r = x.type.rank
+    if r is None or r < 3:
+        return ("dynamic_shape", f"{node.op} over symbolic dims needs a known rank of at least 3")
+    if at["sizes"] is not None and not (at["sizes"].is_const and not const_of(at["sizes"]).size):
+        return ("dynamic_shape", f"{node.op} to target sizes needs a static input shape (MIL upsamples by factors)")
+    if at["scales"] is None or not at["scales"].is_const or (at["roi"] is not None and not at["roi"].is_const):
+        return ("requires_constant_input", "scales must be a constant for Core ML")
+    scales = [float(v) for v in np.asarray(const_of(at["scales"]), np.float64).reshape(-1)]
+    axes = list(range(r)) if at["axes"] is None else [norm_axis(int(a), r) for a in at["axes"]]
+    per = dict(zip(axes, scales))
+    if any(per.get(a, 1.0) != 1.0 for a in range(r - 2)):
+        return ("unsupported_attribute_value", "Core ML resizes the last two dims only")
+    ks = [per.get(a, 1.0) for a in (r - 2, r - 1)]
+    if any(k < 1 or k != int(k) for k in ks):
+        return ("dynamic_shape", f"scales {ks} over a symbolic size: MIL upsamples by integer factors only")
+    roi = const_of(at["roi"]) if at["roi"] is not None else None
+    roi = np.asarray(roi, np.float64).reshape(-1) if roi is not None and roi.size else None
+    if at["mode"] not in ("nearest", "linear") or at["antialias"] or at["ctm"] == "tf_crop_and_resize":
+        return ("dynamic_shape", f"mode {at['mode']!r} / {at['ctm']!r} over a symbolic size needs a static shape")
+    common = None
+    for ax, k in zip((r - 2, r - 1), ks):
+        ok = None
+        for n_in in _PROBE_LENGTHS:
+            sc, out_sz = _resize_plan([n_in], [k], None, at["policy"])
+            lo, hi = (roi[ax], roi[r + ax]) if roi is not None else (0.0, 1.0)
+            m, _ = _axis_weights(n_in, out_sz[0], sc[0], lo, hi, at["mode"], at["ctm"], at["nearest_mode"],
+                                 at["cubic_a"], at["antialias"], at["exclude_outside"])
+            here = {c for c, cand in _mil_upsample_candidates(n_in, int(k), at["mode"])
+                    if cand.shape == m.shape and np.allclose(cand, m, atol=1e-6)}
+            ok = here if ok is None else ok & here
+        common = ok if common is None else common & ok
+    if not common:
+        return ("unsupported_attribute_value", f"mode={at['mode']!r}, coordinate_transformation_mode="
+                                               f"{at['ctm']!r}: no MIL upsample samples the same pixels")
+    return ("upsample", (sorted(common)[0], int(ks[0]), int(ks[1])))
+
+
 def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
-    """("native", (MIL choice, out H, out W)) or ("matmul", plan) or (reason code, detail)."""
+    """("native", (MIL choice, out H, out W)) or ("matmul", plan) or ("upsample", (MIL choice,
+    k_h, k_w)) over symbolic dims, or (reason code, detail)."""
     x = node.inputs[0]
     if x.type.dtype not in ("float32", "float16"):
         return ("unsupported_dtype", f"Core ML resizes float tensors, not {x.type.dtype}")
+    if static_shape(x) is None:
+        return _symbolic_resize(node)
     plan = _onnx_axis_matrices(node)
     if isinstance(plan, tuple):
         return plan
@@ -320,7 +396,7 @@ def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
 
 def _resize_check(node: Node) -> Refusal | None:
     kind, detail = _resize_choice(node)
-    return None if kind in ("native", "matmul") else Refusal(kind, detail)
+    return None if kind in ("native", "matmul", "upsample") else Refusal(kind, detail)
 
 
 @rule("resize", "upsample", check=_resize_check)
@@ -333,6 +409,16 @@ def _resize(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     dt = x.type.dtype
     kind, choice = _resize_choice(node)
+    if kind == "upsample":  # symbolic dims: by integer factors
+        (how, *flags), kh, kw = choice
+        if how == "upsample":
+            gen.emit(f"{gen.out(node)} = mb.upsample_nearest_neighbor(x={gen.var(x)}, scale_factor_height={lit(kh)}, "
+                     f"scale_factor_width={lit(kw)}, name={gen.name(node)})")
+        else:
+            half = "" if flags[1] == (not flags[0]) else f", half_pixel_centers={lit(flags[1])}"  # iOS16's
+            gen.emit(f"{gen.out(node)} = mb.upsample_bilinear(x={gen.var(x)}, scale_factor_height={lit(kh)}, "
+                     f"scale_factor_width={lit(kw)}, align_corners={lit(flags[0])}{half}, name={gen.name(node)})")
+        return
     shape = static_shape(x)
     r = len(shape)
 

@@ -68,14 +68,15 @@ def _quant_plan(node: Node) -> str | Refusal:
         return Refusal("unsupported_attribute_value", "block_size: quantized per tensor or per axis here, not per block")
     if node.op == "quantize_linear" and int(node.attrs.get("precision", 0) or 0):
         return Refusal("unsupported_attribute_value", "precision: the division is done in the scale's dtype here")
-    shape = static_shape(node.inputs[0])
+    shape = node.inputs[0].type.shape  # symbolic dims are fine: the rank and the quantized axis matter
     if shape is None:
-        return Refusal("dynamic_shape", f"{node.op} needs a static input shape")
+        return Refusal("dynamic_shape", f"{node.op} needs a known input rank")
     params = [v for v in node.inputs[1:3] if v is not None]
     for v in params:
         ps = static_shape(v)
         axis = _axis_in(int(node.attrs.get("axis", 1)), len(shape))
-        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (axis is not None and ps[0] == shape[axis])):
+        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (axis is not None and (
+                ps[0] == shape[axis] or not isinstance(shape[axis], int)))):
             return Refusal("unsupported_attribute_value", "scale / zero point: a scalar or one value per element of axis")
     if q in QDTYPES and shape and all(v.is_const for v in params):
         return "native"

@@ -22,7 +22,7 @@ import numpy as np
 
 from translator.ir.graph import Node
 
-from .mil import const_of, lit, np_dtype, static_shape
+from .mil import const_of, lit, np_dtype, np_lit
 from .registry import Refusal, rule
 
 if TYPE_CHECKING:
@@ -38,19 +38,19 @@ _SPEC = {"gru": (["Sigmoid", "Tanh"], 3, [1, 2, 0]), "lstm": (["Sigmoid", "Tanh"
 def _rnn_check(node: Node) -> Refusal | None:
     acts_default = _SPEC[node.op][0]
     ins = list(node.inputs) + [None] * (8 - len(node.inputs))
-    x = static_shape(ins[0])
+    x = ins[0].type.shape
     if x is None or len(x) != 3:
-        return Refusal("dynamic_shape", f"{node.op} needs a static rank-3 X")
+        return Refusal("dynamic_shape", f"{node.op} needs a rank-3 X")
     for i in (1, 2, 3, 7):
         if ins[i] is not None and ins[i].is_const is False:
             return Refusal("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
     if ins[4] is not None:
         lens = const_of(ins[4])
         seq = x[1] if int(node.attrs.get("layout", 0)) else x[0]
-        if lens is None or not np.all(lens == seq):
+        if lens is None or not isinstance(seq, int) or not np.all(lens == seq):
             return Refusal("unsupported_attribute_value", "sequence_lens: MIL runs every sequence to the full length")
-    if any(static_shape(v) is None for v in ins[5:7] if v is not None):
-        return Refusal("dynamic_shape", "initial states need static shapes")
+    if any(v.type.rank != 3 for v in ins[5:7] if v is not None):
+        return Refusal("dynamic_shape", "initial states need rank 3")
     acts = list(node.attrs.get("activations") or [])
     per_dir = len(acts_default)
     if acts and (len(acts) % per_dir or any(a not in _ACT for a in acts)
@@ -98,17 +98,26 @@ def _rnn(gen: Gen, node: Node) -> None:
     x = gen.var(X)
     if layout:
         x = step("x_seq_first", f"mb.transpose(x={x}, perm=[1, 0, 2]")
-    batch = static_shape(X)[0 if layout else 1]
+    batch = X.type.shape[0 if layout else 1]
+    zeros: list[str] = []
 
     def state(v: object, d: int, key: str) -> str:
         if v is None:
-            return gen.const(node, f"{key}0_{d}", np.zeros((batch, hidden), npdt))
+            if isinstance(batch, int):
+                return gen.const(node, f"{key}0_{d}", np.zeros((batch, hidden), npdt))
+            if not zeros:  # a symbolic batch: (batch, hidden) zeros from x's run-time shape
+                dims = step("x_shape", f"mb.shape(x={x}")
+                rows = step("batch", f"mb.slice_by_index(x={dims}, begin=[1], end=[2]")
+                size = step("state_shape", f"mb.concat(values=[{rows}, {gen.const(node, 'hidden', np.array([hidden], np.int32))}], axis=0")
+                zeros.append(step("zero_state", f"mb.fill(shape={size}, value={np_lit(0.0, X.type.dtype)}"))
+            return zeros[0]
         s = gen.var(v)
+        # the direction's [batch, hidden] (end masks: the batch may be symbolic)
         if layout:  # [batch, num_directions, hidden]
             return step(f"{key}0_{d}", f"mb.squeeze(x=mb.slice_by_index(x={s}, begin={lit([0, d, 0])}, "
-                                       f"end={lit([batch, d + 1, hidden])}), axes=[1]")
+                                       f"end={lit([0, d + 1, 0])}, end_mask=[True, False, True]), axes=[1]")
         return step(f"{key}0_{d}", f"mb.squeeze(x=mb.slice_by_index(x={s}, begin={lit([d, 0, 0])}, "
-                                   f"end={lit([d + 1, batch, hidden])}), axes=[0]")
+                                   f"end={lit([d + 1, 0, 0])}, end_mask=[False, True, True]), axes=[0]")
 
     ys, hs, cs = [], [], []
     for d, name in enumerate(dirs):

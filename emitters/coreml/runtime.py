@@ -195,6 +195,13 @@ def _normalize_package(pkg: Path, art: CoreMLArtifact) -> None:
             spec_path.write_bytes(spec.SerializeToString(deterministic=True))
 
 
+def _labels(p: Any) -> tuple[Any, ...]:
+    """An input's shape with each symbolic dim as its label (the key of ``art.flexible``)."""
+    from translator.ir.dims import label
+
+    return tuple(d if isinstance(d, int) else label(p.name, i, d) for i, d in enumerate(p.shape or ()))
+
+
 def _check_interface(art: CoreMLArtifact) -> dict[str, Any]:
     """Load the package back (no compilation) and check what it declares against the IR."""
     cmt = ct()
@@ -211,7 +218,8 @@ def _check_interface(art: CoreMLArtifact) -> dict[str, Any]:
         return out
 
     got = {"inputs": ports(desc.input), "outputs": ports(desc.output)}
-    want_in = [(p.coreml, IO_DTYPE[mil_dtype(p.legal)], tuple(int(d) for d in p.shape) or (1,)) for p in art.inputs]
+    want_in = [(p.coreml, IO_DTYPE[mil_dtype(p.legal)], tuple(d if isinstance(d, int) else art.flexible[d]
+                                                             for d in _labels(p)) or (1,)) for p in art.inputs]
     if got["inputs"] != want_in:
         raise OpbridgeError("verifier", f"coreml: the saved package declares inputs {got['inputs']}, expected {want_in}")
     for (name, dt, shape), p in zip(got["outputs"], art.outputs):

@@ -202,8 +202,8 @@ def _runtime_bounds(node: Node) -> bool:
 
 
 def _slice_check(node: Node) -> Refusal | None:
-    if static_shape(node.inputs[0]) is None:
-        return Refusal("dynamic_shape", "slice needs a static input shape here")
+    if static_shape(node.inputs[0]) is None and (node.inputs[0].type.rank is None or _runtime_bounds(node)):
+        return Refusal("dynamic_shape", "slice needs a static input shape here (or constant bounds and a known rank)")
     if _runtime_bounds(node):  # starts/ends fed at run time: slice_runtime, when it applies
         why = slice_runtime_why(node)
         return None if why is None else Refusal("requires_constant_input", why)
@@ -216,6 +216,9 @@ def _slice(gen: Gen, node: Node) -> None:
         slice_runtime(gen, node)
         return
     shape = static_shape(node.inputs[0])
+    if shape is None:
+        _slice_symbolic(gen, node)
+        return
     r = len(shape)
     starts = _axes_input(node, 1)
     ends = _axes_input(node, 2)
@@ -241,6 +244,28 @@ def _slice(gen: Gen, node: Node) -> None:
             end[a] = 0
         else:
             end[a], emask[a] = nxt, False
+    gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={lit(begin)}, end={lit(end)}, "
+             f"stride={lit(stride)}, begin_mask={lit(bmask)}, end_mask={lit(emask)}, name={gen.name(node)})")
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _slice_symbolic(gen: Gen, node: Node) -> None:
+    """Constant bounds over a shape with symbolic dims: slice_by_index indexes like Python
+    (negative counts from the end, out-of-range bounds clamp), which is ONNX Slice's rule, so
+    the bounds go in as given, clamped to int32 (no dim here comes near 2^31)."""
+    r = node.inputs[0].type.rank
+    starts, ends = _axes_input(node, 1), _axes_input(node, 2)
+    axes = _axes_input(node, 3) if len(node.inputs) > 3 and node.inputs[3] is not None else list(range(len(starts)))
+    steps = _axes_input(node, 4) if len(node.inputs) > 4 and node.inputs[4] is not None else [1] * len(starts)
+    begin, end, stride = [0] * r, [0] * r, [1] * r
+    bmask, emask = [True] * r, [True] * r
+    for st, e, a, step in zip(starts, ends, axes, steps):
+        a = norm_axis(a, r)
+        begin[a], end[a] = (min(max(int(v), _I32[0]), _I32[1]) for v in (st, e))
+        bmask[a] = emask[a] = False
+        stride[a] = int(step)
     gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={lit(begin)}, end={lit(end)}, "
              f"stride={lit(stride)}, begin_mask={lit(bmask)}, end_mask={lit(emask)}, name={gen.name(node)})")
 

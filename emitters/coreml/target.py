@@ -42,7 +42,7 @@ def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
 TARGET = Target(
     name=NAME, title="Core ML", emit=emit, run=run, save=save, load=load, output_ports=output_ports,
     suffix="_coreml", written="model", legal_dtypes=legal_dtypes, prepare=prepare, configure=configure,
-    dynamic_dims=False,  # the MIL builder script declares static input shapes (no RangeDim yet)
+    dynamic_dims=True,  # symbolic input dims become flexible ones (ct.RangeDim); fixed, and said so, where MIL cannot
     options=(Option("--target", "deployment_target", "CoreML deployment target (e.g. iOS17)", metavar="TARGET"),),
     version=version, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
 )

@@ -321,17 +321,24 @@ def _slice(n: Node) -> list:
 
 @shape_rule("flatten")
 def _flatten(n: Node) -> list:
+    """Always rank 2; a side with a symbolic dim is unknown (a dim of 0 makes it 0)."""
     s = n.inputs[0].type.shape
-    if s is None or not all(isinstance(d, int) for d in s):
+    if s is None:
         return [None]
     axis = int(n.attrs.get("axis", 1))
     axis = axis + len(s) if axis < 0 else axis
-    a = b = 1
-    for d in s[:axis]:
-        a *= d
-    for d in s[axis:]:
-        b *= d
-    return [(a, b)]
+
+    def product(dims: tuple) -> int | None:
+        if 0 in dims:
+            return 0
+        if not all(isinstance(d, int) for d in dims):
+            return None
+        out = 1
+        for d in dims:
+            out *= d
+        return out
+
+    return [(product(tuple(s[:axis])), product(tuple(s[axis:])))]
 
 
 @shape_rule("matmul")

@@ -1,0 +1,151 @@
+"""Core ML keeps symbolic input dims as flexible ones (``ct.RangeDim``): the patterns trained
+models put over a symbolic height, width, batch or sequence (a detector's upsampling by
+integer factors, transposed convolutions, slices with negative and open-ended bounds, a
+softmax over a flattened tensor, recurrent layers, quantize/dequantize pairs), each converted
+with ``--check`` at two sizes through the written package (the MIL evaluator on Linux). Where
+MIL cannot run a pattern over symbolic dims the dims are fixed and the reason is said."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+RNG = np.random.default_rng(11)
+
+
+def _save(path: Path, nodes: list, inputs: list, inits: list, opset: int = 17) -> str:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    outs = [h.make_tensor_value_info(n.output[0], T.FLOAT, None) for n in nodes if n.output[0].startswith("y")]
+    g = h.make_graph(nodes, "g", inputs, outs, inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", opset)]), str(path))
+    return str(path)
+
+
+def _const(name: str, arr: np.ndarray):
+    from onnx import numpy_helper as nh
+
+    return nh.from_array(np.asarray(arr), name)
+
+
+def _convert(model: str, tmp_path: Path, **kw) -> dict:
+    import opbridge
+
+    res = opbridge.convert(model, to="coreml", out=str(tmp_path / "m_coreml"), check=True, **kw)
+    return res["targets"][0]
+
+
+def _image_input(name: str = "x", c: int = 2):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    return h.make_tensor_value_info(name, T.FLOAT, ["N", c, "H", "W"])
+
+
+@pytest.mark.parametrize("mode,ctm,nearest", [
+    ("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_floor"),
+    ("linear", "half_pixel", None), ("linear", "pytorch_half_pixel", None), ("linear", "align_corners", None),
+    ("linear", "asymmetric", None)])
+def test_resize_by_integer_scales_stays_flexible(tmp_path, mode, ctm, nearest):
+    from onnx import helper as h
+
+    attrs = {"mode": mode, "coordinate_transformation_mode": ctm, **({"nearest_mode": nearest} if nearest else {})}
+    nodes = [h.make_node("Resize", ["x", "", "s"], ["y"], **attrs)]
+    model = _save(tmp_path / "r.onnx", nodes, [_image_input()], [_const("s", np.array([1, 1, 2, 3], np.float32))])
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"} and "fixed_dims" not in rec
+    assert len(rec["check"]["sizes"]) == 2
+
+
+def test_resize_by_a_fraction_fixes_the_dims_and_says_why(tmp_path):
+    """MIL upsamples by integer factors; 0.5 over a symbolic size is refused symbolic, so every
+    dim is fixed (reported) and the conversion still checks."""
+    from onnx import helper as h
+
+    nodes = [h.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")]
+    model = _save(tmp_path / "r.onnx", nodes, [_image_input()], [_const("s", np.array([1, 1, 0.5, 0.5], np.float32))])
+    rec = _convert(model, tmp_path, check_dims={"H": (8, 6), "W": (8, 10)})
+    assert rec["status"] == "ok" and set(rec["fixed_dims"]) == {"N", "H", "W"}, rec
+    assert any("integer factors" in w for w in rec["warnings"]), rec["warnings"]
+
+
+def test_detector_head_transposed_conv_slices_and_softmax(tmp_path):
+    """paddle2onnx's DB head and a CRNN tail in one: ConvTranspose (stride 2, no output_shape),
+    Slice with negative and open-ended bounds on symbolic axes, a reversed slice, and an
+    opset-11 Softmax (flattened to 2-D over symbolic dims)."""
+    from onnx import helper as h
+
+    big = np.iinfo(np.int64).max
+    nodes = [
+        h.make_node("ConvTranspose", ["x", "wt", "bt"], ["up"], strides=[2, 2], kernel_shape=[2, 2]),
+        h.make_node("Slice", ["up", "st", "en", "ax"], ["cut"]),
+        h.make_node("Slice", ["cut", "rs", "re", "rax", "rst"], ["rev"]),
+        h.make_node("Softmax", ["rev"], ["y"], axis=3),
+    ]
+    inits = [_const("wt", RNG.standard_normal((2, 3, 2, 2)).astype(np.float32)),
+             _const("bt", RNG.standard_normal(3).astype(np.float32)),
+             _const("st", np.array([1, -5], np.int64)), _const("en", np.array([big, -1], np.int64)),
+             _const("ax", np.array([2, 3], np.int64)),
+             _const("rs", np.array([-1], np.int64)), _const("re", np.array([-big], np.int64)),
+             _const("rax", np.array([3], np.int64)), _const("rst", np.array([-1], np.int64))]
+    model = _save(tmp_path / "d.onnx", nodes, [_image_input()], inits, opset=11)
+    rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "H": (4, 7), "W": (6, 9)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"} and "fixed_dims" not in rec
+
+
+@pytest.mark.parametrize("op,gates,direction,with_state", [("LSTM", 4, "bidirectional", False),
+                                                           ("GRU", 3, "forward", True)])
+def test_recurrent_layers_over_symbolic_time_and_batch(tmp_path, op, gates, direction, with_state):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    hidden, feat = 5, 3
+    nd = 2 if direction == "bidirectional" else 1
+    inits = [_const("W", (RNG.standard_normal((nd, gates * hidden, feat)) * 0.5).astype(np.float32)),
+             _const("R", (RNG.standard_normal((nd, gates * hidden, hidden)) * 0.5).astype(np.float32)),
+             _const("B", (RNG.standard_normal((nd, 2 * gates * hidden)) * 0.1).astype(np.float32))]
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, ["T", "N", feat])]
+    names = ["x", "W", "R", "B", ""]
+    if with_state:
+        names.append("h0")
+        inputs.append(h.make_tensor_value_info("h0", T.FLOAT, [nd, "N", hidden]))
+    nodes = [h.make_node(op, names, ["y", "yh"], hidden_size=hidden, direction=direction)]
+    model = _save(tmp_path / "r.onnx", nodes, inputs, inits, opset=14)
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"T", "N"} and "fixed_dims" not in rec
+
+
+def test_quantize_dequantize_per_axis_over_symbolic_dims(tmp_path):
+    from onnx import helper as h
+
+    nodes = [h.make_node("QuantizeLinear", ["x", "sc", "zp"], ["q"], axis=1),
+             h.make_node("DequantizeLinear", ["q", "sc", "zp"], ["y"], axis=1)]
+    inits = [_const("sc", np.array([0.02, 0.05], np.float32)), _const("zp", np.array([3, -2], np.int8))]
+    model = _save(tmp_path / "q.onnx", nodes, [_image_input()], inits)
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"}
+
+
+def test_flexible_dims_are_declared_in_the_package(tmp_path):
+    """The package declares each symbolic dim as a range from 1 (default: the first size
+    checked), and inputs sharing a symbol share it: one model, two inputs over ``N``."""
+    from coremltools.models import MLModel
+    from onnx import helper as h
+
+    nodes = [h.make_node("Add", ["x", "z"], ["y"])]
+    model = _save(tmp_path / "a.onnx", nodes, [_image_input("x"), _image_input("z")], [])
+    rec = _convert(model, tmp_path, check_dims={"N": (2, 3), "H": (4, 5), "W": (6, 7)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    spec = MLModel(str(Path(rec["output"]) / "model.mlpackage"), skip_model_load=True).get_spec()
+    for f in spec.description.input:
+        arr = f.type.multiArrayType
+        assert list(arr.shape) == [2, 2, 4, 6]
+        ranges = [(r.lowerBound, r.upperBound) for r in arr.shapeRange.sizeRanges]
+        assert ranges[1] == (2, 2) and all(lo == 1 and hi >= 1 << 20 for lo, hi in (ranges[0], *ranges[2:]))
