@@ -161,3 +161,47 @@ def test_report_judges_at_the_sizes_convert_fixes(tmp_path):
     assert rec["status"] == "ok" and rec["fixed_dims"] == {"len": 16} and rec["dynamic_dims"] == {"x": ["batch"]}
     with pytest.raises(OpbridgeError, match="no such symbolic input dim"):
         opbridge.report(model, backends=["coreml"], fix_dims={"lenn": 4})
+
+
+def _channel_if(path: Path) -> Path:
+    """``if x.shape[1] == 1: x = x.squeeze(1).unsqueeze(1) else: x = x[None]`` then a max pool
+    (pyannote's mono check, as torch.onnx writes it): the branches differ in rank, so no
+    target can type the pool while the channel count is symbolic; the batch and the length
+    do not matter to it."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    one = nh.from_array(np.array(1, np.int64), "one")
+    ax1 = nh.from_array(np.array([1], np.int64), "ax1")
+    ax0 = nh.from_array(np.array([0], np.int64), "ax0")
+    then = h.make_graph([h.make_node("Squeeze", ["x", "ax1"], ["sq"]), h.make_node("Unsqueeze", ["sq", "ax1"], ["t"])],
+                        "then", [], [h.make_tensor_value_info("t", T.FLOAT, None)])
+    other = h.make_graph([h.make_node("Unsqueeze", ["x", "ax0"], ["e"])], "else", [],
+                         [h.make_tensor_value_info("e", T.FLOAT, None)])
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "one"], ["c"], axis=0),
+             h.make_node("Equal", ["c", "one"], ["mono"]),
+             h.make_node("If", ["mono"], ["m"], then_branch=then, else_branch=other),
+             h.make_node("MaxPool", ["m"], ["y"], kernel_shape=[2], strides=[2])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["B", "C", "T"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [one, ax1, ax0])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_only_the_dim_a_target_cannot_keep_is_fixed(tmp_path):
+    """The fewest dims fixed (``pipeline.fewest_dims_to_fix``): the channel count, said with the
+    reason; batch and length stay dynamic and are checked at two sizes; report agrees."""
+    import opbridge
+
+    model = str(_channel_if(tmp_path / "mono.onnx"))
+    res = opbridge.convert(model, to="openvino", out=str(tmp_path / "m.xml"),
+                           check_dims={"B": (1, 2), "C": (1, 1), "T": (8, 12)})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["fixed_dims"] == {"C": 1} and rec["dynamic_dims"] == {"x": ["B", "T"]}, rec
+    assert rec["check"]["sizes"] == [{"B": 1, "T": 8}, {"B": 2, "T": 12}], rec
+    assert any("fixed: C=1" in w and "the others stay dynamic" in w for w in rec["warnings"]), rec["warnings"]
+    rep = opbridge.report(model, backends=["openvino"], check_dims={"B": (1, 2), "C": (1, 1), "T": (8, 12)})
+    assert all(n["status"] != "unsupported" for n in rep["backends"]["openvino"]["nodes"]), rep

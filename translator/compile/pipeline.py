@@ -97,13 +97,17 @@ def _fix_dims(model: Model, ctx: Compilation) -> None:
     from ..ir import dims
 
     asked = dict(ctx.options.get("fix_dims") or {})
+    some = dict(ctx.options.get("fix_some_dims") or {})  # the fewest the target needs fixed (fewest_dims_to_fix)
     every = not ctx.target.dynamic_dims or bool(ctx.options.get("fix_all_dims"))
-    fixed = dims.fix(model, asked, every=every, defaults=ctx.options.get("dim_defaults"))
+    fixed = dims.fix(model, {**asked, **some}, every=every, defaults=ctx.options.get("dim_defaults"))
     if fixed:
         ctx.fixed_dims = fixed
         shown = ", ".join(f"{k}={v}" for k, v in fixed.items())
         if set(fixed) <= set(asked):
             ctx.warn(f"symbolic input dims fixed as asked: {shown}")
+        elif some and not every:
+            ctx.warn(f"symbolic input dims fixed: {shown} ({ctx.options.get('fix_reason')}); the others stay "
+                     "dynamic; pass --fix-dim NAME=SIZE for other sizes")
         elif ctx.target.dynamic_dims:
             ctx.warn(f"symbolic input dims fixed: {shown} ({ctx.options['fix_all_dims']}); pass --fix-dim "
                      "NAME=SIZE for other sizes")
@@ -209,4 +213,30 @@ def plan(model: Model, target: "Target | str", tables: "Tables | None" = None, *
     return ctx
 
 
-__all__ = ["Compilation", "Compiled", "Rejected", "compile", "plan", "prepare", "fold", "legalize"]
+def fewest_dims_to_fix(model: Model, target: "Target | str", tables: "Tables | None", options: dict[str, Any],
+                       sizes: dict[str, int]) -> dict[str, int] | None:
+    """For a target that cannot keep every symbolic dim of ``model``: the one dim whose fixing
+    (at its size in ``sizes``, else 1) leaves no ``dynamic_shape`` refusal in the plan, trying
+    each in input order (an ``If`` on the channel count needs the channels fixed, not the
+    batch or the length), or None when no single dim does (then every dim is fixed)."""
+    from ..ir import dims
+
+    labels = list(dict.fromkeys(d for ds in dims.symbolic(model).values() for d in ds))
+    asked = dict(options.get("fix_dims") or {})
+    if len([d for d in labels if d not in asked]) < 2:
+        return None
+    for d in labels:
+        if d in asked:
+            continue
+        try:
+            ctx = plan(model, target, tables, **{**options, "fix_some_dims": {d: int(sizes.get(d, 1))},
+                                                 "fix_reason": "probe"})
+        except Exception:  # noqa: BLE001 - this dim does not settle it; the next may
+            continue
+        if not any(r.code == "dynamic_shape" for r in (ctx.refusals or {}).values()):
+            return {d: int(sizes.get(d, 1))}
+    return None
+
+
+__all__ = ["Compilation", "Compiled", "Rejected", "compile", "plan", "prepare", "fold", "legalize",
+           "fewest_dims_to_fix"]

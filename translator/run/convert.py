@@ -201,7 +201,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     from .check import check_model, load_inputs, model_loader, random_inputs, report_json, runnable_sizes
     from ..table.errors import OpbridgeError
     from .harness import classify
-    from ..compile.pipeline import compile
+    from ..compile.pipeline import compile, fewest_dims_to_fix
     from ..compile.target import get, names
     from .terminal import internal_error_line
 
@@ -283,11 +283,22 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     # (a rank that depends on a run-time size): every dim fixed, and said so
                     if classify(exc)[1] != "dynamic_shape" or not target.dynamic_dims or not dims.symbolic(build()):
                         raise
-                    say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
-                    extra = {**extra, "fix_all_dims": f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}",
-                             "dim_defaults": {**extra.get("dim_defaults", {}),
-                                              **_sizes_of(build(), feeds[0] if isinstance(feeds, list) else feeds)}}
-                    done = compile(build(), target, **kwargs, **extra)
+                    why = f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}"
+                    sizes = {**extra.get("dim_defaults", {}),
+                             **_sizes_of(build(), feeds[0] if isinstance(feeds, list) else feeds)}
+                    done = None
+                    some = fewest_dims_to_fix(build(), target, None, {**kwargs, **extra}, sizes)
+                    if some:  # one dim settles it: the others stay dynamic
+                        say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing {', '.join(some)}")
+                        try:
+                            done = compile(build(), target, **kwargs, **extra, fix_some_dims=some, fix_reason=why)
+                        except OpbridgeError as again:
+                            if classify(again)[1] != "dynamic_shape":
+                                raise
+                    if done is None:
+                        say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
+                        extra = {**extra, "fix_all_dims": why, "dim_defaults": sizes}
+                        done = compile(build(), target, **kwargs, **extra)
                 artifact = done.artifact
                 staged[t] = stage / t / os.path.basename(finals[t])
                 staged[t].parent.mkdir()

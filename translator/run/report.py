@@ -92,7 +92,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     would do with each node of ``model``, in the model's node order. ``options`` are
     ``convert``'s pipeline options (``fix_dims``, ``dim_defaults``: the sizes a target that
     declares static shapes fixes symbolic dims to)."""
-    from ..compile.pipeline import plan
+    from ..compile.pipeline import fewest_dims_to_fix, plan
     from ..compile.target import get as get_target
     from ..ir import dims
     from ..table.quick import load_verified
@@ -106,8 +106,12 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             ctx = plan(model, b, tables, **options)
             refused = [r for r in (ctx.refusals or {}).values() if r.code == "dynamic_shape"]
             if refused and get_target(b).dynamic_dims and not options.get("fix_all_dims") and dims.symbolic(model):
-                # as convert does: the target cannot keep the symbolic dims, so it fixes them
-                ctx = plan(model, b, tables, **options, fix_all_dims=f"{b} cannot run them symbolic: {refused[0]}")
+                # as convert does: the target cannot keep the symbolic dims, so it fixes the
+                # one that settles it, or else every one
+                why = f"{b} cannot run them symbolic: {refused[0]}"
+                some = fewest_dims_to_fix(model, b, tables, options, options.get("dim_defaults") or {})
+                ctx = (plan(model, b, tables, **options, fix_some_dims=some, fix_reason=why) if some
+                       else plan(model, b, tables, **options, fix_all_dims=why))
         except Exception as exc:  # noqa: BLE001 - the whole model refused for this backend (a prepare
             # step, or a bug of ours): the other backends are still judged, as convert judges each target
             if isinstance(exc, OpbridgeError) and exc.code == "bad_option":
