@@ -706,6 +706,27 @@ def wild_cell(c: dict[str, Any] | None) -> str:
     return text
 
 
+def merge_runs(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows and notes of several ``--json`` runs, in order: a later run's cells replace an
+    earlier one's per target and per peer (a run of some targets updates only those)."""
+    merged: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for done in docs:
+        for r in done["rows"]:
+            old = merged.get(r["model"])
+            if old is not None:
+                cells = {c["target"]: c for c in old["opbridge"]}
+                cells.update({c["target"]: c for c in r["opbridge"]})
+                report = None
+                if old.get("report") is not None or r.get("report") is not None:
+                    report = {**(old.get("report") or {}), **(r.get("report") or {})}
+                r = {**old, **r, "opbridge": list(cells.values()), "report": report,
+                     "peers": {**(old.get("peers") or {}), **(r.get("peers") or {})}}
+            merged[r["model"]] = r
+        notes += [n for n in done.get("notes", []) if n not in notes]
+    return list(merged.values()), notes
+
+
 def render(rows: list[dict[str, Any]], targets: list[str], peers: list[str]) -> str:
     head = ["model", "format", "exporter"] + targets + [f"[{p}]" for p in peers] + ["wall s"]
     table = [head]
@@ -866,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coverage", action="store_true", help="print the corpus coverage and exit")
     ap.add_argument("--json", help="write the per-cell records here (rewritten after every model)")
     ap.add_argument("--render", metavar="JSON", help="print the tables of earlier (even partial) --json runs "
-                    "(comma-separated; a later file's rows replace an earlier one's); no run")
+                    "(comma-separated; a later file's cells replace an earlier one's, per target and per peer); no run")
     a = ap.parse_args(argv)
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     peers = [p.strip() for p in a.peers.split(",") if p.strip()]
@@ -885,15 +906,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if below_bar(cov) else 0
     order = {m["id"]: i for i, m in enumerate(models)}
     if a.render:
-        merged: dict[str, dict[str, Any]] = {}
-        notes: list[str] = []
-        for path in a.render.split(","):
-            done = json.loads(Path(path).read_text())
-            for r in done["rows"]:
-                merged[r["model"]] = r
-            notes += [n for n in done.get("notes", []) if n not in notes]
+        merged, notes = merge_runs([json.loads(Path(p).read_text()) for p in a.render.split(",")])
         want = set(a.only.split(",")) if a.only else None
-        rows = sorted((r for r in merged.values() if want is None or r["model"] in want), key=lambda r: order.get(r["model"], 999))
+        rows = sorted((r for r in merged if want is None or r["model"] in want), key=lambda r: order.get(r["model"], 999))
         shown = {c["target"] for r in rows for c in r["opbridge"]}
         report(rows, notes, [t for t in targets if t in shown], [p for p in PEERS if any(p in r.get("peers", {}) for r in rows)])
         print(f"\n{len(rows)} models")

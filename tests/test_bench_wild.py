@@ -250,6 +250,21 @@ def test_totals_leave_expected_refusals_out_and_count_conversions():
     assert wild.expected_lines(rows)[0].startswith("m3: refused")
 
 
+def test_runs_merge_per_target_and_per_peer():
+    """A later run of one target (``--targets coreml``) updates that column only."""
+    first = {"rows": [{"model": "m1", "format": "onnx", "exporter": "x", "report": {"onnx": {"status": "ok"}},
+                       "peers": {"openvino": {"status": "ok"}},
+                       "opbridge": [_cell("onnx", "ok"), _cell("coreml", "ok", fixed_dims={"b": 1})]}],
+             "notes": ["n1"]}
+    later = {"rows": [{"model": "m1", "format": "onnx", "exporter": "x", "report": {"coreml": {"status": "ok"}},
+                       "peers": {}, "opbridge": [_cell("coreml", "ok", dynamic_dims={"x": ["b"]})]}], "notes": ["n2"]}
+    (row,), notes = wild.merge_runs([first, later])
+    by = {c["target"]: c for c in row["opbridge"]}
+    assert set(by) == {"onnx", "coreml"} and "fixed_dims" not in by["coreml"] and by["coreml"]["dynamic_dims"]
+    assert set(row["report"]) == {"onnx", "coreml"} and row["peers"] == {"openvino": {"status": "ok"}}
+    assert notes == ["n1", "n2"]
+
+
 def test_side_by_side_and_peer_failures():
     rows = [{"model": "m1", "format": "onnx", "exporter": "x", "opbridge": [_cell("openvino", "ok")],
              "peers": {"openvino": {"status": "refused", "reason": "OpConversionFailure",
