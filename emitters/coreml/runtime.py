@@ -332,6 +332,22 @@ def run(art: CoreMLArtifact, inputs: Mapping[str, Any]) -> list[np.ndarray]:
     raise Unsupported(why[0], NAME, "structural_only", f"built, converted and saved; {why[1]}")
 
 
+def smoke(art: CoreMLArtifact) -> str | None:
+    """Why the MIL evaluator cannot run the package on zeros at its default input sizes (a
+    flexible dim at its default), or None (it runs, or it lacks an op: no verdict on shapes)."""
+    from translator.table.dtypes import numpy_dtype
+    from translator.ir.dims import label
+
+    feeds = {}
+    for p in art.inputs:
+        shape = tuple(d if isinstance(d, int) else art.flexible[label(p.name, i, d)] for i, d in enumerate(p.shape or ()))
+        feeds[p.coreml] = np.zeros(shape, numpy_dtype(p.legal))
+    if _can_predict():
+        return None
+    _, why = _evaluate(art, feeds)
+    return why[1] if why is not None and "evaluator failed" in why[1] else None
+
+
 def _evaluate(art: CoreMLArtifact, feeds: Mapping[str, np.ndarray]) -> tuple[Any, tuple[str, str] | None]:
     """(outputs, None) from the MIL evaluator on the written package, or (None, (IR op, why))."""
     from . import mil_eval

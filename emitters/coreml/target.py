@@ -20,7 +20,9 @@ from .codegen import emit as generate
 from .mil import DEFAULT_TARGET, CoreMLArtifact, deployment_target
 from .prepare import prepare
 from .registry import NAME
-from .runtime import load, output_ports, package, run, save, version
+from translator.table.errors import OpbridgeError, Unsupported
+
+from .runtime import load, output_ports, package, run, save, smoke, version
 
 if TYPE_CHECKING:
     from translator.ir.graph import Model
@@ -36,7 +38,22 @@ def configure(model: "Model", ctx: "Compilation") -> None:
 
 
 def emit(model: "Model", ctx: "Compilation") -> CoreMLArtifact:
-    return package(generate(model, ctx))
+    art = generate(model, ctx)
+    if not art.flexible:
+        return package(art)
+    # flexible input dims: coremltools builds and types the program over MIL symbols, and its
+    # shape logic can go where the graph's own does not (a squeeze of a symbolic dim, a reshape
+    # to a run-time shape); a program it cannot build, or that the MIL evaluator cannot run at
+    # the default sizes, is a dynamic_shape refusal, so the dims are fixed and the reason said
+    try:
+        package(art)
+        why = smoke(art)
+    except OpbridgeError as exc:
+        why = str(exc).splitlines()[0]
+    if why:
+        raise Unsupported("input", NAME, "dynamic_shape", f"MIL cannot run the program over flexible input dims: "
+                          f"{why}", None)
+    return art
 
 
 TARGET = Target(
