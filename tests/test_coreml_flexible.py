@@ -149,3 +149,20 @@ def test_flexible_dims_are_declared_in_the_package(tmp_path):
         assert list(arr.shape) == [2, 2, 4, 6]
         ranges = [(r.lowerBound, r.upperBound) for r in arr.shapeRange.sizeRanges]
         assert ranges[1] == (2, 2) and all(lo == 1 and hi >= 1 << 20 for lo, hi in (ranges[0], *ranges[2:]))
+
+
+def test_a_program_mil_cannot_run_over_flexible_dims_is_fixed_with_the_reason(tmp_path, monkeypatch):
+    """When coremltools builds the program over MIL symbols but the MIL evaluator cannot run it
+    at the default sizes (``runtime.smoke``: recognizers whose transposes and concats MIL types
+    apart over symbols), the target refuses the symbolic dims and convert fixes them, saying why."""
+    from onnx import helper as h
+
+    import emitters.coreml.target as target
+
+    monkeypatch.setattr(target, "smoke", lambda art: "the MIL evaluator failed: concat of is6 and is87")
+    nodes = [h.make_node("Relu", ["x"], ["y"])]
+    model = _save(tmp_path / "r.onnx", nodes, [_image_input()], [])
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["fixed_dims"]) == {"N", "H", "W"} and "dynamic_dims" not in rec, rec
+    assert any("over flexible input dims: the MIL evaluator failed: concat" in w for w in rec["warnings"]), rec
