@@ -166,3 +166,19 @@ def test_a_program_mil_cannot_run_over_flexible_dims_is_fixed_with_the_reason(tm
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["fixed_dims"]) == {"N", "H", "W"} and "dynamic_dims" not in rec, rec
     assert any("over flexible input dims: the MIL evaluator failed: concat" in w for w in rec["warnings"]), rec
+
+
+def test_reshape_copying_symbolic_dims_with_zeros(tmp_path):
+    """tf2onnx's Tensordot: ``Reshape(x, [0, -1])`` and ``Reshape(x, [0, 0, 2, 2])`` copy
+    symbolic dims by 0 (MIL reads 0 as a size of 0): one unknown is written as -1, more are
+    built from the input's run-time shape."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Reshape", ["x", "s1"], ["y1"]), h.make_node("Reshape", ["x", "s2"], ["y2"])]
+    inits = [_const("s1", np.array([0, -1], np.int64)), _const("s2", np.array([0, 0, 2, 2], np.int64))]
+    x = h.make_tensor_value_info("x", T.FLOAT, ["N", "S", 4])
+    model = _save(tmp_path / "r.onnx", nodes, [x], inits)
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec

@@ -45,12 +45,44 @@ def _reshape_target(node: Node) -> list[int] | None:
     return c
 
 
+def _copied_dims(gen: Gen, node: Node, x: str) -> str | None:
+    """A constant ONNX shape whose 0s copy symbolic input dims (MIL reads 0 as a size of 0):
+    with one unknown left it is written with -1 there, else built at run time from the input's
+    shape; None when the shape is not such a constant."""
+    c, shape = const_of(node.inputs[1]), node.inputs[0].type.shape
+    if c is None or shape is None or int(node.attrs.get("allowzero", 0)):
+        return None
+    c = [int(d) for d in np.asarray(c).reshape(-1)]
+    if 0 not in c or any(d == 0 and i >= len(shape) for i, d in enumerate(c)):
+        return None
+    resolved = [shape[i] if d == 0 else d for i, d in enumerate(c)]
+    unknown = [i for i, d in enumerate(resolved) if not isinstance(d, int) or d == -1]
+    if len(unknown) == 1:
+        return lit([-1 if i == unknown[0] else d for i, d in enumerate(resolved)])
+    dims, dn = gen.tmp(node, "in_shape")
+    gen.emit(f"{dims} = mb.shape(x={x}, name={dn})")
+    parts = []
+    for i, d in enumerate(c):
+        if d == 0 and not isinstance(shape[i], int):
+            t, tn = gen.tmp(node, f"dim{i}")
+            gen.emit(f"{t} = mb.slice_by_index(x={dims}, begin=[{i}], end=[{i + 1}], name={tn})")
+            parts.append(t)
+        else:
+            parts.append(gen.const(node, f"dim{i}", np.array([resolved[i]], np.int32)))
+    t, tn = gen.tmp(node, "shape")
+    gen.emit(f"{t} = mb.concat(values=[{', '.join(parts)}], axis=0, name={tn})")
+    return t
+
+
 @rule("reshape")
 def _reshape(gen: Gen, node: Node) -> None:
     target = _reshape_target(node)
     x = gen.var(node.inputs[0])
+    copied = None if target is not None else _copied_dims(gen, node, x)
     if target is not None:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={lit(target)}, name={gen.name(node)})")
+    elif copied is not None:
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={copied}, name={gen.name(node)})")
     else:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={gen.var(node.inputs[1])}, name={gen.name(node)})")
 
