@@ -182,3 +182,22 @@ def test_reshape_copying_symbolic_dims_with_zeros(tmp_path):
     rec = _convert(model, tmp_path)
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec
+
+
+def test_a_gru_mil_cannot_run_fixes_its_dims(tmp_path):
+    """linear_before_reset=1 (PyTorch's GRU): MIL's gru lacks it before iOS18, so the table's
+    decomposition unrolls the steps, which needs static sizes: a dynamic_shape refusal, so
+    the dims are fixed (fixing the time alone does not settle it at emit: all are) and said."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    hidden, feat = 4, 3
+    inits = [_const("W", (RNG.standard_normal((1, 3 * hidden, feat)) * 0.5).astype(np.float32)),
+             _const("R", (RNG.standard_normal((1, 3 * hidden, hidden)) * 0.5).astype(np.float32)),
+             _const("B", (RNG.standard_normal((1, 6 * hidden)) * 0.1).astype(np.float32))]
+    nodes = [h.make_node("GRU", ["x", "W", "R", "B"], ["y"], hidden_size=hidden, linear_before_reset=1)]
+    model = _save(tmp_path / "g.onnx", nodes, [h.make_tensor_value_info("x", T.FLOAT, ["T", "N", feat])], inits, 14)
+    rec = _convert(model, tmp_path, check_dims={"T": (5, 5), "N": (1, 3)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["fixed_dims"] == {"T": 5, "N": 1} and "dynamic_dims" not in rec, rec
+    assert any("unrolled instead over a static sequence length" in w for w in rec["warnings"]), rec

@@ -165,7 +165,9 @@ def _if_check(node: Node) -> Refusal | None:
         if sa is None or sb is None:
             continue
         if len(sa) != len(sb) or any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(sa, sb)):
-            return Refusal("type_mismatch", f"output {k}: the then branch returns shape {tuple(sa)}, the else branch "
+            # over symbolic dims the condition may be one that fixing them decides (If(channels == 1))
+            code = "dynamic_shape" if not all(isinstance(d, int) for d in (*sa, *sb)) else "type_mismatch"
+            return Refusal(code, f"output {k}: the then branch returns shape {tuple(sa)}, the else branch "
                            f"{tuple(sb)}; MIL cond gives each output one type whichever branch runs")
     return None
 

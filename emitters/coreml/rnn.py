@@ -60,11 +60,17 @@ def _rnn_check(node: Node) -> Refusal | None:
     if node.attrs.get("clip") is not None:
         return Refusal("unsupported_attribute_value", "clip: ONNX clips every gate input; MIL gru has no clip and MIL lstm "
                                                "clips the cell gate only")
+    why = None
     if node.op == "gru" and int(node.attrs.get("linear_before_reset", 0)):
-        return Refusal("unsupported_attribute_value", "linear_before_reset=1: MIL gru needs reset_after (iOS18)")
+        why = "linear_before_reset=1: MIL gru needs reset_after (iOS18)"
     if node.op == "lstm" and int(node.attrs.get("input_forget", 0)):
-        return Refusal("unsupported_attribute_value", "input_forget=1: MIL lstm has no coupled input/forget gate")
-    return None
+        why = "input_forget=1: MIL lstm has no coupled input/forget gate"
+    if why is None:
+        return None
+    # the table's decomposition unrolls the steps, which needs a static length
+    seq = x[1] if int(node.attrs.get("layout", 0)) else x[0]
+    return Refusal("unsupported_attribute_value" if isinstance(seq, int) else "dynamic_shape",
+                   why if isinstance(seq, int) else f"{why}; unrolled instead over a static sequence length")
 
 
 def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:

@@ -292,9 +292,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                         say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing {', '.join(some)}")
                         try:
                             done = compile(build(), target, **kwargs, **extra, fix_some_dims=some, fix_reason=why)
-                        except OpbridgeError as again:
-                            if classify(again)[1] != "dynamic_shape":
-                                raise
+                        except OpbridgeError:  # the plan's guess did not hold at emit: fix them all
+                            done = None
                     if done is None:
                         say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
                         extra = {**extra, "fix_all_dims": why, "dim_defaults": sizes}
