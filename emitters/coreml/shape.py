@@ -111,6 +111,9 @@ def _squeeze_check(node: Node) -> Refusal | None:
     k, shape = runtime_axes_count(node), static_shape(node.inputs[0])
     if why is None and k is not None and shape is None:
         return Refusal("requires_constant_input", "run-time squeeze axes need a static input shape")
+    no_axes = len(node.inputs) < 2 or node.inputs[1] is None
+    if why is None and no_axes and shape is None:  # every 1-dim goes, symbolic ones too when they are 1
+        return Refusal("dynamic_shape", "a squeeze without axes over symbolic dims: its rank depends on the sizes")
     return why or (None if k is not None else need_const(1)(node))
 
 
