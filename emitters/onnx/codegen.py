@@ -101,15 +101,18 @@ class Emitter:
             if not produced_here or repeated:
                 # an ONNX graph output is a value of its own: an input, a constant or an
                 # earlier output written again goes through an Identity under a new name
-                alias = Value(f"{v.name}_out", v.type)
-                nodes.append(helper.make_node("Identity", [self.name(v)], [self.name(alias)]))
+                # (the alias name is taken here, not keyed by the id of a temporary Value:
+                # ids of freed temporaries repeat, and two aliases then shared one name)
+                alias = self.used.take(f"{v.name or 'v'}_out")
+                nodes.append(helper.make_node("Identity", [self.name(v)], [alias]))
                 if top:
                     what = ("repeats an earlier output" if repeated else
                             "is a model input" if any(v is x for x in g.inputs) else "is a constant")
-                    self.ctx.warn(f"output {i} ({v.name!r}) {what}: written as {self.name(alias)!r} "
+                    self.ctx.warn(f"output {i} ({v.name!r}) {what}: written as {alias!r} "
                                   f"through an Identity")
-                    self.renamed_outputs[self.name(alias)] = v.name
-                v = alias
+                    self.renamed_outputs[alias] = v.name
+                outputs.append(helper.make_value_info(alias, self.type_proto(v.type)))
+                continue
             outputs.append(self.value_info(v))
         inputs = [self.value_info(v) for v in g.inputs]
         return helper.make_graph(nodes, g.name or "main", inputs, outputs, inits)

@@ -55,7 +55,11 @@ def loop(c: Any) -> list[str]:
     lines.append(f"    return {test}")
     lines.append(f"def {step_fn}({sig}):")
     lines.append(f"    {res_} = {fn}({', '.join([it, go] + vs)})")
-    new = [f"{res_}[{1 + k}]" for k in range(n_carried)]
+    ranks = [_carried_rank(c.node.inputs[2 + k], body.inputs[2 + k], body.outputs[1 + k])
+             for k in range(n_carried)]
+    # a carried value keeps its rank across iterations: ensure_shape states it to TensorFlow
+    new = [f"{res_}[{1 + k}]" if r is None else f"tf.ensure_shape({res_}[{1 + k}], {[None] * r!r})"
+           for k, r in enumerate(ranks)]
     new += [f"{ss[k]}.write(tf.cast({it}, tf.int32), {res_}[{1 + n_carried + k}])" for k in range(n_scan)]
     lines.append(f"    return ({', '.join([f'{it} + 1', f'tf.reshape(tf.cast({res_}[0], tf.bool), [])'] + new)},)")
     accs = []
@@ -64,7 +68,8 @@ def loop(c: Any) -> list[str]:
         shape = "None" if t.shape is None else c.lit([d if isinstance(d, int) else None for d in t.shape])
         accs.append(f"tf.TensorArray({c.tf(t.dtype)}, size=0, dynamic_size=True, element_shape={shape})")
     init = ", ".join([f"tf.constant(0, {it_dt})", cond0] + carried + accs)
-    inv = ", ".join(["tf.TensorShape([])", "tf.TensorShape([])"] + ["tf.TensorShape(None)"] * n_carried
+    carried_inv = ["tf.TensorShape(None)" if r is None else f"tf.TensorShape({[None] * r!r})" for r in ranks]
+    inv = ", ".join(["tf.TensorShape([])", "tf.TensorShape([])"] + carried_inv
                     + ["tf.TensorShape(None)"] * n_scan)
     res = c.tmp("loop")
     lines.append(f"{res} = tf.while_loop({cond_fn}, {step_fn}, ({init},), shape_invariants=({inv},))")
@@ -73,6 +78,17 @@ def loop(c: Any) -> list[str]:
     for k in range(n_scan):
         lines.append(f"{c.o(n_carried + k)} = {res}[{2 + n_carried + k}].stack()")
     return lines
+
+
+def _carried_rank(init: Any, body_in: Any, body_out: Any) -> int | None:
+    """The rank of a loop-carried value, where the initial value and the body's input and
+    output agree on it (an op in the body such as softmax needs the rank), else None. Its
+    dims stay unknown: TensorFlow may not infer in the body a size the IR knows."""
+    shapes = [v.type.shape if v is not None else None for v in (init, body_in, body_out)]
+    known = [s for s in shapes if s is not None]
+    if not known or len({len(s) for s in known}) != 1:
+        return None
+    return len(known[0])
 
 
 def _scan_check(n: Node) -> Refusal | None:

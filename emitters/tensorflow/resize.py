@@ -186,6 +186,12 @@ def resize_dynamic(c: Any) -> list[str]:
     unit = set()  # axes a constant scale of 1 leaves as they are (no gather: their static size stays known)
     if const_scales is not None and np.asarray(const_scales).size == n and not use_sizes and ctm != "tf_crop_and_resize":
         unit = {axes[k] for k, v in enumerate(np.asarray(const_scales, np.float64).reshape(-1)) if v == 1.0}
+    out_shape = c.node.outputs[0].type.shape
+    if use_sizes and policy == "stretch" and ctm != "tf_crop_and_resize" and out_shape is not None:
+        # run-time sizes that copy an axis's own size (paddle2onnx writes Concat(Shape(x)[:2],
+        # Shape(y)[2:])): its scale is exactly 1, and the gather would hide its size (the
+        # channels a convolution after it needs)
+        unit |= {a for a in axes if out_shape[a] is not None and out_shape[a] == shape[a]}
     for k, a in enumerate(axes):
         if a in unit:
             continue
