@@ -377,16 +377,27 @@ def test_resize_picks_the_mil_op_that_samples_like_onnx(attrs, scales, want):
     assert kind == "native" and how == want
 
 
-@pytest.mark.parametrize("attrs,scales,names", [
-    ({"nearest_mode": "floor"}, (1, 1, 2, 2), "nearest_mode"),
-    ({"mode": "linear"}, (1, 1, 1.5, 1.5), "coordinate_transformation_mode"),  # 3 -> 4: ONNX scale 1.5, MIL 4/3
-    ({"mode": "linear", "antialias": 1}, (1, 1, 1, 0.5), "antialias"),
-    ({}, (1, 2, 1, 1), "axes")])
-def test_resize_refuses_what_mil_cannot_sample_naming_the_attribute(attrs, scales, names):
-    model, _ = single_op_model("resize", [_f32(1, 2, 3, 4), None, np.asarray(scales, np.float32)], attrs, 1, (2,))
-    with pytest.raises(Unsupported) as ei:
-        coreml.emit(model)
-    assert ei.value.code == "unsupported_attribute_value" and names in str(ei.value)
+@pytest.mark.parametrize("attrs,scales,sizes,op", [
+    ({"nearest_mode": "floor"}, (1, 1, 2, 2), None, "mb.gather("),
+    # paddle2onnx's FPN: nearest, asymmetric + floor, to an odd size (16 -> 31: no integer factor)
+    ({"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, None, (1, 2, 7, 9), "mb.gather("),
+    ({"mode": "linear"}, (1, 1, 1.5, 1.5), None, "mb.matmul("),  # 3 -> 4: ONNX scale 1.5, MIL 4/3
+    ({"mode": "linear", "antialias": 1}, (1, 1, 1, 0.5), None, "mb.matmul("),
+    ({}, (1, 2, 1, 1), None, "mb.gather("),  # a resized channel axis
+    ({"coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 3.0}, None, (1, 2, 5, 6),
+     "mb.gather(")])
+def test_resize_that_no_mil_op_samples_takes_the_reference_sampling_per_axis(attrs, scales, sizes, op):
+    """Where no MIL resize samples ONNX's pixels (a nearest rule, a fractional grid, antialias,
+    a resized axis before the last two, extrapolation), each resized axis is the reference's
+    own sampling: a gather of the picked inputs (nearest) or a constant (out, in) matmul."""
+    roi = np.asarray([0, 0, 0.1, 0.2, 1, 1, 0.9, 1.3], np.float32) if "tf_crop" in str(attrs) else None
+    inputs = [_f32(1, 2, 3, 4), roi, None if scales is None else np.asarray(scales, np.float32)]
+    if sizes is not None:
+        inputs.append(np.asarray(sizes, np.int64))
+    const = tuple(k for k in (1, 2, 3) if k < len(inputs) and inputs[k] is not None)
+    assert _resize_choice(inputs, attrs, const)[0] == "matmul"
+    src = _numeric("resize", inputs, attrs, const=const)
+    assert op in src and "mb.resize_" not in src and "mb.upsample" not in src
 
 
 def test_resize_cubic_is_a_constant_matmul_per_axis():

@@ -264,6 +264,11 @@ def _one_hot(idx: np.ndarray, n_in: int) -> np.ndarray:
     return m
 
 
+def _picks(m: np.ndarray) -> bool:
+    """Whether an (out, in) sampling matrix takes exactly one input per output (nearest)."""
+    return bool(np.all((m == 0) | (m == 1)) and np.all(m.sum(axis=1) == 1))
+
+
 def _mil_resize_candidates(n_in: int, n_out: int, mode: str) -> list[tuple[str, np.ndarray]]:
     """(MIL choice, its (out, in) weights) for one axis, in order of preference."""
     out = []
@@ -369,12 +374,9 @@ def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
     r = len(shape)
     if r < 2:
         return ("rank_limit", "Core ML resize ops take rank >= 2 here (the last two dims are resized)")
-    if any(ax < r - 2 for ax, _, _ in plan):
-        return ("unsupported_attribute_value", f"axes/scales: Core ML resizes the last two dims only, here "
-                                               f"{sorted(ax for ax, _, _ in plan)} of rank {r}")
-    if any(o.any() for _, _, o in plan):
-        return ("unsupported_attribute_value", "coordinate_transformation_mode='tf_crop_and_resize' samples outside "
-                                               "the input; MIL resize ops do not extrapolate")
+    if any(ax < r - 2 for ax, _, _ in plan) or any(o.any() for _, _, o in plan):
+        # MIL resizes the last two dims and does not extrapolate: the exact per-axis sampling
+        return ("matmul", plan)
     want = {ax: m for ax, m, _ in plan}
     dims = [(shape[a], want[a].shape[0] if a in want else shape[a], want.get(a)) for a in (r - 2, r - 1)]
     per_axis = []
@@ -384,13 +386,8 @@ def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
         per_axis.append(ok)
     order = ["upsample", "resize"] if at["mode"] == "nearest" else ["STRICT_ALIGN_CORNERS", "UNALIGN_CORNERS", "DEFAULT"]
     both = [c for c in order if all(c in ok for ok in per_axis)]
-    if not both:
-        what = (f"nearest_mode={at['nearest_mode']!r} with coordinate_transformation_mode={at['ctm']!r}"
-                if at["mode"] == "nearest" else f"coordinate_transformation_mode={at['ctm']!r}")
-        if at["antialias"]:
-            what += " with antialias=1"
-        return ("unsupported_attribute_value", f"{what}, mode={at['mode']!r}, {shape[-2:]} -> "
-                                               f"{tuple(d[1] for d in dims)}: no MIL resize samples the same pixels")
+    if not both:  # no MIL resize samples ONNX's pixels: the reference's own per-axis sampling
+        return ("matmul", plan)
     return ("native", (both[0], dims[0][1], dims[1][1]))
 
 
@@ -432,15 +429,19 @@ def _resize(gen: Gen, node: Node) -> None:
         cur = gen.var(x)
         outside = np.zeros((1,) * r, bool)
         for k, (ax, m, out_mask) in enumerate(choice):
+            sh = [1] * r
+            sh[ax] = len(out_mask)
+            outside = outside | out_mask.reshape(sh)
+            if _picks(m):  # nearest: each output takes one input, a gather (exact whatever the values)
+                idx = gen.const(node, f"idx{k}", np.argmax(m, axis=1).astype(np.int32))
+                cur = step(f"pick{k}", f"mb.gather(x={cur}, indices={idx}, axis={lit(ax)}")
+                continue
             perm = [d for d in range(r) if d != ax] + [ax]
             if ax != r - 1:
                 cur = step(f"to_last{k}", f"mb.transpose(x={cur}, perm={lit(perm)}")
             cur = step(f"interp{k}", f"mb.matmul(x={cur}, y={gen.const(node, f'w{k}', m.T.astype(np_dtype(dt)))}")
             if ax != r - 1:
                 cur = step(f"back{k}", f"mb.transpose(x={cur}, perm={lit(list(np.argsort(perm)))}")
-            sh = [1] * r
-            sh[ax] = len(out_mask)
-            outside = outside | out_mask.reshape(sh)
         if outside.any():
             cur = step("extrapolated", f"mb.select(cond={gen.const(node, 'outside', outside)}, "
                                        f"a={np_lit(at['extrapolation'], dt)}, b={cur}")
