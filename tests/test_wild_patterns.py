@@ -308,3 +308,40 @@ def test_run_time_resize_sizes_that_copy_the_channels_keep_them_for_a_convolutio
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert not rec.get("fixed_dims"), rec
+
+
+def test_the_reference_holds_only_its_live_values(tmp_path):
+    """A detector at 800x800 has hundreds of full-size intermediates: the NumPy reference
+    drops each value after its last reader (graph outputs and values a Loop body reads
+    stay), so its peak memory is a few live tensors, not the sum of every intermediate."""
+    import tracemalloc
+
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    from translator.compile import interpreter
+    from translator.frontends import load
+
+    n_nodes, size = 40, 1 << 20
+    nodes = [h.make_node("Add", ["x" if k == 0 else f"a{k - 1}", "x"], [f"a{k}"]) for k in range(n_nodes)]
+    body = h.make_graph([h.make_node("Add", ["v_in", "x"], ["v_out"]), h.make_node("Identity", ["c"], ["c_out"])],
+                        "body", [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+                                 h.make_tensor_value_info("v_in", T.FLOAT, [size])],
+                        [h.make_tensor_value_info("c_out", T.BOOL, []), h.make_tensor_value_info("v_out", T.FLOAT, [size])])
+    nodes.append(h.make_node("Loop", ["n", "", f"a{n_nodes - 1}"], ["y"], body=body))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [size])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [size]), h.make_tensor_value_info("a3", T.FLOAT, [size])],
+                     [nh.from_array(np.array(2, np.int64), "n")])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    model = interpreter.prepare(load(str(src)))
+    x = np.ones(size, np.float32)
+    tracemalloc.start()
+    y, a3 = interpreter.run(model, {"x": x})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(y, x * (n_nodes + 3))
+    np.testing.assert_array_equal(a3, x * 5)
+    assert peak < 10 * x.nbytes, peak / x.nbytes

@@ -44,10 +44,36 @@ def _body(g: Graph, outer: dict[int, Any], trace: dict[str, Any] | None,
     return body
 
 
+def _last_uses(g: Graph) -> dict[int, list[int]]:
+    """node index -> the ids of the values of ``g``'s env whose last reader it is (a node with
+    subgraphs reads every outer value its subgraphs read); graph outputs are never listed."""
+    last: dict[int, int] = {}
+    for i, node in enumerate(g.nodes):
+        for v in node.inputs:
+            if v is not None:
+                last[id(v)] = i
+        for sub in node.subgraphs():
+            for inner in sub.walk():
+                for v in inner.inputs:
+                    if v is not None:
+                        last[id(v)] = i
+    keep = {id(v) for v in g.outputs}
+    by_node: dict[int, list[int]] = {}
+    for vid, i in last.items():
+        if vid not in keep:
+            by_node.setdefault(i, []).append(vid)
+    for i, node in enumerate(g.nodes):  # outputs nobody reads go at once
+        by_node.setdefault(i, []).extend(id(v) for v in node.outputs if id(v) not in last and id(v) not in keep)
+    return by_node
+
+
 def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None, perturb: Perturb | None = None) -> None:
+    """Each node in order; a value is dropped from ``env`` after its last reader (a model
+    at full image size holds only its live values, not every intermediate)."""
     for c in g.constants.values():
         env[id(c)] = c.const
-    for node in g.nodes:
+    dead = _last_uses(g)
+    for i, node in enumerate(g.nodes):
         fn = reference.get(node.op)
         if fn is None:
             raise Unsupported(node.op, "numpy", "no_reference", "no reference function", node.name)
@@ -76,6 +102,8 @@ def _run(g: Graph, env: dict[int, Any], trace: dict[str, Any] | None, perturb: P
             env[id(v)] = r
             if trace is not None:
                 trace[v.name] = r
+        for vid in dead.get(i, ()):
+            env.pop(vid, None)
 
 
 def run(model: Model, feeds: Mapping[str, Any], trace: dict[str, Any] | None = None,

@@ -354,9 +354,17 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
     from ..compile import interpreter
 
     say("reference: running the NumPy reference")
-    trace: dict[str, Any] = {}
     ref_model = convert("numpy", ref_model)  # the reference's own lowering, on a clone
-    expected = interpreter.run(ref_model, feeds, trace)
+    expected = interpreter.run(ref_model, feeds)
+    ref_feeds, traced = feeds, []
+
+    def trace() -> dict[str, Any]:
+        """Every intermediate value of the reference, run again only when a backend fails
+        (held up to ``TRACE_BYTES``: the earliest values, which the search looks at first)."""
+        if not traced:
+            traced.append(_BoundedTrace(TRACE_BYTES))
+            interpreter.run(ref_model, ref_feeds, traced[0])
+        return traced[0]
     out_names = [v.name for v in ref_model.graph.outputs]
     say_spread = rounding_spread(ref_model, feeds, expected)
     if say_spread is not None:
@@ -414,7 +422,7 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
                     rep.status, rep.reason = "fail", "source_mismatch"
                     rep.detail = f"output {name!r} differs from {runtime} on the source: {vs.reason}"
             if rep.status == "fail":
-                rep.first_divergence = _first_divergence(b, build_ir, feeds, trace, tol)
+                rep.first_divergence = _first_divergence(b, build_ir, feeds, trace(), tol)
         except Exception as exc:  # noqa: BLE001 - reported per backend with its reason code
             rep.status, rep.reason = classify(exc)
             rep.detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -444,6 +452,24 @@ def _runtime_name(model: Model) -> str:
 
 #: at most this many re-emissions when exposing every value hides the divergence (bisection)
 BISECT_STEPS = 12
+
+
+#: the bytes of reference intermediates kept for the first-divergence search
+TRACE_BYTES = 2 << 30
+
+
+class _BoundedTrace(dict):
+    """A trace that keeps values until they add up to ``limit`` bytes, then no more."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.left = limit
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        size = int(getattr(value, "nbytes", 0) or 0)
+        if size <= self.left:
+            self.left -= size
+            super().__setitem__(key, value)
 
 
 def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
