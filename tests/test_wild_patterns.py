@@ -345,3 +345,41 @@ def test_the_reference_holds_only_its_live_values(tmp_path):
     np.testing.assert_array_equal(y, x * (n_nodes + 3))
     np.testing.assert_array_equal(a3, x * 5)
     assert peak < 10 * x.nbytes, peak / x.nbytes
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_loop_scan_outputs_over_a_run_time_batch(target, tmp_path):
+    """onnxruntime's DynamicQuantizeLSTM, expanded, is a Loop over the steps whose scan output
+    is the [batch, hidden] state of each step, over a run-time batch and a run-time number of
+    steps (the loop cannot be unrolled). TFLite's converter
+    lowers a TensorList only with a static element shape, so there the scan output
+    accumulates by concatenation (no fallback to a form that rounds differently)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    body = h.make_graph(
+        [h.make_node("Add", ["h_in", "one"], ["s"]), h.make_node("Tanh", ["s"], ["h_out"]),
+         h.make_node("Identity", ["h_out"], ["y"]), h.make_node("Identity", ["c_in"], ["c_out"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c_in", T.BOOL, []),
+         h.make_tensor_value_info("h_in", T.FLOAT, ["N", 4])],
+        [h.make_tensor_value_info("c_out", T.BOOL, []), h.make_tensor_value_info("h_out", T.FLOAT, ["N", 4]),
+         h.make_tensor_value_info("y", T.FLOAT, ["N", 4])])
+    nodes = [h.make_node("Shape", ["x"], ["sx"]), h.make_node("Gather", ["sx", "zero"], ["n"]),
+             h.make_node("ReduceSum", ["x", "ax0"], ["h0"], keepdims=0),
+             h.make_node("Loop", ["n", "", "h0"], ["hN", "ys"], body=body)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["T", "N", 4])],
+                     [h.make_tensor_value_info("hN", T.FLOAT, ["N", 4]),
+                      h.make_tensor_value_info("ys", T.FLOAT, ["T", "N", 4])],
+                     [nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.array([0], np.int64), "ax0"),
+                      nh.from_array(np.array(1.0, np.float32), "one")])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check=True)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert not rec.get("fixed_dims"), rec

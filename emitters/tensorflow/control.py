@@ -32,6 +32,14 @@ def _loop_check(n: Node) -> Refusal | None:
 @rule("loop", check=_loop_check)
 def loop(c: Any) -> list[str]:
     """ONNX Loop → tf.while_loop over (iteration, condition, carried values…, scan accumulators…)."""
+    return loop_lines(c, static_lists_only=False)
+
+
+def loop_lines(c: Any, static_lists_only: bool) -> list[str]:
+    """The while loop; each scan output accumulates in a TensorArray, or, where
+    ``static_lists_only`` (TFLite lowers a TensorList only with a static element shape) and
+    its element shape is not static, in a tensor the step concatenates to (the first step
+    starts it)."""
     body = c.attr("body")
     n_carried = len(c.node.inputs) - 2
     n_scan = len(body.outputs) - 1 - n_carried
@@ -60,23 +68,36 @@ def loop(c: Any) -> list[str]:
     # a carried value keeps its rank across iterations: ensure_shape states it to TensorFlow
     new = [f"{res_}[{1 + k}]" if r is None else f"tf.ensure_shape({res_}[{1 + k}], {[None] * r!r})"
            for k, r in enumerate(ranks)]
-    new += [f"{ss[k]}.write(tf.cast({it}, tf.int32), {res_}[{1 + n_carried + k}])" for k in range(n_scan)]
-    lines.append(f"    return ({', '.join([f'{it} + 1', f'tf.reshape(tf.cast({res_}[0], tf.bool), [])'] + new)},)")
-    accs = []
+    scan_types = [body.outputs[1 + n_carried + k].type for k in range(n_scan)]
+    static = [t.shape is not None and all(isinstance(d, int) and d >= 0 for d in t.shape) for t in scan_types]
+    concat = [static_lists_only and not ok for ok in static]
     for k in range(n_scan):
-        t = body.outputs[1 + n_carried + k].type
+        y = f"{res_}[{1 + n_carried + k}]"
+        if concat[k]:
+            new.append(f"tf.cond({it} > 0, lambda: tf.concat([{ss[k]}, {y}[None]], 0), lambda: {y}[None])")
+        else:
+            new.append(f"{ss[k]}.write(tf.cast({it}, tf.int32), {y})")
+    lines.append(f"    return ({', '.join([f'{it} + 1', f'tf.reshape(tf.cast({res_}[0], tf.bool), [])'] + new)},)")
+    accs, acc_inv = [], []
+    for k, t in enumerate(scan_types):
+        rank = None if t.shape is None else len(t.shape)
+        if concat[k]:
+            accs.append(f"tf.zeros({[0] * (1 + (rank or 0))!r}, {c.tf(t.dtype)})")
+            acc_inv.append("tf.TensorShape(None)" if rank is None else f"tf.TensorShape({[None] * (1 + rank)!r})")
+            continue
         shape = "None" if t.shape is None else c.lit([d if isinstance(d, int) else None for d in t.shape])
         accs.append(f"tf.TensorArray({c.tf(t.dtype)}, size=0, dynamic_size=True, element_shape={shape})")
+        acc_inv.append("tf.TensorShape(None)")
     init = ", ".join([f"tf.constant(0, {it_dt})", cond0] + carried + accs)
     carried_inv = ["tf.TensorShape(None)" if r is None else f"tf.TensorShape({[None] * r!r})" for r in ranks]
-    inv = ", ".join(["tf.TensorShape([])", "tf.TensorShape([])"] + carried_inv
-                    + ["tf.TensorShape(None)"] * n_scan)
+    inv = ", ".join(["tf.TensorShape([])", "tf.TensorShape([])"] + carried_inv + acc_inv)
     res = c.tmp("loop")
     lines.append(f"{res} = tf.while_loop({cond_fn}, {step_fn}, ({init},), shape_invariants=({inv},))")
     for k in range(n_carried):
         lines.append(f"{c.o(k)} = {res}[{2 + k}]")
     for k in range(n_scan):
-        lines.append(f"{c.o(n_carried + k)} = {res}[{2 + n_carried + k}].stack()")
+        got = f"{res}[{2 + n_carried + k}]"
+        lines.append(f"{c.o(n_carried + k)} = {got if concat[k] else got + '.stack()'}")
     return lines
 
 

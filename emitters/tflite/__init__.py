@@ -3,7 +3,7 @@ own converter into a ``.tflite`` flatbuffer.
 
 ``registry`` (its name and rule decorator), ``target`` (``TARGET``: the tflite column's
 dtypes and cells, then the TensorFlow code), ``codegen`` (lowered IR → converted artifact;
-converter rejections go back to the pipeline), ``segments`` (very large graphs converted in
+converter rejections go back to the pipeline), ``control`` (its own Loop rule), ``segments`` (very large graphs converted in
 parts and joined), ``runtime`` (``tf.lite.Interpreter``; save / load the flatbuffer).
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from emitters.tensorflow.runtime import TFArtifact
 from translator.ir.graph import Model
 
+from . import control  # noqa: F401 - rules register
 from .codegen import IO_NAMES_METADATA, SOURCE_NAME, convert, convert_model, with_io_names
 from .registry import NAME
 from .runtime import load, output_ports, quiet_stderr, run, runner, save
