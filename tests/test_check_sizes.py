@@ -116,3 +116,29 @@ def test_an_output_where_the_reference_is_the_outlier_is_not_a_mismatch(tmp_path
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert rec["check"]["notes"] and "reference differs from onnxruntime" in rec["check"]["notes"][0], rec
+
+
+def test_an_artifact_evaluated_in_float64_is_held_to_the_source_as_the_reference_is(tmp_path):
+    """The mirror of the case above for a non-ONNX source, whose runtime decides: off macOS a
+    Core ML package runs in the MIL evaluator, which sums in float64 like the reference. On
+    an output that cancels, LiteRT's float32 parts from both alike: the artifact matches the
+    reference, the verdict says why LiteRT differs (``check.notes``), no source mismatch."""
+    import numpy as np
+    import tensorflow as tf
+
+    import opbridge
+
+    w = tf.constant(np.ones((3, 1), np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32)])
+    def f(x):
+        return tf.math.log(tf.abs(tf.matmul(x, w)) + 1e-12)
+
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()])
+    src = tmp_path / "m.tflite"
+    src.write_bytes(conv.convert())
+    x = np.array([[1e4, 1e-2, -1e4]] * 4, np.float32) * np.array([[1], [2], [3], [4]], np.float32)
+    res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "out"), inputs=[{"x": x}])
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert any("evaluated in float64 here" in n for n in rec["check"]["notes"]), rec

@@ -91,6 +91,10 @@ class Target:
     options: tuple[Option, ...] = ()
     #: the NumPy reference (not a conversion target)
     reference: bool = False
+    #: whether ``run`` evaluates the artifact in float64 arithmetic instead of the framework's
+    #: runtime (Core ML's MIL evaluator off macOS): the check then holds it to the source runtime
+    #: no tighter than the float64 reference is held (``run.check``)
+    float64_evaluation: Callable[[], bool] | None = None
     #: the library version string the artifact is built with
     version: Callable[[], str] | None = None
     doc: str = ""
