@@ -50,6 +50,16 @@ def _conv_float(x, w, strides, pads, dilations, group):
     return y
 
 
+def _conv_int(xi, wi, strides, pads, dilations, group):
+    """``_conv_float`` of int64 operands; in float64 (faster kernels) when every partial sum is
+    an integer below 2^53, so the result is exact either way."""
+    reach = float(np.abs(xi).max(initial=0)) * float(np.abs(wi).max(initial=0)) * max(wi[:1].size, 1)
+    if reach < 2.0 ** 53:
+        y = _conv_float(xi.astype(np.float64), wi.astype(np.float64), strides, pads, dilations, group)
+        return np.rint(y).astype(np.int64)
+    return _conv_float(xi, wi, strides, pads, dilations, group)
+
+
 def _defaults(x, w, strides, dilations, pads, auto_pad):
     nd = x.ndim - 2
     strides = list(strides) if strides else [1] * nd
@@ -81,7 +91,7 @@ def conv_integer(x, w, x_zero_point=None, w_zero_point=None, auto_pad="NOTSET", 
     strides, dilations, pads = _defaults(x, w, strides, dilations, pads, auto_pad)
     xi = x.astype(np.int64) - _zero_point(x_zero_point, 1)
     wi = w.astype(np.int64) - _zero_point(w_zero_point, w.ndim)
-    return _conv_float(xi, wi, strides, pads, dilations, group).astype(np.int32)
+    return _conv_int(xi, wi, strides, pads, dilations, group).astype(np.int32)
 
 
 @reference("qlinear_conv")
@@ -91,7 +101,7 @@ def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_
     nd = x.ndim - 2
     xi = x.astype(np.int64) - _zero_point(x_zero_point, 1)
     wi = w.astype(np.int64) - _zero_point(w_zero_point, w.ndim)
-    acc = _conv_float(xi, wi, strides, pads, dilations, group)
+    acc = _conv_int(xi, wi, strides, pads, dilations, group)
     if B is not None:
         acc = acc + B.astype(np.int64).reshape((1, -1) + (1,) * nd)
     ws = np.asarray(w_scale, dtype=np.float64).reshape(-1)
