@@ -251,3 +251,22 @@ def test_the_reference_keeps_numpys_runtime_warnings_quiet():
         warnings.simplefilter("error")
         out = interpreter.run(model, feeds)[0]
     assert out.shape == (1, 2, 1, 1) and np.isnan(out).all()
+
+
+def test_integer_convolution_is_exact_at_the_extremes_of_its_operands():
+    """conv_integer computes in float64 when every partial sum stays an integer below 2^53:
+    the same int32 as int64 arithmetic, at the largest uint8/int8 magnitudes, and int64
+    arithmetic past that bound."""
+    import numpy as np
+
+    from translator.reference.conv import _conv_float, _conv_int, conv_integer
+
+    rng = np.random.default_rng(0)
+    x = rng.choice(np.array([0, 255], np.uint8), (1, 64, 9, 9))
+    w = rng.choice(np.array([-128, 127], np.int8), (8, 64, 3, 3))
+    want = _conv_float(x.astype(np.int64) - 3, w.astype(np.int64), [1, 1], [1, 1, 1, 1], [1, 1], 1)
+    got = conv_integer(x, w, np.uint8(3), None, pads=[1, 1, 1, 1])
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+    big = np.full((1, 1, 2, 2), 2 ** 40, np.int64)
+    np.testing.assert_array_equal(_conv_int(big, big[:, :, :1, :1] // 2 ** 30, [1, 1], [0] * 4, [1, 1], 1),
+                                  big * (2 ** 10))
