@@ -383,3 +383,32 @@ def test_loop_scan_outputs_over_a_run_time_batch(target, tmp_path):
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert not rec.get("fixed_dims"), rec
+
+
+def test_the_divergence_search_fixes_the_dims_when_the_marked_model_needs_it(monkeypatch, tmp_path):
+    """With every value an output, a target may not build the model over its flexible dims
+    (coremltools removing an op whose output became a block output): the search emits it
+    again with the symbolic dims at the feeds' sizes and still names the first diverging node."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from translator.frontends import load
+    from translator.run import check
+
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"]), h.make_node("Neg", ["r"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["N", 3])], [h.make_tensor_value_info("y", T.FLOAT, None)])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    real = check.convert
+
+    def static_only(backend, model):
+        if any(not isinstance(d, int) for v in model.graph.inputs for d in (v.type.shape or ())):
+            raise RuntimeError("cannot delete op: that's block block0's output")
+        return real(backend, model)
+
+    monkeypatch.setattr(check, "convert", static_only)
+    x = np.array([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]], np.float32)
+    trace = {"r": np.maximum(x, 0) + np.float32(1.0), "y": -np.maximum(x, 0)}  # r "diverges"
+    found, err = check._diverging("onnx", lambda: load(str(src)), {"x": x}, trace, {"atol": 1e-5, "rtol": 1e-3}, 0)
+    assert err is None and found is not None and found["value"] == "r", (found, err)

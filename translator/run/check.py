@@ -539,7 +539,13 @@ def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any
     g = model.graph
     order = _mark_outputs(model, start)
     try:
-        artifact = convert(backend, model)
+        try:
+            artifact = convert(backend, model)
+        except Exception:  # noqa: BLE001 - e.g. coremltools over flexible dims with every value an output
+            fixed = _at_feed_sizes(model, feeds)
+            if not fixed:
+                raise
+            artifact = convert(backend, fixed)  # the same feeds run it: the dims at their sizes
         got = list(get(backend).run(artifact, feeds))
         legal = {p.name: p.legal for p in output_ports(backend, artifact)}
     except Exception as exc:  # noqa: BLE001
@@ -555,6 +561,21 @@ def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any
                 if not d.ok:
                     return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}, None
     return None, None
+
+
+def _at_feed_sizes(model: Model, feeds: dict[str, Any]) -> Model | None:
+    """A clone of ``model`` whose symbolic input dims are the sizes of ``feeds``, or None
+    when it has none."""
+    from ..ir import dims
+
+    sizes = {dims.label(v.name, i, d): int(np.shape(feeds[v.name])[i])
+             for v in model.graph.inputs if v.type.kind == "tensor" and v.type.shape and v.name in feeds
+             for i, d in enumerate(v.type.shape) if not isinstance(d, int)}
+    if not sizes:
+        return None
+    fixed = model.clone()
+    dims.fix(fixed, sizes, every=False)
+    return fixed
 
 
 def _saturated(value: Any, legal: str | None) -> Any:
