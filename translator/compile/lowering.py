@@ -249,7 +249,8 @@ def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
                                  for v in vals):
         from .passes import legalize_dtypes
 
-        ctx.warn(legalize_dtypes.run(graph, ctx.target.name, ctx.tables, legal=legal))
+        top = ctx.model is None or graph is ctx.model.graph
+        ctx.warn(legalize_dtypes.run(graph, ctx.target.name, ctx.tables, legal=legal, top=top))
     for n in new_nodes:  # a decomposition that builds a loop: its body follows the same dtypes
         for sub in n.subgraphs():
             _settle(sub, list(sub.nodes), ctx)

@@ -132,7 +132,7 @@ def legalize(g: Graph, ctx: Compilation) -> None:
     from .passes import legalize_dtypes
 
     for sub in _every_graph(g):
-        ctx.warn(legalize_dtypes.run(sub, ctx.target.name, ctx.tables, legal=legal))
+        ctx.warn(legalize_dtypes.run(sub, ctx.target.name, ctx.tables, legal=legal, top=sub is g))
 
 
 def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:

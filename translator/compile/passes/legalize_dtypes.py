@@ -47,8 +47,9 @@ def _retype(v: Value, new: str) -> None:
 
 
 def run(graph: Graph, backend: str, tables: Tables | None = None,
-        legal: frozenset[str] | None = None) -> list[str]:
-    """``legal``: the backend's dtypes when they differ from its column (e.g. per deployment target)."""
+        legal: frozenset[str] | None = None, top: bool = True) -> list[str]:
+    """``legal``: the backend's dtypes when they differ from its column (e.g. per deployment target);
+    ``top``: ``graph`` is the model's (a subgraph's inputs and outputs are its body values)."""
     tables = tables or load_tables()
     legal = backend_dtypes(backend, tables) if legal is None else legal
     warnings: list[str] = []
@@ -82,7 +83,11 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
                     raise Unsupported("cast", backend, "unsupported_dtype",
                                       f"constant {v.name!r} ({d}) has values outside {new}'s range")
             v.const = arr.astype(target)
-        kind = "input" if v in graph.inputs else "output" if v in graph.outputs else "constant" if v.is_const else "value"
+        kind = "constant" if v.is_const else "value"
+        if top and v in graph.inputs:
+            kind = "input"
+        elif top and v in graph.outputs:
+            kind = "output"
         if kind in ("input", "output", "constant"):
             warnings.append(f"{backend}: {kind} {v.name!r} {d} -> {new}")
         _retype(v, new)
