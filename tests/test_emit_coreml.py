@@ -723,3 +723,15 @@ def test_a_1d_bias_with_a_scale_per_element_and_the_default_axis_dequantizes(tmp
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), str(src))
     (rec,) = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "out"))["targets"]
     assert rec["status"] == "ok", (rec.get("reason"), rec.get("detail"))
+
+
+def test_a_one_element_scale_is_per_tensor():
+    """onnxruntime's quantize_static writes a conv bias as DequantizeLinear(int32 [C], scale
+    [1], zero point []) with the default axis: a one-element scale (or zero point) is one
+    value for the whole tensor, whatever the axis says."""
+    b = RNG.integers(-5000, 5000, (8,)).astype(np.int32)
+    _numeric("dequantize_linear", [b, np.array([0.002], np.float32), np.int32(0)], {}, const=(1, 2))
+    x = _f32(1, 3, 4, 4)
+    _numeric("quantize_linear", [x, np.array([0.05], np.float32), np.array([3], np.int8)], {}, const=(1, 2))
+    q = RNG.integers(0, 255, (2, 5, 3)).astype(np.uint8)
+    _numeric("dequantize_linear", [q, np.array([0.1], np.float32), np.array([128], np.uint8)], {"axis": 1}, const=(1, 2))

@@ -75,7 +75,7 @@ def _quant_plan(node: Node) -> str | Refusal:
     for v in params:
         ps = static_shape(v)
         axis = _axis_in(int(node.attrs.get("axis", 1)), len(shape))
-        if ps is None or len(ps) > 1 or (len(ps) == 1 and not (axis is not None and (
+        if ps is None or len(ps) > 1 or (len(ps) == 1 and ps[0] != 1 and not (axis is not None and (
                 ps[0] == shape[axis] or not isinstance(shape[axis], int)))):
             return Refusal("unsupported_attribute_value", "scale / zero point: a scalar or one value per element of axis")
     if q in QDTYPES and shape and all(v.is_const for v in params):
@@ -141,10 +141,13 @@ def _params(gen: Gen, node: Node, scale_dt: str, q: str) -> str:
     """MIL scale / zero_point / axis arguments (constants in the weights, in MIL's dtypes)."""
     x = node.inputs[0]
     scale = np.asarray(const_of(node.inputs[1])).astype(np.dtype(scale_dt))
-    args = f"scale={gen.const(node, 'scale', scale)}"
     zp_v = node.inputs[2] if len(node.inputs) > 2 else None
-    if zp_v is not None:
-        args += f", zero_point={gen.const(node, 'zp', np.asarray(const_of(zp_v)).astype(np.dtype(q)))}"
+    zp = None if zp_v is None else np.asarray(const_of(zp_v)).astype(np.dtype(q))
+    if scale.size == 1 and (zp is None or zp.size == 1):  # one value (a [1] tensor too) is per tensor
+        scale, zp = scale.reshape(()), None if zp is None else zp.reshape(())
+    args = f"scale={gen.const(node, 'scale', scale)}"
+    if zp is not None:
+        args += f", zero_point={gen.const(node, 'zp', zp)}"
     if scale.ndim == 1:
         args += f", axis={lit(_axis_in(int(gen.attr(node, 'axis')), x.type.rank))}"
     return args
