@@ -30,14 +30,9 @@ _ONNX_OPSET = ("the ONNX target picks its opset (28) from the nodes it writes na
                "choose_opset; --opset 25 converts and checks, test_onnx_target_below_opset_28)")
 
 
-_SATURATION = ("the target legalizes int8/uint8 to int32 before lowering, and the quantize_linear the decomposition "
-               "inserts has no source dtype: it saturates to int32, not to the output's 8-bit range (values wrap)")
-
 #: (case, target) → why it does not convert and pass its check yet
 PENDING: dict[tuple[str, str], str] = {
     **{(name, "onnx"): _ONNX_OPSET for name in REQUANTIZED},
-    **{(name, t): _SATURATION for name in ("qlinear_add_saturating_uint8", "qlinear_leaky_relu_saturating_int8")
-       for t in ("tflite", "coreml")},
 }
 
 
@@ -211,6 +206,22 @@ def _qlinear_concat() -> Case:
     return Case([ms("QLinearConcat", ins, ["y"], axis=1)], inputs, {"y": T.UINT8}, inits, ort_atol=1)
 
 
+def _qgemm(quantized_out: bool, alpha: float) -> Case:
+    """QGemm as the static quantizer's QOperator format writes it (transB, b per output
+    column, an int32 bias at the product's scale), with a uint8 output or a float one."""
+    b = i8(5, 8, lo=-100, hi=100)  # [N, K]: transB
+    inits = {"b": b, "as": np.asarray(0.0213, np.float32), "az": np.asarray(120, np.uint8),
+             "bs": _RNG[0].uniform(0.01, 0.03, 5).astype(np.float32), "bz": np.zeros(5, np.int8),
+             "c": _RNG[0].integers(-2000, 2000, 5).astype(np.int32)}
+    ins = ["a", "as", "az", "b", "bs", "bz", "c"]
+    if quantized_out:
+        inits.update(ys=np.asarray(0.0917, np.float32), yz=np.asarray(117, np.uint8))
+        ins += ["ys", "yz"]
+    return Case([ms("QGemm", ins, ["y"], transB=1, alpha=alpha)], {"a": u8(3, 8)},
+                {"y": T.UINT8 if quantized_out else T.FLOAT}, inits, ort_atol=1 if quantized_out else 1e-5,
+                ops=("dequantize_linear", "cast", "mul", "gemm") + (("quantize_linear",) if quantized_out else ()))
+
+
 def _matmul_integer_to_float(bias: bool, zero_points: bool) -> Case:
     b = i8(8, 5, lo=-100, hi=100)
     inits = {"b": b, "as": np.asarray(0.0213, np.float32), "bs": _RNG[0].uniform(0.01, 0.03, 5).astype(np.float32)}
@@ -315,6 +326,8 @@ CASES: dict[str, Callable[[], Case]] = {
     "bias_add": lambda: Case([ms("BiasAdd", ["x", "b", "s"], ["y"])], {"x": f32(2, 6, 4), "s": f32(2, 6, 4)},
                              {"y": T.FLOAT}, {"b": f32(4)}, ops=("bias_residual_add",), shapes=[(2, 6, 4)],
                              no_ort="onnxruntime's BiasAdd kernel is CUDA only (none on the CPU provider)"),
+    "qgemm_uint8": lambda: _qgemm(quantized_out=True, alpha=1.0),
+    "qgemm_float_alpha": lambda: _qgemm(quantized_out=False, alpha=2.0),
     "matmul_integer_to_float_bias": lambda: _matmul_integer_to_float(bias=True, zero_points=True),
     "matmul_integer_to_float_plain": lambda: _matmul_integer_to_float(bias=False, zero_points=False),
     "qlinear_add_uint8": lambda: _qlinear_binary("QLinearAdd", np.uint8),

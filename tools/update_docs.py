@@ -34,6 +34,7 @@ decomposition:
   body:                              # SSA steps; `in` names signature ports, earlier `out`s or literals
   - {op: div, in: [X, 1.4142135623730951], out: xs}
   - {op: erf, in: [xs], out: er, attrs: {}}
+  - {op: cast, in: [B], out: bf, attrs: {to: 1}, if_present: [B]}  # left out without B: bf absent
 ```
 
 | op | decomposition | when | uses |

@@ -301,7 +301,9 @@ def applies(op: Op, node: Node) -> str | None:
 def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
     """Replace ``node`` by its op's decomposition; returns the inserted nodes.
 
-    Step inputs: a signature input name; ``name...`` (all variadic inputs); ``#name``
+    A step with ``if_present: [names]`` runs only when those optional inputs are given (else
+    its outputs are absent, None to the steps that take them). Step inputs: a signature input
+    name; ``name...`` (all variadic inputs); ``#name``
     (their count, a scalar of the first input's dtype); ``@attr`` (an attribute as a
     constant; ``@attr:1d`` wraps a scalar into a 1-D tensor); a number (a scalar of the
     first input's dtype); ``{value: ..., dtype: ...}`` (a typed constant); or null.
@@ -336,6 +338,10 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
     inserted: list[Node] = []
     last_outs: tuple[Value, ...] = ()
     for i, step in enumerate(op.decomposition):
+        if any(env.get(name) is None for name in step.if_present):  # an omitted optional input
+            for o in step.outs:
+                env[o] = None
+            continue
         vals: list[Value | None] = []
         like = first
         for ref in step.ins:  # literals take the dtype of the step's first non-bool tensor input
@@ -385,6 +391,13 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
             env[o] = v
         last_outs = new.outputs
     results = [env.get(p.name) for p in sig.outputs] if sig is not None else list(last_outs)
+    source = node.meta.get("source_dtypes") or []
+    for k, v in enumerate(results):  # the step giving an output computes in the op's model dtype
+        p = v.producer if v is not None else None
+        if p is not None and k < len(source) and source[k] is not None and p in inserted:
+            was = list(p.meta.get("source_dtypes") or [o.type.dtype for o in p.outputs])
+            was[p.outputs.index(v)] = source[k]
+            p.meta["source_dtypes"] = was
     graph.replace_node(node, results)
     return inserted
 

@@ -465,6 +465,34 @@ def _ms_qlinear_concat(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: 
     return [y]
 
 
+@_ms("QGemm")
+def _ms_qgemm(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """onnxruntime's QGemm (the static quantizer's QOperator Gemm): Y = alpha * a_scale *
+    b_scale * ((A - a_zp) op (B - b_zp) + C), C the int32 bias at the product's scale (alpha
+    scales it too, as onnxruntime 1.32 computes), requantized to y_scale / y_zero_point when
+    given, else float32. Written as dequantize, gemm and quantize: b_scale / b_zero_point may
+    be one per output column (axis 0 of B when transB, else 1). The zero points default to 0."""
+    a, a_s, a_zp, b, b_s, b_zp, c, y_s, y_zp = (list(inputs) + [None] * 9)[:9]
+    if a is None or b is None or a_s is None or b_s is None:
+        raise ctx.fail("bad_model", "QGemm needs A, a_scale, B and b_scale", op=node.op_type)
+    trans_a, trans_b = int(attrs.get("transA", 0)), int(attrs.get("transB", 0))
+    alpha = float(attrs.get("alpha", 1.0))
+    name = ctx.node_name
+    a_f = _ms_one(ctx, "dequantize_linear", [a, a_s, a_zp], {}, f"{name}_a")
+    per_column = b_s.type.shape is not None and len(b_s.type.shape) == 1 and b_s.type.shape[0] != 1
+    b_f = _ms_one(ctx, "dequantize_linear", [b, b_s, b_zp], {"axis": 0 if trans_b else 1} if per_column else {},
+                  f"{name}_b")
+    c_f = None
+    if c is not None:
+        c32 = _ms_one(ctx, "cast", [c], {"to": 1}, f"{name}_c")
+        c_f = _ms_one(ctx, "mul", [_ms_one(ctx, "mul", [c32, a_s], {}, f"{name}_c_a"), b_s], {}, f"{name}_c_ab")
+    gemm_attrs = {"alpha": alpha, "beta": alpha, "transA": trans_a, "transB": trans_b}
+    if y_s is None:
+        return ctx.emit("gemm", [a_f, b_f, c_f] if c_f is not None else [a_f, b_f], gemm_attrs, 1, [node.output[0]])
+    y_f = _ms_one(ctx, "gemm", [a_f, b_f, c_f], gemm_attrs, f"{name}_float")
+    return ctx.emit("quantize_linear", [y_f, y_s, y_zp] if y_zp is not None else [y_f, y_s], {}, 1, [node.output[0]])
+
+
 @_ms("FusedMatMul")
 def _ms_fused_matmul(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     """alpha * op(A) @ op(B): transBatchX moves X's first axis behind its batch axes (perm

@@ -154,6 +154,9 @@ class Step:
     ins: tuple[Any, ...]
     outs: tuple[str, ...]
     attrs: Mapping[str, Any]
+    #: optional inputs the step needs: without one of them the step is left out and its
+    #: outputs are absent (a later step takes an absent value as an omitted optional input)
+    if_present: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -492,11 +495,11 @@ def _parse_decomposition(ctx: _Ctx, node: Any, where: str) -> tuple[tuple[Step, 
         raise ctx.fail(node, where, "'body' must be a non-empty list of steps", key="body")
     steps = []
     for s in body:
-        ctx.mapping(s, where + " step", ("op", "in", "out"), ("attrs",))
+        ctx.mapping(s, where + " step", ("op", "in", "out"), ("attrs", "if_present"))
         ins = s["in"] if isinstance(s["in"], list) else [s["in"]]
         outs = s["out"] if isinstance(s["out"], list) else [s["out"]]
         steps.append(Step(str(s["op"]), tuple(_freeze(_plain(i)) for i in ins), tuple(str(o) for o in outs),
-                          _freeze(_plain(s.get("attrs") or {}))))
+                          _freeze(_plain(s.get("attrs") or {})), tuple(str(x) for x in s.get("if_present") or ())))
     return tuple(steps), ctx.text(node, "comment", where), _freeze(_plain(when)) if when else None
 
 
