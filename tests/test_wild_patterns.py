@@ -414,3 +414,48 @@ def test_the_divergence_search_fixes_the_dims_when_the_marked_model_needs_it(mon
     trace = {"r": np.maximum(x, 0) + np.float32(1.0), "y": -np.maximum(x, 0)}  # r "diverges"
     found, err = check._diverging("onnx", lambda: load(str(src)), {"x": x}, trace, {"atol": 1e-5, "rtol": 1e-3}, 0)
     assert err is None and found is not None and found["value"] == "r", (found, err)
+
+
+@pytest.mark.parametrize("form", ["QDQ", "QOperator"])
+def test_onnxruntime_static_quantization_converts_and_checks_everywhere(form, tmp_path):
+    """A small CNN (conv, relu, strided conv, global pool, flatten, gemm) quantized by
+    onnxruntime's quantize_static, in both formats it writes: QDQ (a per-tensor [1] bias
+    scale) and QOperator (QLinearConv, com.microsoft QGemm / QLinearGlobalAveragePool, ...)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    import opbridge
+
+    rng = np.random.default_rng(0)
+    w = lambda *s: nh.from_array((rng.standard_normal(s) * 0.3).astype(np.float32))  # noqa: E731
+    inits = [w(8, 3, 3, 3), w(8), w(16, 8, 3, 3), w(16), w(10, 16), w(10)]
+    for t, name in zip(inits, ["w1", "b1", "w2", "b2", "wf", "bf"]):
+        t.name = name
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Relu", ["c2"], ["r2"]), h.make_node("GlobalAveragePool", ["r2"], ["p"]),
+             h.make_node("Flatten", ["p"], ["f"]), h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], inits)
+    fp = tmp_path / "cnn.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+
+    class Data(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = [{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(4)]
+
+        def get_next(self):  # noqa: ANN201
+            return self.left.pop() if self.left else None
+
+    src = tmp_path / f"cnn_{form}.onnx"
+    quantize_static(str(fp), str(src), Data(), quant_format=getattr(QuantFormat, form),
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
+    res = opbridge.convert(str(src), to="onnx,pytorch,tensorflow,tflite,openvino,coreml", out=str(tmp_path / "out"),
+                           inputs=str(feeds))
+    for rec in res["targets"]:
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
