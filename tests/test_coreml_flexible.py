@@ -201,3 +201,25 @@ def test_a_gru_mil_cannot_run_fixes_its_dims(tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert rec["fixed_dims"] == {"T": 5, "N": 1} and "dynamic_dims" not in rec, rec
     assert any("unrolled instead over a static sequence length" in w for w in rec["warnings"]), rec
+
+
+def test_a_gru_mil_cannot_run_over_a_run_time_batch_fixes_the_batch_only(tmp_path):
+    """The same GRU with a static sequence length and a run-time batch (speechmos' AECMOS:
+    frames become the batch): the unrolled decomposition needs the batch static too, so it is
+    a dynamic_shape refusal and the dims the batch is made of are fixed, and said."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    hidden, feat = 4, 3
+    inits = [_const("W", (RNG.standard_normal((1, 3 * hidden, feat)) * 0.5).astype(np.float32)),
+             _const("R", (RNG.standard_normal((1, 3 * hidden, hidden)) * 0.5).astype(np.float32)),
+             _const("B", (RNG.standard_normal((1, 6 * hidden)) * 0.1).astype(np.float32)),
+             _const("shape", np.array([5, -1, feat], np.int64))]
+    nodes = [h.make_node("Reshape", ["x", "shape"], ["xs"]),
+             h.make_node("GRU", ["xs", "W", "R", "B"], ["y"], hidden_size=hidden, linear_before_reset=1),
+             h.make_node("ReduceMean", ["y"], ["m"], axes=[0, 1], keepdims=0)]
+    model = _save(tmp_path / "g.onnx", nodes, [h.make_tensor_value_info("x", T.FLOAT, ["N", 5, "F", feat])], inits, 14)
+    rec = _convert(model, tmp_path, check_dims={"N": (1, 1), "F": (2, 3)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["fixed_dims"] == {"N": 1, "F": 2}, rec
+    assert any("static sequence length and batch" in w for w in rec["warnings"]), rec

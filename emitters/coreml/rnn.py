@@ -67,10 +67,10 @@ def _rnn_check(node: Node) -> Refusal | None:
         why = "input_forget=1: MIL lstm has no coupled input/forget gate"
     if why is None:
         return None
-    # the table's decomposition unrolls the steps, which needs a static length
-    seq = x[1] if int(node.attrs.get("layout", 0)) else x[0]
-    return Refusal("unsupported_attribute_value" if isinstance(seq, int) else "dynamic_shape",
-                   why if isinstance(seq, int) else f"{why}; unrolled instead over a static sequence length")
+    # the table's decomposition unrolls the steps, which needs a static length and batch
+    static = all(isinstance(d, int) for d in x[:2])
+    return Refusal("unsupported_attribute_value" if static else "dynamic_shape",
+                   why if static else f"{why}; unrolled instead over a static sequence length and batch")
 
 
 def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:
