@@ -25,6 +25,23 @@ def _export(path, dynamo: bool, dynamic: bool):
     return path
 
 
+def _checked_keeping_dims(g, target: str, tmp_path, **convert: object) -> dict:
+    """``g`` saved at opset 17, converted to ``target`` with the check: it converts, checks,
+    and keeps every symbolic dim. The target's record."""
+    import onnx
+    from onnx import helper as h
+
+    import opbridge
+
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), **convert)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert not rec.get("fixed_dims"), rec
+    return rec
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("form", ["ts", "ts-dyn", "dynamo"])
 def test_expand_then_sum_over_the_expanded_axis(form, target, tmp_path):
@@ -247,12 +264,9 @@ def test_a_loop_carried_value_keeps_its_rank_for_the_ops_in_the_body(target, tmp
     """An autoregressive decoder (paddle2onnx's SLANet) carries a [N, T, C] tensor through a
     Loop whose body takes a softmax over its middle axis: the carried value keeps its rank in
     the loop's shape invariants (TensorFlow's softmax needs it), its sizes stay free."""
-    import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-
-    import opbridge
 
     body = h.make_graph(
         [h.make_node("Softmax", ["h_in"], ["p"], axis=1), h.make_node("Add", ["p", "h_in"], ["h_out"]),
@@ -267,24 +281,16 @@ def test_a_loop_carried_value_keeps_its_rank_for_the_ops_in_the_body(target, tmp
         [h.make_tensor_value_info("x", T.FLOAT, ["N", 5, "T"])],
         [h.make_tensor_value_info("y", T.FLOAT, None)],
         [nh.from_array(np.array(3, np.int64), "n"), nh.from_array(np.array(True), "cond")])
-    src = tmp_path / "m.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
-    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check=True)
-    (rec,) = res["targets"]
-    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-    assert not rec.get("fixed_dims"), rec
+    _checked_keeping_dims(g, target, tmp_path, check=True)
 
 
 def test_run_time_resize_sizes_that_copy_the_channels_keep_them_for_a_convolution(tmp_path):
     """paddle2onnx resizes an FPN level to another's size with sizes Concat(Shape(x)[:2],
     Shape(y)[2:]): the channel count is copied, not resized, so it stays known to the 1x1
     convolution after the Concat (TFLite's converter needs its input channels)."""
-    import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-
-    import opbridge
 
     rng = np.random.default_rng(0)
     nodes = [h.make_node("Shape", ["a"], ["sa"]), h.make_node("Slice", ["sa", "z", "two"], ["nc"]),
@@ -299,15 +305,10 @@ def test_run_time_resize_sizes_that_copy_the_channels_keep_them_for_a_convolutio
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("a", T.FLOAT, [1, 3, "H", "W"]),
                                   h.make_tensor_value_info("b", T.FLOAT, [1, 3, "H2", "W2"])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    src = tmp_path / "m.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
     feeds = tmp_path / "x.npz"
     np.savez(feeds, a=rng.standard_normal((1, 3, 4, 5)).astype(np.float32),
              b=rng.standard_normal((1, 3, 8, 10)).astype(np.float32))
-    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "out"), inputs=str(feeds))
-    (rec,) = res["targets"]
-    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-    assert not rec.get("fixed_dims"), rec
+    _checked_keeping_dims(g, "tflite", tmp_path, inputs=str(feeds))
 
 
 def test_the_reference_holds_only_its_live_values(tmp_path):
@@ -354,12 +355,9 @@ def test_loop_scan_outputs_over_a_run_time_batch(target, tmp_path):
     steps (the loop cannot be unrolled). TFLite's converter
     lowers a TensorList only with a static element shape, so there the scan output
     accumulates by concatenation (no fallback to a form that rounds differently)."""
-    import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-
-    import opbridge
 
     body = h.make_graph(
         [h.make_node("Add", ["h_in", "one"], ["s"]), h.make_node("Tanh", ["s"], ["h_out"]),
@@ -377,12 +375,7 @@ def test_loop_scan_outputs_over_a_run_time_batch(target, tmp_path):
                       h.make_tensor_value_info("ys", T.FLOAT, ["T", "N", 4])],
                      [nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.array([0], np.int64), "ax0"),
                       nh.from_array(np.array(1.0, np.float32), "one")])
-    src = tmp_path / "m.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
-    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), check=True)
-    (rec,) = res["targets"]
-    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-    assert not rec.get("fixed_dims"), rec
+    rec = _checked_keeping_dims(g, target, tmp_path, check=True)
     if target == "tflite":  # the loop's int64 counter is legalized, and not called a model input
         assert not any(": input '" in w and "iter" in w for w in rec["warnings"]), rec["warnings"]
 
