@@ -107,6 +107,18 @@ def fix(model: "Model", sizes: dict[str, int], every: bool, default: int = 1,
     return fixed
 
 
+def sizes_in(model: "Model", feeds: "dict[str, object] | None") -> dict[str, int]:
+    """Each symbolic input dim's size in ``feeds`` (arrays by input name), by its label."""
+    out: dict[str, int] = {}
+    for v in model.graph.inputs:
+        shape = v.type.shape if v.type.kind == "tensor" else None
+        a = (feeds or {}).get(v.name)
+        for i, d in enumerate(shape or ()):
+            if not isinstance(d, int) and a is not None and i < getattr(a, "ndim", 0):
+                out[label(v.name, i, d)] = int(a.shape[i])
+    return out
+
+
 def sizes_for(model: "Model", run: int, custom: dict[str, tuple[int, ...]] | None = None) -> dict[str, int]:
     """Every symbolic dim of ``model`` at its size for check run ``run`` (an index into
     ``CHECK_SIZES``, or into the dim's own sizes in ``custom``)."""

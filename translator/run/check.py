@@ -568,9 +568,7 @@ def _at_feed_sizes(model: Model, feeds: dict[str, Any]) -> Model | None:
     when it has none."""
     from ..ir import dims
 
-    sizes = {dims.label(v.name, i, d): int(np.shape(feeds[v.name])[i])
-             for v in model.graph.inputs if v.type.kind == "tensor" and v.type.shape and v.name in feeds
-             for i, d in enumerate(v.type.shape) if not isinstance(d, int)}
+    sizes = dims.sizes_in(model, feeds)
     if not sizes:
         return None
     fixed = model.clone()

@@ -114,7 +114,7 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
                                + (" (the frontend fixed them)" if (ir.metadata or {}).get("opbridge.fixed_input_shapes")
                                   else ""))
                 continue
-            sizes = _sizes_of(ir, f)
+            sizes = dims.sizes_in(ir, f)
             other = {d: s for d, s in sizes.items() if d in fixed and fixed[d] != s}
             if other:
                 skipped.append(f"input set {k + 1} ({', '.join(f'{d}={s}' for d, s in other.items())}): the target "
@@ -161,20 +161,6 @@ def _input_sets(inputs: Any, load_inputs: Callable[[str], dict[str, Any]]) -> An
         sets = [one(x) for x in inputs]
         return sets[0] if len(sets) == 1 else sets
     return one(inputs)
-
-
-def _sizes_of(model: Any, feeds: dict[str, Any] | None) -> dict[str, int]:
-    """Each symbolic input dim's size in ``feeds`` (the user's inputs), by its label."""
-    from ..ir import dims
-
-    out: dict[str, int] = {}
-    for v in model.graph.inputs:
-        shape = v.type.shape if v.type.kind == "tensor" else None
-        a = (feeds or {}).get(v.name)
-        for i, d in enumerate(shape or ()):
-            if not isinstance(d, int) and a is not None and i < getattr(a, "ndim", 0):
-                out[dims.label(v.name, i, d)] = int(a.shape[i])
-    return out
 
 
 def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, inputs: Any = None,
@@ -275,7 +261,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     extra["dim_defaults"] = {d: s[0] for d, s in check_dims.items()}
                 if feeds is not None:  # ... or its size in the user's (first) inputs
                     first = feeds[0] if isinstance(feeds, list) else feeds
-                    extra["dim_defaults"] = {**extra.get("dim_defaults", {}), **_sizes_of(build(), first)}
+                    extra["dim_defaults"] = {**extra.get("dim_defaults", {}), **dims.sizes_in(build(), first)}
                 try:
                     done = compile(build(), target, **kwargs, **extra)
                 except OpbridgeError as exc:
@@ -285,7 +271,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                         raise
                     why = f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}"
                     sizes = {**extra.get("dim_defaults", {}),
-                             **_sizes_of(build(), feeds[0] if isinstance(feeds, list) else feeds)}
+                             **dims.sizes_in(build(), feeds[0] if isinstance(feeds, list) else feeds)}
                     done = None
                     some = fewest_dims_to_fix(build(), target, None, {**kwargs, **extra}, sizes)
                     if some:  # one dim settles it: the others stay dynamic
