@@ -88,38 +88,39 @@ def test_weights_as_constant_nodes_fold_whatever_their_size(target, tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
 
 
-@pytest.mark.parametrize("target", ["tensorflow", "tflite", "openvino"])
-def test_a_rank_that_depends_on_a_run_time_size_fixes_the_dims_and_says_so(target, tmp_path):
-    """torch.squeeze(x, -1) exported on a symbolic dim is an If on ``Shape(x)[2] == 1`` whose
-    branches differ in rank; an LSTM after it needs rank 3. A target that cannot keep the
-    dims symbolic fixes the fewest of them at the user's input sizes: T settles the If (it
-    then folds away), so the batch N stays run-time. It reports ``fixed_dims`` with the
-    reason, and checks there."""
-    import numpy as np
-    import onnx
+def _squeeze_if_one(after: list, inits: list, hid: int = 4):
+    """torch.squeeze(x, -1) exported on a symbolic dim: an If on ``Shape(x)[2] == 1`` whose
+    branches differ in rank (Squeeze / Identity), then the nodes ``after`` on its result."""
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
 
-    import opbridge
-
-    rng = np.random.default_rng(0)
-    hid = 4
     then = h.make_graph([h.make_node("Squeeze", ["x", "ax2"], ["sq"])], "then", [],
                         [h.make_tensor_value_info("sq", T.FLOAT, None)])
     other = h.make_graph([h.make_node("Identity", ["x"], ["id"])], "else", [],
                          [h.make_tensor_value_info("id", T.FLOAT, None)])
     nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "i2"], ["t"]),
              h.make_node("Equal", ["t", "one"], ["c"]),
-             h.make_node("If", ["c"], ["xs"], then_branch=then, else_branch=other),
-             h.make_node("Unsqueeze", ["xs", "ax0"], ["seq"]),
-             h.make_node("LSTM", ["seq", "W", "R"], ["yall", "y"], hidden_size=hid)]
+             h.make_node("If", ["c"], ["xs"], then_branch=then, else_branch=other), *after]
     inits = [nh.from_array(np.array([2], np.int64), "ax2"), nh.from_array(np.array(2, np.int64), "i2"),
-             nh.from_array(np.array(1, np.int64), "one"), nh.from_array(np.array([0], np.int64), "ax0"),
-             nh.from_array(rng.standard_normal((1, 4 * hid, 6)).astype(np.float32), "W"),
-             nh.from_array(rng.standard_normal((1, 4 * hid, hid)).astype(np.float32), "R")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 6, "T"])],
-                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+             nh.from_array(np.array(1, np.int64), "one"), *inits]
+    return h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 6, "T"])],
+                        [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_a_rank_that_depends_on_a_run_time_size_fixes_the_dims_and_says_so(target, tmp_path):
+    """An If whose branches differ in rank, both of which the model can run (a Flatten
+    follows, any rank will do), before an op TensorFlow needs the rank of: the target fixes
+    the fewest dims at the user's input sizes. T settles the If (it then folds away), so the
+    batch N stays run-time. It reports ``fixed_dims`` with the reason, and checks there."""
+    import onnx
+    from onnx import helper as h
+
+    import opbridge
+
+    rng = np.random.default_rng(0)
+    g = _squeeze_if_one([h.make_node("Flatten", ["xs"], ["y"], axis=1)], [])
     src = tmp_path / "m.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
     feeds = tmp_path / "x.npz"
@@ -131,6 +132,59 @@ def test_a_rank_that_depends_on_a_run_time_size_fixes_the_dims_and_says_so(targe
     assert any("cannot run them symbolic" in w for w in rec["warnings"]), rec
     rep = opbridge.report(str(src), backends=[target])
     assert all(n["status"] != "unsupported" for n in rep["backends"][target]["nodes"]), rep
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite", "openvino", "pytorch"])
+def test_a_rank_changing_if_whose_other_branch_cannot_run_is_inlined_and_the_dims_kept(target, tmp_path):
+    """The same If before an LSTM (Silero VAD's decoder): its Identity branch would hand the
+    LSTM a rank-4 ``X``, which no runtime runs, so the model can only ever take the Squeeze
+    branch. That branch is inlined (said in a warning): ranks are static, and N and T stay
+    symbolic. T runs only at 1, so the check holds T there and varies N."""
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+    hid = 4
+    g = _squeeze_if_one([h.make_node("Unsqueeze", ["xs", "ax0"], ["seq"]),
+                         h.make_node("LSTM", ["seq", "W", "R"], ["yall", "y"], hidden_size=hid)],
+                        [nh.from_array(np.array([0], np.int64), "ax0"),
+                         nh.from_array(rng.standard_normal((1, 4 * hid, 6)).astype(np.float32), "W"),
+                         nh.from_array(rng.standard_normal((1, 4 * hid, hid)).astype(np.float32), "R")])
+    rec = _checked_keeping_dims(g, target, tmp_path)
+    assert rec["check"]["sizes"] == [{"N": 1, "T": 1}, {"N": 3, "T": 1}], rec["check"]
+    assert any("ill-typed" in w and "then branch, inlined" in w for w in rec["warnings"]), rec
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "tflite", "openvino"])
+def test_a_dim_the_model_runs_at_only_at_one_is_checked_there_and_kept(target, tmp_path):
+    """pyannote's SincNet: an InstanceNormalization with one scale over channels C, then an
+    If on ``C == 1`` (a Conv1d; else a batched conv over C through rank-4 reshapes the 1-D
+    pooling after it cannot take). The model runs only at C = 1: the check holds C at 1
+    (checking C = 3 would only prove the source fails) and keeps B, C and T symbolic; the
+    convolution learns its input channels from its weight (TFLite's Conv2D needs them)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+    w = nh.from_array(rng.standard_normal((4, 1, 3)).astype(np.float32), "w")
+    then = h.make_graph([h.make_node("Conv", ["xn", "w"], ["c1"])], "then", [],
+                        [h.make_tensor_value_info("c1", T.FLOAT, None)])
+    other = h.make_graph([h.make_node("Reshape", ["xn", "flat"], ["xr"]), h.make_node("Conv", ["xr", "w"], ["cr"]),
+                          h.make_node("Reshape", ["cr", "four"], ["c2"])], "else", [],
+                         [h.make_tensor_value_info("c2", T.FLOAT, None)])
+    nodes = [h.make_node("InstanceNormalization", ["x", "sc", "bi"], ["xn"]),
+             h.make_node("Shape", ["xn"], ["s"]), h.make_node("Gather", ["s", "i1"], ["ch"]),
+             h.make_node("Equal", ["ch", "one"], ["c"]),
+             h.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other),
+             h.make_node("MaxPool", ["z"], ["y"], kernel_shape=[2], strides=[2])]
+    inits = [w, nh.from_array(np.ones(1, np.float32), "sc"), nh.from_array(np.zeros(1, np.float32), "bi"),
+             nh.from_array(np.array(1, np.int64), "i1"), nh.from_array(np.array(1, np.int64), "one"),
+             nh.from_array(np.array([-1, 1, 0], np.int64), "flat"), nh.from_array(np.array([0, -1, 4, 0], np.int64), "four")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["B", "C", "T"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    rec = _checked_keeping_dims(g, target, tmp_path)
+    assert any("ill-typed" in w for w in rec["warnings"]), rec
 
 
 def _batched_mel(path):
@@ -452,3 +506,49 @@ def test_onnxruntime_static_quantization_converts_and_checks_everywhere(form, tm
                            inputs=str(feeds))
     for rec in res["targets"]:
         assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+
+
+def test_the_size_of_a_shape_is_the_rank_whatever_the_dims(tmp_path):
+    """``Size(Shape(x))`` (torch's ``x.dim()``, which its LSTM export tests for batching) is
+    the rank, known with every dim symbolic: it folds, and so does what it decides."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    from translator import frontends
+    from translator.compile import pipeline
+
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Size", ["s"], ["r"]),
+             h.make_node("Equal", ["r", "three"], ["b"]), h.make_node("Cast", ["b"], ["f"], to=T.FLOAT),
+             h.make_node("Mul", ["x", "f"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 6, "T"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(np.array(3, np.int64), "three")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "m.onnx"))
+    model = frontends.load(str(tmp_path / "m.onnx"))
+    pipeline.prepare(model)
+    pipeline.fold(model.graph)
+    (mul,) = [n for n in model.graph.nodes if n.op not in ("shape",)]  # a Shape left unused is dropped later
+    assert mul.op == "mul" and float(np.asarray(mul.inputs[1].const)) == 1.0
+
+
+@pytest.mark.parametrize("case", ["lstm_rank4", "pool_1d_kernel_on_rank4"])
+def test_a_node_no_runtime_runs_at_its_input_rank_is_a_bad_model(case):
+    """Shape inference refuses what every runtime refuses: an LSTM ``X`` that is not rank 3,
+    a 1-D pooling kernel over a rank-4 input (what lets a rank-changing If's other branch be
+    told apart). Built in the IR: ONNX's own inference sees neither once the rank comes out
+    of an If."""
+    from translator.ir.graph import Graph, TensorType
+    from translator.ir.infer import infer
+    from translator.table.errors import VerifyError
+
+    g = Graph("g")
+    x = g.add_input("x", TensorType("float32", ("N", 2, "T", 3)))
+    if case == "lstm_rank4":
+        w, r = (g.add_constant(k, np.zeros(s, np.float32), "float32") for k, s in (("W", (1, 8, 3)), ("R", (1, 8, 2))))
+        n = g.add_node("lstm", [x, w, r], {"hidden_size": 2}, outputs=2)
+    else:
+        n = g.add_node("max_pool", [x], {"kernel_shape": [2]})
+    g.outputs = [n.outputs[-1]]
+    with pytest.raises(VerifyError, match="rank 4"):
+        infer(g)

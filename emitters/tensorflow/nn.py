@@ -153,6 +153,15 @@ def conv(c: Any) -> list[str]:
     auto = c.attr("auto_pad", "NOTSET")
     lines: list[str] = []
     x = c.i(0)
+    w = c.const(1)
+    shp = c.shape(0)
+    if w is not None and shp is not None and not isinstance(shp[-1], int):  # channels-last here
+        # input channels only the weight knows (a symbolic dim ONNX requires to be C/g): stated to
+        # TensorFlow by a reshape to them, whose converters need them static (TFLite's Conv2D
+        # builtin; TFLite has no EnsureShape)
+        xs = c.tmp("x")
+        lines.append(f"{xs} = tf.reshape({x}, tf.concat([tf.shape({x})[:-1], [{int(w.shape[1]) * group}]], 0))")
+        x = xs
     if auto == "SAME_UPPER" or (auto == "NOTSET" and _is_same_upper(c, k_sp, strides, dil)):
         padding = "SAME"
     else:
@@ -163,7 +172,6 @@ def conv(c: Any) -> list[str]:
     both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
     run_strides = [1] * nd if both_sd else strides
     y = c.tmp("conv")
-    w = c.const(1)
     if nd == 2 and group > 1 and w is not None and w.shape[1] == 1:  # depthwise: one filter set per input channel
         # (C·m, 1, kh, kw) -> (kh, kw, C, m): output channel c·m + k reads input channel c, as in ONNX
         dw = np.ascontiguousarray(np.asarray(w).reshape(group, w.shape[0] // group, *w.shape[2:]).transpose(2, 3, 0, 1))

@@ -149,6 +149,9 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
     before = {id(n): n.name for n in g.walk()}
     if target.fold:
         fold(g)
+        from .passes import control
+
+        ctx.warn(control.inline_typed_branches(model, fold, tables))
     _sink_transposes(g, ctx)
     kept = {id(n) for n in g.walk()}
     ctx.how.update({name: "folded" for i, name in before.items() if i not in kept})
@@ -214,11 +217,12 @@ def plan(model: Model, target: "Target | str", tables: "Tables | None" = None, *
 
 
 def fewest_dims_to_fix(model: Model, target: "Target | str", tables: "Tables | None", options: dict[str, Any],
-                       sizes: dict[str, int]) -> dict[str, int] | None:
+                       sizes: dict[str, int], tried: "set[str] | frozenset[str]" = frozenset()) -> dict[str, int] | None:
     """For a target that cannot keep every symbolic dim of ``model``: the one dim whose fixing
     (at its size in ``sizes``, else 1) leaves no ``dynamic_shape`` refusal in the plan, trying
     each in input order (an ``If`` on the channel count needs the channels fixed, not the
-    batch or the length), or None when no single dim does (then every dim is fixed)."""
+    batch or the length) but those in ``tried`` (the plan passed, the emitter did not), or
+    None when no single dim does (then every dim is fixed)."""
     from ..ir import dims
 
     labels = list(dict.fromkeys(d for ds in dims.symbolic(model).values() for d in ds))
@@ -226,7 +230,7 @@ def fewest_dims_to_fix(model: Model, target: "Target | str", tables: "Tables | N
     if len([d for d in labels if d not in asked]) < 2:
         return None
     for d in labels:
-        if d in asked:
+        if d in asked or d in tried:
             continue
         try:
             ctx = plan(model, target, tables, **{**options, "fix_some_dims": {d: int(sizes.get(d, 1))},

@@ -249,7 +249,10 @@ def _recurrent(n: Node) -> list:
     ``Y_c``) (dirs, batch, hidden) / (batch, dirs, hidden)."""
     s = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
     hidden = n.attrs.get("hidden_size")
-    if s is None or len(s) != 3 or hidden is None:
+    if s is not None and len(s) != 3:
+        raise VerifyError("bad_model", f"the recurrent input X has rank {len(s)}; {n.op} takes rank 3",
+                          node=n.name, op=n.op)
+    if s is None or hidden is None:
         return [None] * len(n.outputs)
     dirs = 2 if n.attrs.get("direction", "forward") == "bidirectional" else 1
     h = int(hidden)
@@ -438,6 +441,9 @@ def _conv(n: Node) -> list:
     else:
         kernel, channels = list(n.attrs.get("kernel_shape", [])), x[1]
     if len(kernel) != sp:
+        if kernel and sp >= 0:  # a 1-D kernel over a rank-4 input: no runtime runs it
+            raise VerifyError("bad_model", f"a {len(kernel)}-D kernel over an input of rank {len(x)} "
+                              f"({sp} spatial axes)", node=n.name, op=n.op)
         return [None] * len(n.outputs)
     if n.attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):  # ceil(in / stride), whatever the kernel
         st = n.attrs.get("strides") or [1] * sp

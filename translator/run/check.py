@@ -244,26 +244,44 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
         return not any(np.size(trace[k]) == 0 for k in windowed if k in trace)
 
     defaults = dims.CHECK_SIZES
+
+    def search(free: list[str], pinned: dict[str, int]) -> dict[str, tuple[int, ...]] | None:
+        if all(runs({**pinned, **{d: size for d in free}}) for size in defaults):
+            return {d: defaults for d in free}
+        batch = {d for name, v in inputs.items() for i, d in enumerate(v.type.shape or ())
+                 if i == 0 and not isinstance(d, int) and dims.label(name, 0, d) in free}
+        for raised in ([d for d in free if d not in batch], free):
+            if not raised:
+                continue
+            kept = {**pinned, **{d: defaults[0] for d in free if d not in raised}}
+            found: list[int] = []
+            for m in SIZE_LADDER:
+                if runs({**kept, **{d: m for d in raised}}):
+                    found.append(m)
+                    if len(found) == len(defaults):
+                        break
+            if len(found) == len(defaults):
+                return {**{d: tuple(found) for d in raised}, **{d: defaults for d in free if d not in raised}}
+        return None
+
     if all(runs({d: size for d in free}) for size in defaults):
         return given
-    batch = {d for name, v in inputs.items() for i, d in enumerate(v.type.shape or ())
-             if i == 0 and not isinstance(d, int) and dims.label(name, 0, d) in free}
-    for raised in ([d for d in free if d not in batch], free):
-        if not raised:
-            continue
-        kept = {d: defaults[0] for d in free if d not in raised}
-        found: list[int] = []
-        for m in SIZE_LADDER:
-            if runs({**kept, **{d: m for d in raised}}):
-                found.append(m)
-                if len(found) == len(defaults):
-                    break
-        if len(found) == len(defaults):
-            out = dict(given)
-            out.update({d: tuple(found) for d in raised})
-            out.update({d: defaults for d in free if d not in raised})
-            return out
-    return given
+    # a dim the model runs at only at size 1 (channels a norm's scale has one of) is checked there
+    low = defaults[0]
+    at_low = {x: low for x in free}
+    ones = [d for d in free if not any(runs({**at_low, d: m}) for m in (defaults[1], 2))] \
+        if len(free) > 1 and runs(at_low) else []
+    ones = [] if len(ones) == len(free) else ones
+    rest = search([d for d in free if d not in ones], {d: low for d in ones})
+    sized = None if rest is None else {**rest, **{d: (low,) * len(defaults) for d in ones}}
+    for d in free if sized is None and len(free) > 1 else ():  # the same, where the others need sizes found too
+        rest = search([x for x in free if x != d], {d: low})
+        if rest is not None:
+            sized = {**rest, d: (low,) * len(defaults)}
+            break
+    if sized is None or all(s == defaults for s in sized.values()):
+        return given
+    return {**given, **sized}
 
 
 def _initial_state(model: Model) -> dict[str, np.ndarray]:

@@ -272,14 +272,16 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     why = f"{t} cannot run them symbolic: {str(exc).splitlines()[0]}"
                     sizes = {**extra.get("dim_defaults", {}),
                              **dims.sizes_in(build(), feeds[0] if isinstance(feeds, list) else feeds)}
-                    done = None
-                    some = fewest_dims_to_fix(build(), target, None, {**kwargs, **extra}, sizes)
-                    if some:  # one dim settles it: the others stay dynamic
+                    done, tried = None, set()
+                    while done is None:  # one dim that settles it: the others stay dynamic
+                        some = fewest_dims_to_fix(build(), target, None, {**kwargs, **extra}, sizes, tried)
+                        if not some:
+                            break
                         say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing {', '.join(some)}")
                         try:
                             done = compile(build(), target, **kwargs, **extra, fix_some_dims=some, fix_reason=why)
-                        except OpbridgeError:  # the plan's guess did not hold at emit: fix them all
-                            done = None
+                        except OpbridgeError:  # the plan's guess did not hold at emit: the next dim, else all
+                            tried.update(some)
                     if done is None:
                         say(f"{t}: cannot keep the symbolic dims ({str(exc).splitlines()[0]}): fixing them")
                         extra = {**extra, "fix_all_dims": why, "dim_defaults": sizes}

@@ -4,12 +4,24 @@
 exporters guard on sizes that are static once the input shape is) is replaced by the nodes of
 the branch it takes, in the enclosing graph. Every target then sees plain dataflow, including
 those with no control flow at all (Core ML's emitter, TFLite without subgraphs).
+
+``inline_typed_branches``: an ``if`` on a run-time value whose branches give results of
+different ranks (torch's export of ``x.squeeze(k)`` on a symbolic dim: ``Squeeze`` when the
+size is 1, ``Identity`` otherwise) leaves every later rank unknown, which no target with
+static ranks can run. Where only one branch leaves a model whose shapes can be inferred (the
+other feeds a recurrence a rank-4 ``X``, say), the source itself fails whenever the other is
+taken: the typed one is the only one the model can run, and it is inlined, with a warning.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from translator.ir.graph import Graph, Node
+
+if TYPE_CHECKING:
+    from translator.ir.graph import Model
 
 
 def _taken(node: Node) -> Graph | None:
@@ -52,4 +64,61 @@ def inline_constant_ifs(g: Graph) -> int:
     return done
 
 
-__all__ = ["inline_constant_ifs"]
+def _rank_changing(node: Node) -> bool:
+    """An ``if`` on a run-time condition whose branches disagree on (or hide) an output's rank."""
+    cond = node.inputs[0] if node.op == "if" and node.inputs else None
+    if cond is None or cond.is_const:
+        return False
+    then, other = node.attrs.get("then_branch"), node.attrs.get("else_branch")
+    if not isinstance(then, Graph) or not isinstance(other, Graph) or then.inputs or other.inputs \
+            or not len(then.outputs) == len(other.outputs) == len(node.outputs):
+        return False
+    return any(o.type.kind == "tensor" and (o.type.rank is None or a.type.rank != b.type.rank)
+               for o, a, b in zip(node.outputs, then.outputs, other.outputs))
+
+
+def inline_typed_branches(model: "Model", fold: Callable[[Graph], None], tables: object = None,
+                          limit: int = 16) -> list[str]:
+    """Inline each rank-changing ``if`` of ``model``'s graph of which exactly one branch types
+    (the graph with it inlined, folded and inferred raises no ``VerifyError``); at most
+    ``limit`` trials. Returns one note per inlined ``if``."""
+    from ...ir.infer import infer
+    from ...table.errors import VerifyError
+
+    g, notes, trials = model.graph, [], 0
+    while trials < limit:
+        settled = False
+        for i, node in enumerate(g.nodes):
+            if not _rank_changing(node) or trials >= limit:
+                continue
+            trials += 1
+            typed, why = [], {}
+            for which in ("then_branch", "else_branch"):
+                trial = model.clone()
+                t = trial.graph.nodes[i]
+                _inline(trial.graph, t, t.attrs[which])
+                try:
+                    infer(trial.graph, tables)  # the inlined results carry the if's (rank-less) types
+                    fold(trial.graph)
+                    infer(trial.graph, tables)
+                    typed.append(which)
+                except VerifyError as exc:
+                    why[which] = exc
+            if len(typed) != 1:
+                continue
+            other = next(iter(why))
+            exc = why[other]
+            notes.append(f"node {node.name!r}: an If on a run-time value whose {other.split('_')[0]} branch leaves "
+                         f"the model ill-typed (node {exc.node!r}: {exc.detail}); the source can "
+                         f"run only its {typed[0].split('_')[0]} branch, inlined (ranks stay static)")
+            _inline(g, node, node.attrs[typed[0]])
+            infer(g, tables)
+            fold(g)
+            settled = True
+            break
+        if not settled:
+            break
+    return notes
+
+
+__all__ = ["inline_constant_ifs", "inline_typed_branches"]

@@ -82,6 +82,11 @@ def _eval(n: Node, known: dict[int, Partial]) -> Partial | None:
         start, end = n.attrs.get("start", 0), n.attrs.get("end")
         dims = [_dim(d) for d in shp][slice(int(start), r if end is None else int(end))]
         return 1, tuple(dims)
+    if op == "size":  # a static shape's element count, symbolic values or not: Size(Shape(x)) is x's rank
+        shp = n.inputs[0].type.shape if n.inputs[0] is not None else None
+        if shp is None or not all(isinstance(d, (int, np.integer)) for d in shp):
+            return None
+        return 0, (int(np.prod(shp, dtype=np.int64)),)
     if op in ("identity", "cast"):
         if op == "cast" and str(n.attrs.get("to")) not in _INT:
             return None
@@ -141,7 +146,7 @@ def values(graph: Graph) -> dict[int, Partial]:
     return known
 
 
-_FOLLOWED = frozenset({"shape", "identity", "cast", "gather", "slice", "concat", "unsqueeze", "squeeze", "reshape"})
+_FOLLOWED = frozenset({"shape", "size", "identity", "cast", "gather", "slice", "concat", "unsqueeze", "squeeze", "reshape"})
 
 
 def _resize_axes(n: Node, known: dict[int, Partial]) -> bool:
