@@ -552,3 +552,20 @@ def test_a_node_no_runtime_runs_at_its_input_rank_is_a_bad_model(case):
     g.outputs = [n.outputs[-1]]
     with pytest.raises(VerifyError, match="rank 4"):
         infer(g)
+
+
+@pytest.mark.parametrize("target", ["openvino", "tensorflow", "tflite"])
+def test_a_squeeze_without_axes_read_only_by_a_reshape_keeps_a_static_rank(target, tmp_path):
+    """ICLabel: scores ``[N, 7, 1, 1]`` squeezed with no axes (a dynamic rank: N goes too when
+    it is 1), then reshaped to ``[4, -1]``. A reshape sees only the order of the elements,
+    which dropping a dim of 1 leaves as it is: the static 1s are dropped, N stays symbolic."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    nodes = [h.make_node("Softmax", ["x"], ["p"], axis=1), h.make_node("Squeeze", ["p"], ["s"]),
+             h.make_node("Reshape", ["s", "four"], ["r"]), h.make_node("ReduceMean", ["r"], ["y"], axes=[0], keepdims=0)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 7, 1, 1])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [nh.from_array(np.array([4, -1], np.int64), "four")])
+    _checked_keeping_dims(g, target, tmp_path, check_dims={"N": (4, 8)})

@@ -52,7 +52,7 @@ def _squeeze(g: "Gen", node: Node) -> None:
     if axes is None and node.op == "squeeze":
         picked = _squeeze_axes(node)
         if picked is not None:  # an axes-less squeeze over run-time dims: OpenVINO's CPU plugin needs its rank
-            g.out(0, f"ops.squeeze({g.x(0)}, {i64(g, picked)})")
+            g.out(0, f"ops.squeeze({g.x(0)}, {i64(g, picked)})" if picked else g.x(0))
             return
     g.out(0, f"ops.{node.op}({g.x(0)}, {axes})" if axes is not None else f"ops.squeeze({g.x(0)})")
 
@@ -87,6 +87,13 @@ def _squeeze_axes(node: Node) -> list[int] | None:
             break
         v = nxt[0].outputs[0]
     if rank is None:
+        # read only by reshapes to constant shapes that copy no dim: the order of the elements
+        # is all they see, and dropping a dim of 1 leaves it as it is (ICLabel's scores)
+        uses = node.outputs[0].uses
+        if uses and all(n.op == "reshape" and k == 0 and len(n.inputs) > 1 and n.inputs[1] is not None
+                        and n.inputs[1].is_const and 0 not in np.asarray(n.inputs[1].const).reshape(-1).tolist()
+                        for n, k in uses) and not any(o is node.outputs[0] for o in node.graph.outputs):
+            return ones
         return None
     drop = len(shape) - rank
     if drop == len(ones) + len(runtime):
