@@ -600,3 +600,34 @@ def test_unknown_dims_are_read_at_the_first_input_set_without_example_inputs(tmp
                            progress=said.append)
     _assert_ok(rec, ["onnx"])
     assert any("first input set" in s for s in said), said
+
+
+# ---------------------------------------------------------------------------- complex values (RFFT2D)
+@pytest.mark.parametrize("reader", ["abs", "real_imag", "cast"])
+def test_an_fft_front_end_reads_through_every_target(reader, tmp_path):
+    """BirdNET's and wake-word models' spectrogram front ends: framed audio, ``tf.signal.rfft``
+    (TFLite's ``RFFT2D``, a complex64 result), then ``COMPLEX_ABS``, ``REAL``/``IMAG`` or a
+    ``CAST`` to float (the real part), and a projection. Complex values are read as a last
+    dim of (real, imaginary) pairs; every target runs the DFT (a constant DFT-matrix product
+    where it has no FFT the emitter writes: Core ML, TensorFlow, TFLite, OpenVINO), checked
+    against LiteRT at two batches."""
+    import opbridge
+
+    rng = np.random.default_rng(0)
+    proj = tf.constant(rng.standard_normal((33, 5)).astype(np.float32))
+
+    @tf.function
+    def spec(x):
+        frames = tf.signal.frame(x, 64, 32)  # [b, frames, 64]
+        c = tf.signal.rfft(frames, fft_length=[64])  # [b, frames, 33] complex64
+        if reader == "abs":
+            m = tf.abs(c)
+        elif reader == "real_imag":
+            m = tf.math.real(c) * tf.math.real(c) + tf.math.imag(c)
+        else:
+            m = tf.cast(c, tf.float32)
+        return tf.matmul(m, proj)
+
+    src = _tflite(spec, [tf.TensorSpec([None, 256], tf.float32)], tmp_path / "m.tflite")
+    res = opbridge.convert(str(src), to="all", out=str(tmp_path / "out"))
+    _assert_ok(res, ["onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml"])

@@ -51,6 +51,10 @@ def why_not(node: Node) -> str | None:
         from . import dq_lstm
 
         return dq_lstm.why_not(node)
+    if node.op == "dft":
+        from . import spectral
+
+        return spectral.why_not(node)
     if node.op not in _SPEC:
         return "not a recurrence"
     a = node.attrs
@@ -120,6 +124,10 @@ def expand(graph: Graph, node: Node) -> list[Node]:
         from . import dq_lstm
 
         return dq_lstm.expand(graph, node)
+    if node.op == "dft":  # a static-length DFT as a product with a constant matrix
+        from . import spectral
+
+        return spectral.expand(graph, node)
     a = node.attrs
     gates, default = _SPEC[node.op]
     layout = int(a.get("layout", 0))
@@ -228,7 +236,7 @@ def _lstm(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.nd
 _CELLS: dict[str, Callable[..., tuple[Value, Value | None]]] = {"rnn": _rnn, "gru": _gru, "lstm": _lstm}
 
 #: the ops with a decomposition written in Python (dynamic_quantize_lstm: compile/dq_lstm.py)
-OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm"}
+OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm", "dft"}
 #: ops whose Python expansion is preferred to their table decomposition (the exact form; the
 #: table's is the fallback when a target rejects what the expansion writes)
 PREFERRED = frozenset({"dynamic_quantize_lstm"})

@@ -532,6 +532,10 @@ def run_ops(ctx: Ctx, out_names: dict[int, str]) -> None:
         ctx.builtin = name
         ctx.node_name = _LAST["node"] = ctx.tname(op.outputs[0]) if op.outputs is not None and len(op.outputs) else name
         ctx.made, ctx.op = set(), op
+        if (custom or name not in tflite_ops.COMPLEX_READERS) and any(
+                tflite_ops.is_complex(ctx, int(i)) for i in _seq(op.inputs)):
+            raise ctx.fail("unsupported_dtype", f"{name} reads a complex tensor (complex values are read by "
+                           f"{', '.join(sorted(tflite_ops.COMPLEX_READERS))} only)")
         if not custom and name in STATE_OPS:  # resource variables: state inputs/outputs (tflite_state)
             results = tflite_state.handle(ctx, op, name)
         else:

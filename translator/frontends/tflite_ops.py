@@ -145,7 +145,50 @@ def _add_n(ctx: Any, op: Any) -> list:
 
 @handles("CAST", ir="cast")
 def _cast(ctx: Any, op: Any) -> list:
-    return [ctx.cast(_ins(ctx, op)[0], ctx.dtype(int(op.outputs[0])))]
+    x = _ins(ctx, op)[0]
+    if is_complex(ctx, int(op.inputs[0])):  # complex to real keeps the real part (TensorFlow's cast)
+        x = _part(ctx, x, 0)
+    return [ctx.cast(x, ctx.dtype(int(op.outputs[0])))]
+
+
+# ----------------------------------------------------------------------------- complex values
+# A complex64 tensor is a float32 value with a last dim of 2 (real, imaginary), as ONNX's DFT
+# writes it: RFFT2D makes one, SQUEEZE and RESHAPE move it, COMPLEX_ABS/REAL/IMAG/CAST read it.
+COMPLEX_READERS = frozenset({"SQUEEZE", "RESHAPE", "CAST", "COMPLEX_ABS", "REAL", "IMAG"})
+
+
+def is_complex(ctx: Any, i: int) -> bool:
+    return i >= 0 and ctx.np_dtype(i).kind == "c"
+
+
+def _part(ctx: Any, x: Value, k: int) -> Value:
+    return ctx.emit("gather", [x, ctx.i64(k, "part")], {"axis": -1}, role="part")[0]
+
+
+@handles("RFFT2D", ir="dft")
+def _rfft2d(ctx: Any, op: Any) -> list:
+    """A real 2-D FFT of the two innermost dims, to ``fft_length`` (cut or zero-padded): a
+    one-sided DFT of the rows, then a full one of the columns (none for one row to one)."""
+    x = ctx.input(int(op.inputs[0]))
+    fh, fw = (int(v) for v in np.asarray(ctx.const_of(int(op.inputs[1]), "fft_length")).reshape(-1))
+    dims = ctx.dims(int(op.inputs[0]))
+    pairs = ctx.emit("unsqueeze", [x, ctx.i64([len(dims)], "axes")], role="real")[0]
+    y = ctx.emit("dft", [pairs, ctx.i64(fw, "width"), ctx.i64(-2, "axis")], {"onesided": 1}, role="rows")[0]
+    if not (fh == 1 and dims[-2] == 1):
+        y = ctx.emit("dft", [y, ctx.i64(fh, "height"), ctx.i64(-3, "axis")])[0]
+    return [y]
+
+
+@handles("COMPLEX_ABS", ir="sqrt")
+def _complex_abs(ctx: Any, op: Any) -> list:
+    x = ctx.input(int(op.inputs[0]))
+    sq = ctx.emit("mul", [x, x], role="square")[0]
+    return ctx.emit("sqrt", ctx.emit("reduce_sum", [sq, ctx.i64([-1], "axes")], {"keepdims": 0}, role="sum"))
+
+
+@handles("REAL", "IMAG", ir="gather")
+def _real_imag(ctx: Any, op: Any) -> list:
+    return [_part(ctx, ctx.input(int(op.inputs[0])), 0 if ctx.builtin == "REAL" else 1)]
 
 
 @handles("SELECT", "SELECT_V2", ir="where")
@@ -358,6 +401,8 @@ def _reshape(ctx: Any, op: Any) -> list:
     if len(op.inputs) > 1 and op.inputs[1] >= 0:
         shape = ctx.data(int(op.inputs[1]))
         if shape is None:
+            if is_complex(ctx, int(op.inputs[0])):
+                raise ctx.fail("unsupported_dtype", "RESHAPE of a complex tensor to a run-time shape")
             return ctx.emit("reshape", [x, ctx.as_int64(ctx.input(int(op.inputs[1])))])
         dims = [int(d) for d in np.asarray(shape).reshape(-1)]
     elif _opt(op, "newShape", None) is not None and len(_opt(op, "newShape")):
@@ -366,6 +411,8 @@ def _reshape(ctx: Any, op: Any) -> list:
         dims = [-1 if d is None else d for d in ctx.dims(int(op.outputs[0]))]
         if dims.count(-1) > 1:
             raise ctx.fail("dynamic_shape", f"RESHAPE without a shape operand to {dims} (several dynamic dims)")
+    if is_complex(ctx, int(op.inputs[0])):
+        dims = dims + [2]  # the (real, imaginary) pairs stay last
     xshape = ctx.dims(int(op.inputs[0]))
     if not dims and xshape and all(d == 1 for d in xshape):  # to a scalar: squeeze (some runtimes crash on shape [])
         return ctx.emit("squeeze", [x, ctx.i64(list(range(len(xshape))), "axes")])

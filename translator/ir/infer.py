@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from typing import Any, Callable
 
 from ..table.errors import VerifyError
@@ -240,6 +242,33 @@ def _concat_entries(v: Value | None) -> list | None:
         else:
             out += [None] * (shp[0] if shp else 1)
     return out
+
+
+@shape_rule("dft")
+def _dft(n: Node) -> list:
+    """ONNX DFT: the signal axis (default -2, counting the last (real, imaginary) dim) becomes
+    ``dft_length`` long (else its own length), ``// 2 + 1`` bins one-sided; the last dim is 2,
+    or 1 for the inverse one-sided (real) result, whose default length is ``2 (n - 1)``."""
+    s = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
+    if s is None or len(s) < 2:
+        return [None]
+    axis = _const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else -2
+    length = _const(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] is not None else None
+    if axis is None or len(n.inputs) > 1 and n.inputs[1] is not None and length is None:
+        return [tuple(None for _ in s)]
+    ax = int(np.asarray(axis).reshape(-1)[0]) % len(s)
+    inverse, onesided = int(n.attrs.get("inverse", 0)), int(n.attrs.get("onesided", 0))
+    d = s[ax]
+    if length is not None:
+        d = int(np.asarray(length).reshape(-1)[0])
+    elif inverse and onesided:
+        d = 2 * (d - 1) if isinstance(d, int) else None
+    if onesided and not inverse:
+        d = d // 2 + 1 if isinstance(d, int) else None
+    out = list(s)
+    out[ax] = d
+    out[-1] = 1 if inverse and onesided else 2
+    return [tuple(out)]
 
 
 @shape_rule("lstm", "gru", "rnn")
