@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir.graph import Node, Value
+from translator.compile.quantized import activation_pair
+from translator.ir.graph import Node
 
 from .helpers import Refusal, all_axes, attr, i64, norm_axis
 from .nn import bias, convolve, static_w
@@ -60,44 +61,14 @@ def _quant_check(node: Node) -> Refusal | None:
     return None
 
 
-def _scalar(v: "Value | None", default: float | None = None) -> float | None:
-    if v is None:
-        return default
-    if not v.is_const or np.asarray(v.const).size != 1:
-        return None
-    return float(np.asarray(v.const).reshape(-1)[0])
-
-
-def fake_quantized(node: Node) -> "tuple[Value, float, float, int] | None":
-    """A dequantize of a quantize of a float32 value (an activation's QDQ pair), both per tensor
-    with the same constant 8-bit scale and zero point: (that value, low, high, levels) of the
-    ``FakeQuantize`` that computes the pair, the form OpenVINO's low-precision transformations
-    run as integer kernels (``x`` clamped to [low, high] on 256 levels: ``round(x / s) * s``)."""
-    x = node.inputs[0]
-    q = x.producer if x is not None else None
-    if q is None or q.op != "quantize_linear" or int(attr(q, "block_size", 0)) or int(attr(node, "block_size", 0)):
-        return None
-    dt = q.outputs[0].type.dtype
-    if dt not in ("uint8", "int8") or q.inputs[0] is None or q.inputs[0].type.dtype != "float32" \
-            or node.outputs[0].type.dtype != "float32":
-        return None
-    s, s2 = _scalar(q.inputs[1]), _scalar(node.inputs[1])
-    z = _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0)
-    z2 = _scalar(node.inputs[2] if len(node.inputs) > 2 else None, 0.0)
-    if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0:
-        return None
-    lo, hi = QRANGE[dt]
-    return q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1
-
-
 @rule("dequantize_linear", check=_quant_check)
 def _dequantize(g: "Gen", node: Node) -> None:
     # y = (x - zero_point) * scale, in the scale's type
-    fq = fake_quantized(node)
-    if fq is not None:  # an activation's quantize-dequantize pair: one FakeQuantize
-        x, lo, hi, levels = fq
-        low, high = g.const(np.float32(lo), "float32"), g.const(np.float32(hi), "float32")
-        g.out(0, f"ops.fake_quantize({g.var_of(x)}, {low}, {high}, {low}, {high}, {levels})")
+    pair = activation_pair(node)
+    if pair is not None:  # an activation's quantize-dequantize pair: one FakeQuantize, which the CPU
+        # plugin's low-precision transformations run as integer kernels (with the int8 weights)
+        low, high = g.const(np.float32(pair.low), "float32"), g.const(np.float32(pair.high), "float32")
+        g.out(0, f"ops.fake_quantize({g.var_of(pair.x)}, {low}, {high}, {low}, {high}, {pair.levels})")
         return
     axis, r, block = int(g.a("axis")), g.t(0).rank, int(g.a("block_size", 0))
     out_t = g.ty(g.out_dtype(0))

@@ -216,6 +216,8 @@ class Codegen:
         self.backend, self.tables, self.legal = backend, tables, legal
         self.columns = columns or (backend,)
         self.names = Namer()
+        #: what a backend's rules asked of its converter (TFLite's ``fake_quant``: int8 kernels)
+        self.features: set[str] = set()
         self.weights: dict[str, np.ndarray] = {}
         self.weight_of: dict[int, str] = {}
         self.init: list[str] = []
@@ -402,7 +404,8 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
                     body=code_lines(body), result=Code("{" + ", ".join(result) + "}"))
     first = next(i for i, line in enumerate(source.splitlines()) if line.lstrip().startswith("def forward(")) + 2
     return TFArtifact(backend, source, cg.weights, inputs, outputs, transposes, layout, warnings,
-                      list(ctx.decomposed), {"io_channels_last": io_channels_last},
+                      list(ctx.decomposed), {"io_channels_last": io_channels_last,
+                                             **({"features": sorted(cg.features)} if cg.features else {})},
                       {first + k: name for k, name in enumerate(owners)}, io_names=io.renamed(),
                       io_warnings=list(io.warnings))
 

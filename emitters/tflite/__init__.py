@@ -13,7 +13,7 @@ from typing import Any
 from emitters.tensorflow.runtime import TFArtifact
 from translator.ir.graph import Model
 
-from . import control  # noqa: F401 - rules register
+from . import control, quant  # noqa: F401 - rules register
 from .codegen import IO_NAMES_METADATA, SOURCE_NAME, convert, convert_model, with_io_names
 from .registry import NAME
 from .runtime import load, output_ports, quiet_stderr, run, runner, save

@@ -157,6 +157,7 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
     ctx.how.update({name: "folded" for i, name in before.items() if i not in kept})
     for n in g.walk():  # what the model computes in, before legalization (saturating casts need it)
         n.meta["source_dtypes"] = [o.type.dtype for o in n.outputs]
+        n.meta["source_in_dtypes"] = [v.type.dtype if v is not None else None for v in n.inputs]
     if target.configure is not None:
         target.configure(model, ctx)
     if target.prepare is not None:

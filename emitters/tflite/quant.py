@@ -1,0 +1,54 @@
+"""TFLite rules that keep a QDQ model quantized: an activation's QuantizeLinear/DequantizeLinear
+pair is ``tf.quantization.fake_quant_with_min_max_vars`` and a symmetric int8 weight's
+DequantizeLinear is the dequantized constant under ``fake_quant_with_min_max_vars(_per_channel)``
+(its axis moved last and back). TFLite's converter reads a graph with fake-quant ops as a
+quantization-aware trained model (``codegen.convert`` then enables its optimizations) and
+writes int8 tensors with integer kernels, float I/O kept by a QUANTIZE/DEQUANTIZE at the
+boundary. Any other (de)quantization is the TensorFlow rule's float arithmetic."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from emitters.tensorflow.quant import _quant_check
+from emitters.tensorflow.quant import dequantize_linear as float_dequantize
+from translator.compile.quantized import activation_pair, symmetric_weight
+
+from .registry import rule
+
+#: the feature a generated module records when it holds fake-quant ops
+FAKE_QUANT = "fake_quant"
+
+
+def _f32(x: float) -> str:
+    return repr(float(np.float32(x)))
+
+
+@rule("dequantize_linear", check=_quant_check)
+def dequantize_linear(c: Any) -> list[str]:
+    pair = activation_pair(c.node)
+    if pair is not None:
+        c.cg.features.add(FAKE_QUANT)
+        return [f"{c.o()} = tf.quantization.fake_quant_with_min_max_vars({c.cg.expr(pair.x)}, min={_f32(pair.low)}, "
+                f"max={_f32(pair.high)}, num_bits=8, narrow_range=False)"]
+    w = symmetric_weight(c.node)
+    if w is None or w.axis is not None and not (w.axis == w.values.ndim - 1 or w.values.ndim == 4):
+        # per channel along an axis the converter cannot move a quantized constant from (a
+        # [N, K] matrix along N: its FULLY_CONNECTED takes the transpose of what TensorFlow
+        # writes): the float weight, which the converter leaves float
+        return float_dequantize(c)
+    c.cg.features.add(FAKE_QUANT)
+    r = w.values.ndim
+    if w.axis is None:
+        v = c.weight(w.values, f"{c.node.name}_w")
+        s = float(w.scales[0])
+        return [f"{c.o()} = tf.quantization.fake_quant_with_min_max_vars({v}, min={_f32(-127 * s)}, "
+                f"max={_f32(127 * s)}, num_bits=8, narrow_range=True)"]
+    perm = [i for i in range(r) if i != w.axis] + [w.axis]  # per channel: the channel axis last
+    inv = [int(i) for i in np.argsort(perm)]
+    v = c.weight(np.ascontiguousarray(w.values.transpose(perm)), f"{c.node.name}_w")
+    lo = c.weight((-127.0 * w.scales).astype(np.float32), f"{c.node.name}_min")
+    hi = c.weight((127.0 * w.scales).astype(np.float32), f"{c.node.name}_max")
+    fq = f"tf.quantization.fake_quant_with_min_max_vars_per_channel({v}, {lo}, {hi}, num_bits=8, narrow_range=True)"
+    return [f"{c.o()} = tf.transpose({fq}, {inv})" if perm != list(range(r)) else f"{c.o()} = {fq}"]

@@ -1,0 +1,103 @@
+"""What a quantized model's QDQ form says, read the same way by every writer that keeps it
+quantized (OpenVINO's ``FakeQuantize``, TFLite's fake-quant ops for its int8 converter).
+
+ONNX writes a quantized tensor as ``DequantizeLinear(x_q, scale, zero_point)``: an activation
+as a ``QuantizeLinear``/``DequantizeLinear`` pair around a float value, a weight as a
+``DequantizeLinear`` of an integer constant. Both are read here into the float range of the
+integer grid (``[(q_min - z) s, (q_max - z) s]`` on ``q_max - q_min + 1`` levels), the
+parameters a fake-quantization op takes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.graph import Node, Value
+
+#: the integer range of each 8-bit quantized type
+QRANGE8 = {"uint8": (0, 255), "int8": (-128, 127)}
+
+
+def _scalar(v: Value | None, default: float | None = None) -> float | None:
+    if v is None:
+        return default
+    if not v.is_const or np.asarray(v.const).size != 1:
+        return None
+    return float(np.asarray(v.const).reshape(-1)[0])
+
+
+@dataclass(frozen=True)
+class ActivationRange:
+    """A per-tensor 8-bit QDQ pair: ``x`` (the float value quantized) on ``levels`` levels
+    from ``low`` to ``high``."""
+    x: Value
+    low: float
+    high: float
+    levels: int
+
+
+def activation_pair(node: Node) -> ActivationRange | None:
+    """``node`` (a ``dequantize_linear``) as the second half of an activation's QDQ pair: the
+    quantize of a float32 value, both per tensor with the same constant 8-bit scale and zero
+    point (what computes ``clamp(round(x / s), q_min - z, q_max - z) · s``), else None."""
+    x = node.inputs[0] if node.op == "dequantize_linear" and node.inputs else None
+    q = x.producer if x is not None else None
+    if q is None or q.op != "quantize_linear" or int(q.attrs.get("block_size", 0) or 0) \
+            or int(node.attrs.get("block_size", 0) or 0):
+        return None
+    dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]  # before a target's legalization
+    if dt not in QRANGE8 or q.inputs[0] is None or q.inputs[0].type.dtype != "float32" \
+            or node.outputs[0].type.dtype != "float32":
+        return None
+    s, s2 = _scalar(q.inputs[1]), _scalar(node.inputs[1])
+    z = _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0)
+    z2 = _scalar(node.inputs[2] if len(node.inputs) > 2 else None, 0.0)
+    if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0:  # type: ignore[operator]
+        return None
+    lo, hi = QRANGE8[dt]
+    return ActivationRange(q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1)  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class SymmetricWeight:
+    """An int8 weight constant with zero points 0 and values in [-127, 127]: ``values``
+    (float32, dequantized), per ``axis`` (None: per tensor) ``scales`` (the grid ±127 s)."""
+    values: np.ndarray
+    scales: np.ndarray
+    axis: int | None
+
+
+def symmetric_weight(node: Node) -> SymmetricWeight | None:
+    """``node`` (a ``dequantize_linear``) of an int8 constant, symmetric (zero points 0, no
+    -128: the narrow range integer kernels take), per tensor or along one axis; else None."""
+    if node.op != "dequantize_linear" or not node.inputs or int(node.attrs.get("block_size", 0) or 0):
+        return None
+    x, s = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
+    z = node.inputs[2] if len(node.inputs) > 2 else None
+    stored = (node.meta.get("source_in_dtypes") or [x.type.dtype if x is not None else None])[0]  # before legalization
+    if x is None or not x.is_const or s is None or not s.is_const or z is not None and not z.is_const:
+        return None
+    if stored != "int8":
+        return None
+    q = np.asarray(x.const)
+    if q.dtype.kind not in "iu" or q.size == 0 or q.min() < -127 or q.max() > 127:
+        return None
+    if z is not None and np.any(np.asarray(z.const) != 0):
+        return None
+    scales = np.asarray(s.const, dtype=np.float32).reshape(-1)
+    if not np.all(scales > 0):
+        return None
+    axis = None
+    if scales.size > 1:
+        axis = int(node.attrs.get("axis", 1)) % q.ndim
+        if q.shape[axis] != scales.size:
+            return None
+    shape = [1] * q.ndim
+    if axis is not None:
+        shape[axis] = -1
+    values = (q.astype(np.float32) * scales.reshape(shape)).astype(np.float32)
+    return SymmetricWeight(values, scales, axis)
+
+
+__all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight"]
