@@ -208,8 +208,29 @@ def _dequantize(gen: Gen, node: Node) -> None:
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
         return
+    if node.inputs[0].is_const:  # a quantized weight: stored as its int8/uint8 values, dequantized at load
+        _into_output(gen, node, node.inputs[1].type.dtype, _load_time(gen, node, q), "dq")
+        return
     scale_dt, args, xv = _operand(gen, node, q, to_scale=False)
     _into_output(gen, node, scale_dt, f"mb.dequantize(input={xv}, {args}", "dq")
+
+
+def _load_time(gen: Gen, node: Node, q: str) -> str:
+    """``constexpr_affine_dequantize`` (iOS16+) of a constant: the package stores the 8-bit
+    values (a quarter of the float weight), Core ML dequantizes them when it loads the model."""
+    x = node.inputs[0]
+    data = np.asarray(const_of(x)).astype(np.dtype(q))
+    scale = np.asarray(const_of(node.inputs[1])).astype(np.dtype(node.inputs[1].type.dtype))
+    zp_v = node.inputs[2] if len(node.inputs) > 2 else None
+    zp = np.zeros(scale.shape, np.dtype(q)) if zp_v is None else np.asarray(const_of(zp_v)).astype(np.dtype(q))
+    axis = 0
+    if scale.size == 1 and zp.size == 1:
+        scale, zp = scale.reshape(()), zp.reshape(())
+    else:
+        axis = _axis_in(int(gen.attr(node, "axis")), x.type.rank) or 0
+        scale, zp = scale.reshape(-1), np.broadcast_to(zp.reshape(-1), scale.reshape(-1).shape).copy()
+    return (f"mb.constexpr_affine_dequantize(quantized_data={gen.const(node, 'q', data)}, "
+            f"zero_point={gen.const(node, 'zp', zp)}, scale={gen.const(node, 'scale', scale)}, axis={lit(axis)}")
 
 
 @rule("dynamic_quantize_linear", check=lambda n: None if n.inputs[0].type.dtype == "float32" and n.inputs[0].type.rank
