@@ -398,6 +398,11 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
             was = list(p.meta.get("source_dtypes") or [o.type.dtype for o in p.outputs])
             was[p.outputs.index(v)] = source[k]
             p.meta["source_dtypes"] = was
+    given = dict(zip((id(v) for v in node.inputs if v is not None),
+                     (d for v, d in zip(node.inputs, node.meta.get("source_in_dtypes") or []) if v is not None)))
+    for p in inserted:  # a step reading the op's own inputs reads them in their model dtypes too
+        if given and any(v is not None and id(v) in given for v in p.inputs):
+            p.meta["source_in_dtypes"] = [given.get(id(v), v.type.dtype) if v is not None else None for v in p.inputs]
     graph.replace_node(node, results)
     return inserted
 
