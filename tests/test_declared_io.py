@@ -153,9 +153,10 @@ def test_a_declared_output_rank_the_computation_contradicts_gives_way(target, tm
 
 def test_a_rank_decided_at_run_time_is_settled_by_fixing_the_dims(tmp_path):
     """pyannote's segmentation model: If(channels == 1) keeps x [B, C, T] (rank 3), else
-    averages the channels (rank 2); a 1-D MaxPool follows. The rank is unknown while C is
-    symbolic: TensorFlow refuses with dynamic_shape, so the check fixes the dims (C=1 folds
-    the If) and says so."""
+    averages the channels (rank 2); a Flatten follows (both ranks run: with a 1-D pool the
+    rank-2 branch could not, and that branch would be inlined instead). The rank is unknown
+    while C is symbolic: TensorFlow refuses with dynamic_shape, so the check fixes the dims
+    (C=1 folds the If) and says so."""
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
@@ -167,7 +168,7 @@ def test_a_rank_decided_at_run_time_is_settled_by_fixing_the_dims(tmp_path):
     nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "one"], ["c"], axis=0),
              h.make_node("Equal", ["c", "one"], ["mono"]),
              h.make_node("If", ["mono"], ["m"], then_branch=then, else_branch=other),
-             h.make_node("MaxPool", ["m"], ["y"], kernel_shape=[3], strides=[3])]
+             h.make_node("Flatten", ["m"], ["y"], axis=1)]
     src = _model(tmp_path / "m.onnx", nodes, [_vi("x", ["B", "C", "T"])], [_vi("y", None, T.FLOAT)],
                  [nh.from_array(np.asarray(1, np.int64), "one")])
     feeds = tmp_path / "x.npz"

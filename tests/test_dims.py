@@ -164,10 +164,11 @@ def test_report_judges_at_the_sizes_convert_fixes(tmp_path):
 
 
 def _channel_if(path: Path) -> Path:
-    """``if x.shape[1] == 1: x = x.squeeze(1).unsqueeze(1) else: x = x[None]`` then a max pool
-    (pyannote's mono check, as torch.onnx writes it): the branches differ in rank, so no
-    target can type the pool while the channel count is symbolic; the batch and the length
-    do not matter to it."""
+    """``if x.shape[1] == 1: x = x.squeeze(1).unsqueeze(1) else: x = x[None]`` then a transpose
+    without ``perm`` (pyannote's mono check, as torch.onnx writes it): the branches differ in
+    rank and both run (a transpose takes any rank; a 1-D pool would not, and the model would
+    then run only at C = 1), so no target that needs the rank can type it while the channel
+    count is symbolic; the batch and the length do not matter to it."""
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
@@ -183,7 +184,7 @@ def _channel_if(path: Path) -> Path:
     nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "one"], ["c"], axis=0),
              h.make_node("Equal", ["c", "one"], ["mono"]),
              h.make_node("If", ["mono"], ["m"], then_branch=then, else_branch=other),
-             h.make_node("MaxPool", ["m"], ["y"], kernel_shape=[2], strides=[2])]
+             h.make_node("Transpose", ["m"], ["y"])]
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["B", "C", "T"])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], [one, ax1, ax0])
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))

@@ -161,7 +161,8 @@ def test_a_dim_the_model_runs_at_only_at_one_is_checked_there_and_kept(target, t
     If on ``C == 1`` (a Conv1d; else a batched conv over C through rank-4 reshapes the 1-D
     pooling after it cannot take). The model runs only at C = 1: the check holds C at 1
     (checking C = 3 would only prove the source fails) and keeps B, C and T symbolic; the
-    convolution learns its input channels from its weight (TFLite's Conv2D needs them)."""
+    convolution learns its input channels from its weight (TFLite's Conv2D needs them).
+    ``runnable_sizes`` finds C = 1 by itself (with T given it takes a few reference runs)."""
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
@@ -183,7 +184,8 @@ def test_a_dim_the_model_runs_at_only_at_one_is_checked_there_and_kept(target, t
              nh.from_array(np.array([-1, 1, 0], np.int64), "flat"), nh.from_array(np.array([0, -1, 4, 0], np.int64), "four")]
     g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["B", "C", "T"])],
                      [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
-    rec = _checked_keeping_dims(g, target, tmp_path)
+    rec = _checked_keeping_dims(g, target, tmp_path, check_dims={"T": (16, 24)})  # the audio length, as for pyannote
+    assert rec["check"]["sizes"] == [{"B": 1, "C": 1, "T": 16}, {"B": 3, "C": 1, "T": 24}], rec["check"]
     assert any("ill-typed" in w for w in rec["warnings"]), rec
 
 

@@ -158,7 +158,7 @@ COMPLEX_READERS = frozenset({"SQUEEZE", "RESHAPE", "CAST", "COMPLEX_ABS", "REAL"
 
 
 def is_complex(ctx: Any, i: int) -> bool:
-    return i >= 0 and ctx.np_dtype(i).kind == "c"
+    return i >= 0 and ctx.type_names.get(ctx.tensor(i).type) in ("COMPLEX64", "COMPLEX128")
 
 
 def _part(ctx: Any, x: Value, k: int) -> Value:
