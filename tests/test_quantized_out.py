@@ -19,7 +19,7 @@ import pytest
 
 
 
-def _qdq_cnn(path, per_channel: bool):
+def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
@@ -51,8 +51,8 @@ def _qdq_cnn(path, per_channel: bool):
         def get_next(self):  # noqa: ANN201
             return self.left.pop() if self.left else None
 
-    quantize_static(str(fp), str(path), Data(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, per_channel=per_channel)
+    quantize_static(str(fp), str(path), Data(), quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
     return path
 
 
@@ -90,13 +90,16 @@ def test_a_qdq_model_runs_integer_kernels_on_openvino(per_channel, tmp_path):
     assert prec and all(p in ("u8", "i8") for _, p in prec), prec
 
 
-@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-def test_a_qdq_model_is_an_int8_tflite_model(per_channel, tmp_path):
+@pytest.mark.parametrize("per_channel, operators", [(False, False), (True, False), (False, True)],
+                         ids=["per_tensor", "per_channel", "qoperator"])
+def test_a_qdq_model_is_an_int8_tflite_model(per_channel, operators, tmp_path):
+    """The QOperator form too (QLinearConv, QLinearGlobalAveragePool, com.microsoft QGemm, a
+    Flatten of the int8 tensor between two of them): read into the same QDQ form."""
     import tensorflow as tf
 
     import opbridge
 
-    src = _qdq_cnn(tmp_path / "qdq.onnx", per_channel)
+    src = _qdq_cnn(tmp_path / "qdq.onnx", per_channel, operators)
     res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "q.tflite"))
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec

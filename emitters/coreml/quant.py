@@ -55,13 +55,13 @@ def _axis_in(a: int, rank: int) -> int | None:
 
 
 def _qdtype(node: Node) -> str | None:
-    """The quantized dtype: noted before legalization, else (a quantize_linear a decomposition
-    wrote after it) the model dtype of its output, else the value's own."""
+    """The quantized dtype: noted before legalization, else (a quantize/dequantize a
+    decomposition wrote after it) the model dtype of its output / input, else the value's own."""
     if "coreml_qdtype" in node.meta:
         return node.meta["coreml_qdtype"]
     if node.op == "quantize_linear":
         return (node.meta.get("source_dtypes") or [None])[0] or node.outputs[0].type.dtype
-    return node.inputs[0].type.dtype
+    return (node.meta.get("source_in_dtypes") or [None])[0] or node.inputs[0].type.dtype  # a decomposition's step
 
 
 def _quant_plan(node: Node) -> str | Refusal:

@@ -68,7 +68,8 @@ def _dequantize(g: "Gen", node: Node) -> None:
     if pair is not None:  # an activation's quantize-dequantize pair: one FakeQuantize, which the CPU
         # plugin's low-precision transformations run as integer kernels (with the int8 weights)
         low, high = g.const(np.float32(pair.low), "float32"), g.const(np.float32(pair.high), "float32")
-        g.out(0, f"ops.fake_quantize({g.var_of(pair.x)}, {low}, {high}, {low}, {high}, {pair.levels})")
+        fq = f"ops.fake_quantize({g.var_of(pair.x)}, {low}, {high}, {low}, {high}, {pair.levels})"
+        g.out(0, fq if pair.shape is None else f"ops.reshape({fq}, {i64(g, list(pair.shape))}, False)")
         return
     axis, r, block = int(g.a("axis")), g.t(0).rank, int(g.a("block_size", 0))
     out_t = g.ty(g.out_dtype(0))

@@ -30,8 +30,9 @@ def dequantize_linear(c: Any) -> list[str]:
     pair = activation_pair(c.node)
     if pair is not None:
         c.cg.features.add(FAKE_QUANT)
-        return [f"{c.o()} = tf.quantization.fake_quant_with_min_max_vars({c.cg.expr(pair.x)}, min={_f32(pair.low)}, "
-                f"max={_f32(pair.high)}, num_bits=8, narrow_range=False)"]
+        fq = (f"tf.quantization.fake_quant_with_min_max_vars({c.cg.expr(pair.x)}, min={_f32(pair.low)}, "
+              f"max={_f32(pair.high)}, num_bits=8, narrow_range=False)")
+        return [f"{c.o()} = {fq}" if pair.shape is None else f"{c.o()} = tf.reshape({fq}, {list(pair.shape)})"]
     w = symmetric_weight(c.node)
     if w is None or w.axis is not None and not (w.axis == w.values.ndim - 1 or w.values.ndim == 4):
         # per channel along an axis the converter cannot move a quantized constant from (a

@@ -30,19 +30,32 @@ def _scalar(v: Value | None, default: float | None = None) -> float | None:
 @dataclass(frozen=True)
 class ActivationRange:
     """A per-tensor 8-bit QDQ pair: ``x`` (the float value quantized) on ``levels`` levels
-    from ``low`` to ``high``."""
+    from ``low`` to ``high``; ``shape``: the static shape the quantized values were reshaped
+    to between the two (a QOperator model flattens its pooled int8 tensor), else None."""
     x: Value
     low: float
     high: float
     levels: int
+    shape: tuple[int, ...] | None = None
+
+
+#: ops that only reshape (row-major order kept) and commute with per-tensor quantization
+_RESHAPES = ("reshape", "flatten", "squeeze", "unsqueeze")
 
 
 def activation_pair(node: Node) -> ActivationRange | None:
-    """``node`` (a ``dequantize_linear``) as the second half of an activation's QDQ pair: the
-    quantize of a float32 value, both per tensor with the same constant 8-bit scale and zero
+    """``node`` (a ``dequantize_linear``) as the second half of an activation's QDQ pair (the
+    quantized values maybe reshaped between the two): the quantize of a float32 value, both per tensor with the same constant 8-bit scale and zero
     point (what computes ``clamp(round(x / s), q_min - z, q_max - z) · s``), else None."""
     x = node.inputs[0] if node.op == "dequantize_linear" and node.inputs else None
     q = x.producer if x is not None else None
+    shape = None
+    while q is not None and q.op in _RESHAPES and q.inputs and q.inputs[0] is not None:
+        if shape is None:
+            shape = x.type.shape if x.type.shape is not None and all(isinstance(d, int) for d in x.type.shape) else ()
+        q = q.inputs[0].producer
+    if shape == ():  # reshaped to a shape not known statically: not rewritten
+        return None
     if q is None or q.op != "quantize_linear" or int(q.attrs.get("block_size", 0) or 0) \
             or int(node.attrs.get("block_size", 0) or 0):
         return None
@@ -56,7 +69,8 @@ def activation_pair(node: Node) -> ActivationRange | None:
     if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0:  # type: ignore[operator]
         return None
     lo, hi = QRANGE8[dt]
-    return ActivationRange(q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1)  # type: ignore[operator]
+    return ActivationRange(q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1,  # type: ignore[operator]
+                           tuple(int(d) for d in shape) if shape else None)
 
 
 @dataclass(frozen=True)
