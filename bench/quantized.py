@@ -236,9 +236,12 @@ def _convert(src: str, target: str, out: Path, inputs: str | None, check: bool =
 
 
 def _steps(rec: dict[str, Any]) -> str:
-    notes = " ".join((rec.get("check") or {}).get("notes") or [])
-    m = re.search(r"(\d+) of (\d+) values exact \(([\d.]+)%\)", notes)
-    return f"≤1 step, {m.group(3)}% exact" if m else "exact"
+    """The check of a quantized output in quantization steps (max, share of exact values)."""
+    q = [o["quantization"] for o in (rec.get("check") or {}).get("outputs") or [] if o.get("quantization")]
+    if not q:
+        return "checked"
+    worst, exact = max(x["max_steps"] for x in q), min(x["exact_share"] for x in q)
+    return f"max {worst:.2f} steps, {100 * exact:.2f}% exact"
 
 
 def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None) -> list[dict[str, Any]]:

@@ -103,6 +103,8 @@ def test_a_qdq_model_is_an_int8_tflite_model(per_channel, operators, tmp_path):
     res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "q.tflite"))
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    (out,) = rec["check"]["outputs"]  # measured in steps of the output's quantization
+    assert out["quantization"]["max_steps"] <= 1.0 and 0.0 < out["quantization"]["exact_share"] <= 1.0, out
     flt = opbridge.convert(str(tmp_path / "float.onnx"), to="tflite", out=str(tmp_path / "f.tflite"), check=False)
     assert flt["targets"][0]["status"] == "ok"
     ratio = (tmp_path / "q.tflite").stat().st_size / (tmp_path / "f.tflite").stat().st_size

@@ -151,6 +151,9 @@ class OutputReport:
     diff: Diff
     #: the same output against onnxruntime on the original ONNX file (when it runs there)
     vs_source: Diff | None = None
+    #: an output a per-tensor DequantizeLinear computes: its step, and against the source
+    #: runtime (else the reference) the largest error in steps and the share of exact values
+    quantization: dict[str, float] | None = None
 
 
 @dataclass
@@ -442,14 +445,19 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
                 d = compare_output(e, g, tol_i, port.legal)
                 vs = compare_source(src_model, name, src[i], g, tol_i, port.legal) \
                     if src is not None and src[i] is not None else None
-                rep.outputs.append(OutputReport(name, d, vs))
-                if i in steps and tol_i["atol"] >= steps[i] and (not compare_output(e, g, tol, port.legal).ok or (
-                        vs is not None and not compare_source(src_model, name, src[i], g, tol, port.legal).ok)):
+                quant = None
+                if i in steps and np.shape(g) == np.shape(e):
                     ref = np.asarray(src[i] if src is not None and src[i] is not None else e, dtype=np.float64)
-                    off = np.abs(np.asarray(g, dtype=np.float64) - ref) > steps[i] / 2
+                    err = np.abs(np.asarray(g, dtype=np.float64) - ref) / steps[i]
+                    off = err > 0.5
+                    quant = {"step": steps[i], "max_steps": round(float(err.max()) if err.size else 0.0, 3),
+                             "exact_share": round(1.0 - float(off.mean()) if off.size else 1.0, 5)}
+                rep.outputs.append(OutputReport(name, d, vs, quant))
+                if quant is not None and tol_i["atol"] >= steps[i] and (not compare_output(e, g, tol, port.legal).ok or (
+                        vs is not None and not compare_source(src_model, name, src[i], g, tol, port.legal).ok)):
                     rep.notes.append(f"output {name!r}: within one quantization step ({steps[i]:.3g}); "
-                                     f"{ref.size - int(off.sum())} of {ref.size} values exact "
-                                     f"({100.0 * (1 - off.mean()):.2f}%): integer kernels round their own way")
+                                     f"{100.0 * quant['exact_share']:.2f}% of {np.size(g)} values exact: "
+                                     "integer kernels round their own way")
                 elif tol_i is not tol and (not compare_output(e, g, tol, port.legal).ok
                                            or (vs is not None and not compare_source(src_model, name, src[i], g, tol,
                                                                                      port.legal).ok)):
@@ -654,7 +662,8 @@ def report_json(res: dict[str, Any]) -> dict[str, Any]:
                          "reason": o.diff.reason or (o.diff.verdict if o.diff.legalized else ""),
                          "legalized": o.diff.legalized,
                          **({"vs_source": {"ok": o.vs_source.ok, "max_abs": o.vs_source.max_abs, "max_rel": o.vs_source.max_rel,
-                                           "max_ulp": o.vs_source.max_ulp}} if o.vs_source is not None else {})}
+                                           "max_ulp": o.vs_source.max_ulp}} if o.vs_source is not None else {}),
+                         **({"quantization": o.quantization} if o.quantization is not None else {})}
                         for o in r.outputs]})
     return out
 
