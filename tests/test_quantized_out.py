@@ -134,3 +134,31 @@ def test_a_qdq_model_keeps_int8_weights_on_core_ml(per_channel, tmp_path):
     blob = "model.mlpackage/Data/com.apple.CoreML/weights/weight.bin"  # the program text aside (ops, not weights)
     ratio = (tmp_path / "q" / blob).stat().st_size / (tmp_path / "f" / blob).stat().st_size
     assert ratio <= 0.3, ratio
+
+
+def test_a_qdq_model_keeps_int8_weights_on_pytorch_dequantized_once(tmp_path):
+    """PyTorch: the int8 weights are the module's (persistent) buffers; ``_prepare`` dequantizes
+    them once when they load (a hook on ``load_state_dict``) into non-persistent buffers, so
+    ``forward`` does no work on constants; ``torch.export`` takes the module as written."""
+    import importlib.util
+
+    import torch
+
+    import opbridge
+
+    src = _qdq_cnn(tmp_path / "qdq.onnx", True)
+    res = opbridge.convert(str(src), to="pytorch", out=str(tmp_path / "pt"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    text = (tmp_path / "pt" / "model.py").read_text()
+    forward = text[text.index("def forward("):text.index("\ndef load(")]
+    assert "_quantized" not in forward and text.count("persistent=False") == 6, forward  # 3 weights, 3 biases
+    spec = importlib.util.spec_from_file_location("qmodel", tmp_path / "pt" / "model.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m = mod.load()
+    assert {k: v.dtype for k, v in m.state_dict().items() if k.endswith("_quantized") and k.startswith("w")} == {
+        "w1_quantized": torch.int8, "w2_quantized": torch.int8, "wf_quantized": torch.int8}
+    x = torch.randn(1, 3, 32, 32)
+    ep = torch.export.export(m, (x,))
+    torch.testing.assert_close(ep.module()(x)[0], m(x)[0])

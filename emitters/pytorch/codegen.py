@@ -148,6 +148,10 @@ class Codegen:
         #: node name → why a rule could not write it (reported to the pipeline together)
         self.refused: dict[str, Refusal] = {}
         self._module_attrs = _module_attrs()
+        #: what ``_prepare`` computes once when the weights load (a quantized weight dequantized):
+        #: its lines, and the non-persistent buffers it fills (name, shape, dtype)
+        self.prepare = _Scope(None, "")
+        self.prepared: list[tuple[str, list[int], str]] = []
 
     # ------------------------------------------------------------------ names
     def fresh(self, base: str) -> str:
@@ -207,9 +211,29 @@ class Codegen:
         self.scope.lines.append(self.scope.indent + line)
 
     # ------------------------------------------------------------------ graphs
-    def graph_body(self, g: Graph) -> None:
+    def graph_body(self, g: Graph, top: bool = False) -> None:
         for node in g.nodes:
+            if top and _load_time(node, g):
+                self.prepared_node(node)
+            else:
+                self.node(node)
+
+    def prepared_node(self, node: Node) -> None:
+        """``node`` computed once in ``_prepare`` into a buffer that ``forward`` reads."""
+        main, self.scope = self.scope, self.prepare
+        self.prepare.used.taken.update(main.used.taken)
+        try:
             self.node(node)
+            for v in node.outputs:
+                local = self.prepare.lookup(v)
+                if local is None:
+                    continue
+                attr = self.buffer_names.take(ident(f"{v.name}_prepared", prefix="c"))
+                self.prepare.lines.append(f"self.{attr} = {local}")
+                self.prepared.append((attr, [int(d) for d in v.type.shape], self.dtype_name(v.type.dtype)))
+                main.names[id(v)] = f"self.{attr}"
+        finally:
+            self.scope = main
 
     def subgraph(self, g: Graph, base: str) -> str:
         """Emit ``g`` as a nested function (inputs → tuple of outputs); returns its name."""
@@ -262,6 +286,16 @@ class Codegen:
         else:
             for line in code:
                 self.emit(line)
+
+
+def _load_time(node: Node, g: Graph) -> bool:
+    """A quantized weight's dequantization (every input a constant, a static float result that
+    is not a graph output): computed once when the weights load, not on every ``forward``."""
+    return (node.op == "dequantize_linear" and not any(True for _ in node.subgraphs())
+            and all(v is None or v.is_const for v in node.inputs) and len(node.outputs) == 1
+            and node.outputs[0].type.shape is not None and all(isinstance(d, int) for d in node.outputs[0].type.shape)
+            and node.outputs[0].type.dtype in ("float32", "float16", "bfloat16", "float64")
+            and not any(o is node.outputs[0] for o in g.outputs))
 
 
 def _refusal(exc: Unsupported) -> Refusal:
@@ -382,7 +416,7 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
     # parameter names: one rule set for every backend (translator/ir/names.py)
     io = io_names(NAME, [v.name for v in g.inputs], [v.name for v in g.outputs], extra_reserved=_RESERVED)
     params = [cg.bind(v, name) for v, name in zip(g.inputs, io.inputs)]
-    cg.graph_body(g)
+    cg.graph_body(g, top=True)
     if cg.refused:
         raise Rejected(cg.refused)
     returns = [cg.ref(v) for v in g.outputs]
@@ -408,6 +442,8 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                     helpers=code_lines(helper_source(h) for h in cg.helpers),
                     buffers=buffers, input_names=code_lines(params), output_names=list(io.outputs),
                     body=code_lines(free_dead_locals(cg.scope.lines, set(params) | set(returns))),
+                    prepared=[{"name": n, "shape": sh, "dtype": dt} for n, sh, dt in cg.prepared],
+                    prepare=code_lines(cg.prepare.lines),
                     returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
