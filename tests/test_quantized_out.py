@@ -162,3 +162,40 @@ def test_a_qdq_model_keeps_int8_weights_on_pytorch_dequantized_once(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     ep = torch.export.export(m, (x,))
     torch.testing.assert_close(ep.module()(x)[0], m(x)[0])
+
+
+def test_float_quantization_on_tflite_and_the_fallback_when_int8_fails_the_check(tmp_path, monkeypatch):
+    """``--float-quantization`` writes the QDQ arithmetic in float ops (no int8 kernel); and when
+    the int8 model fails the check (integer kernels requantize every layer their own way: a
+    transformer's logits stray past the tolerance), convert writes that form instead and says so."""
+    import tensorflow as tf
+
+    import opbridge
+    from translator.run import convert as conv_mod
+
+    src = _qdq_cnn(tmp_path / "qdq.onnx", False)
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "f.tflite"), options={"float_quantization": True})
+    assert res["targets"][0]["status"] == "ok", res
+
+    def int8_ops(path) -> int:
+        it = tf.lite.Interpreter(str(path))
+        types = {t["index"]: t["dtype"] for t in it.get_tensor_details()}
+        return sum(1 for o in it._get_ops_details() if o["op_name"] == "CONV_2D" and types[o["inputs"][0]] == np.int8)
+
+    assert int8_ops(tmp_path / "f.tflite") == 0
+    real = conv_mod._check_at_sizes
+    seen = []
+
+    def failing_int8(build, t, feeds, rec, artifact, *rest):
+        b = real(build, t, feeds, rec, artifact, *rest)
+        seen.append(artifact.options.get("features"))
+        if artifact.options.get("features"):  # as if the int8 kernels had strayed
+            b = {**b, "status": "fail"}
+        return b
+
+    monkeypatch.setattr(conv_mod, "_check_at_sizes", failing_int8)
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "q.tflite"))
+    (rec,) = res["targets"]
+    assert seen == [["fake_quant"], None] and rec["status"] == "ok", (seen, rec)
+    assert any("--float-quantization" in w for w in rec["warnings"]), rec["warnings"]
+    assert int8_ops(tmp_path / "q.tflite") == 0

@@ -218,6 +218,8 @@ class Codegen:
         self.names = Namer()
         #: what a backend's rules asked of its converter (TFLite's ``fake_quant``: int8 kernels)
         self.features: set[str] = set()
+        #: the compilation's options (a backend's rules read their own)
+        self.options: dict[str, Any] = {}
         self.weights: dict[str, np.ndarray] = {}
         self.weight_of: dict[int, str] = {}
         self.init: list[str] = []
@@ -371,6 +373,7 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
     rep = ctx.layout
     transposes, layout = (rep.transposes, rep.as_dict()) if rep is not None else (0, {})
     cg = Codegen(backend, tables, ctx.legal, ctx.target.columns)
+    cg.options = dict(ctx.options or {})
     # signature names: one rule set for every backend (translator/ir/names.py); TensorFlow
     # lowercases argument names, so ``x`` and ``X`` must differ in more than case
     io = io_names(backend, [v.name for v in g.inputs], out_names, extra_reserved=RESERVED)

@@ -4,7 +4,9 @@ DequantizeLinear is the dequantized constant under ``fake_quant_with_min_max_var
 (its axis moved last and back). TFLite's converter reads a graph with fake-quant ops as a
 quantization-aware trained model (``codegen.convert`` then enables its optimizations) and
 writes int8 tensors with integer kernels, float I/O kept by a QUANTIZE/DEQUANTIZE at the
-boundary. Any other (de)quantization is the TensorFlow rule's float arithmetic."""
+boundary. Any other (de)quantization is the TensorFlow rule's float arithmetic, and all of
+it with ``--float-quantization`` (what convert falls back to when the int8 model fails the
+check: integer kernels requantize every layer their own way)."""
 from __future__ import annotations
 
 from typing import Any
@@ -27,6 +29,8 @@ def _f32(x: float) -> str:
 
 @rule("dequantize_linear", check=_quant_check)
 def dequantize_linear(c: Any) -> list[str]:
+    if c.cg.options.get("float_quantization"):
+        return float_dequantize(c)
     pair = activation_pair(c.node)
     if pair is not None:
         c.cg.features.add(FAKE_QUANT)
@@ -34,10 +38,11 @@ def dequantize_linear(c: Any) -> list[str]:
               f"max={_f32(pair.high)}, num_bits=8, narrow_range=False)")
         return [f"{c.o()} = {fq}" if pair.shape is None else f"{c.o()} = tf.reshape({fq}, {list(pair.shape)})"]
     w = symmetric_weight(c.node)
-    if w is None or w.axis is not None and not (w.axis == w.values.ndim - 1 or w.values.ndim == 4):
-        # per channel along an axis the converter cannot move a quantized constant from (a
-        # [N, K] matrix along N: its FULLY_CONNECTED takes the transpose of what TensorFlow
-        # writes): the float weight, which the converter leaves float
+    if w is None or w.axis is not None and not (w.values.ndim == 4 and w.axis == 0 and all(
+            n.op == "conv" and k == 1 for n, k in c.node.outputs[0].uses)):
+        # per channel only as a convolution's filter along its output channels: the converter
+        # cannot transpose a per-axis quantized constant (a matmul or fully connected weight,
+        # which TensorFlow's form transposes): the float weight, which the converter leaves float
         return float_dequantize(c)
     c.cg.features.add(FAKE_QUANT)
     r = w.values.ndim

@@ -44,11 +44,16 @@ ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
                              "(the Flex delegate must then be linked to run the model)",
                              action="store_true", default=False)
 
+FLOAT_QUANTIZATION = Option("--float-quantization", "float_quantization",
+                            "a quantized (QDQ) model's arithmetic in float ops instead of int8 kernels "
+                            "(exact against the float evaluation; convert falls back to it when the "
+                            "int8 model fails the check)", action="store_true", default=False)
+
 #: TensorFlow's target (its layout, folding and node check: the same generated module), converted
 TARGET = dataclasses.replace(
     tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime),
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
-    prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS),
+    prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION),
     doc="a .tflite flatbuffer (builtin ops; select TF ops only with --allow-select-tf-ops), "
         "converted from the generated TensorFlow module",
 )
