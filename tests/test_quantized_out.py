@@ -199,3 +199,49 @@ def test_float_quantization_on_tflite_and_the_fallback_when_int8_fails_the_check
     assert seen == [["fake_quant"], None] and rec["status"] == "ok", (seen, rec)
     assert any("--float-quantization" in w for w in rec["warnings"]), rec["warnings"]
     assert int8_ops(tmp_path / "q.tflite") == 0
+
+
+@pytest.mark.parametrize("target", ["openvino", "pytorch", "tflite"])
+def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_path):
+    """QOperator form with a grouped QLinearConv (OpenVINO read its weight shape from the wrong
+    input) and com.microsoft QLinearAdd / QLinearGlobalAveragePool, whose shapes ONNX's own
+    inference does not know (inferred here, so what follows them has a rank)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    import opbridge
+
+    rng = np.random.default_rng(0)
+
+    def w(name, *s):
+        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
+        t.name = name
+        return t
+
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["r1", "wd", "bd"], ["c2"], pads=[1, 1, 1, 1], group=8), h.make_node("Relu", ["c2"], ["r2"]),
+             h.make_node("Add", ["r1", "r2"], ["s"]), h.make_node("GlobalAveragePool", ["s"], ["p"]),
+             h.make_node("Flatten", ["p"], ["f"]), h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("wd", 8, 1, 3, 3), w("bd", 8), w("wf", 5, 8), w("bf", 5)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 5])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+
+    class Data(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = [{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(4)]
+
+        def get_next(self):  # noqa: ANN201
+            return self.left.pop() if self.left else None
+
+    quantize_static(str(fp), str(src), Data(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    ops = {n.op_type for n in onnx.load(str(src)).graph.node}
+    assert {"QLinearConv", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops, ops
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec

@@ -47,9 +47,9 @@ def static_w(node: Node) -> Refusal | None:
     return None
 
 
-def _grouped(g: "Gen", w: str, group: int) -> str:
-    """Weights [O, I/G, *K] → [G, O/G, I/G, *K] (OpenVINO's grouped filter layout)."""
-    shape = list(g.t(1).shape or ())
+def _grouped(g: "Gen", w: str, group: int, wi: int = 1) -> str:
+    """Weights [O, I/G, *K] (input ``wi``'s shape) → [G, O/G, I/G, *K] (OpenVINO's grouped filter layout)."""
+    shape = list(g.t(wi).shape or ())
     return g.let(f"ops.reshape({w}, {i64(g, [group, -1] + shape[1:])}, False)")
 
 
@@ -76,14 +76,15 @@ def _gemm(g: "Gen", node: Node) -> None:
 
 
 # ----------------------------------------------------------------------------- convolution
-def convolve(g: "Gen", x: str, w: str) -> str:
-    """The node's convolution of ``x`` by ``w`` (weights shaped like input 1), grouped if asked."""
-    n = g.rank(1) - 2
+def convolve(g: "Gen", x: str, w: str, wi: int = 1) -> str:
+    """The node's convolution of ``x`` by ``w`` (weights shaped like input ``wi``: 1 for Conv
+    and ConvInteger, 3 for QLinearConv), grouped if asked."""
+    n = g.rank(wi) - 2
     strides, dilations, pb, pe, auto = _window(g, n)
     group = int(g.a("group"))
     if group == 1:
         return g.let(f"ops.convolution({x}, {w}, {_args(g, strides, pb, pe, dilations, auto)})")
-    return g.let(f"ops.group_convolution({x}, {_grouped(g, w, group)}, {_args(g, strides, pb, pe, dilations, auto)})")
+    return g.let(f"ops.group_convolution({x}, {_grouped(g, w, group, wi)}, {_args(g, strides, pb, pe, dilations, auto)})")
 
 
 @rule("conv", check=static_w)

@@ -155,7 +155,7 @@ def _qlinear_conv(g: "Gen", node: Node) -> None:
     x = g.let(f"ops.multiply({_centered(g, 0, 2, 1)}, {_f32(g, g.x(1))})")
     wscale = _along(g, _f32(g, g.x(4)), 4, 0, g.t(3).rank)
     w = g.let(f"ops.multiply({_centered(g, 3, 5, 0)}, {wscale})")
-    y = convolve(g, x, w)
+    y = convolve(g, x, w, 3)
     n = g.rank(3) - 2
     if g.x(8) is not None:
         b = g.let(f"ops.multiply(ops.multiply({_f32(g, g.x(8))}, {_f32(g, g.x(1))}), "

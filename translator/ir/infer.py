@@ -169,6 +169,30 @@ def _quantize_linear(n: Node) -> list:
     return [n.inputs[0].type.shape]
 
 
+@shape_rule("qlinear_add", "qlinear_mul")
+def _qlinear_binary(n: Node) -> list:
+    """onnxruntime's QLinearAdd/QLinearMul: A (input 0) and B (input 3) broadcast."""
+    a = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
+    b = n.inputs[3].type.shape if len(n.inputs) > 3 and n.inputs[3] is not None else None
+    return [None] if a is None or b is None else [broadcast_shapes(tuple(a), tuple(b), n)]
+
+
+@shape_rule("qlinear_sigmoid", "qlinear_leaky_relu")
+def _qlinear_unary(n: Node) -> list:
+    return [n.inputs[0].type.shape]
+
+
+@shape_rule("qlinear_global_average_pool")
+def _qlinear_global_pool(n: Node) -> list:
+    """Every spatial axis pooled to 1: NCHW, or NHWC with ``channels_last``."""
+    s = n.inputs[0].type.shape
+    if s is None or len(s) < 3:
+        return [None]
+    if int(n.attrs.get("channels_last", 0) or 0):
+        return [(s[0],) + (1,) * (len(s) - 2) + (s[-1],)]
+    return [tuple(s[:2]) + (1,) * (len(s) - 2)]
+
+
 @shape_rule("dynamic_quantize_linear")
 def _dynamic_quantize_linear(n: Node) -> list:
     """y has x's shape; its scale and zero point are scalars."""
@@ -452,14 +476,14 @@ def _spatial_out(size: Any, k: Any, stride: int, dil: int, pad: int, ceil: bool 
     return (-(-num // stride) if ceil else num // stride) + 1
 
 
-@shape_rule("conv", "max_pool", "average_pool", "lp_pool")
+@shape_rule("conv", "max_pool", "average_pool", "lp_pool", "qlinear_conv", "conv_integer")
 def _conv(n: Node) -> list:
     x = n.inputs[0].type.shape
     if x is None:
         return [None] * len(n.outputs)
     sp = len(x) - 2
-    if n.op == "conv":
-        w = n.inputs[1].type.shape
+    if n.op in ("conv", "qlinear_conv", "conv_integer"):
+        w = n.inputs[3 if n.op == "qlinear_conv" else 1].type.shape
         if w is None:
             return [None]
         kernel, channels = list(w[2:]), w[0]
