@@ -571,3 +571,27 @@ def test_a_squeeze_without_axes_read_only_by_a_reshape_keeps_a_static_rank(targe
                      [h.make_tensor_value_info("y", T.FLOAT, None)],
                      [nh.from_array(np.array([4, -1], np.int64), "four")])
     _checked_keeping_dims(g, target, tmp_path, check_dims={"N": (4, 8)})
+
+
+def test_slice_bounds_of_int64_min_and_max_are_written_as_the_ends_on_pytorch(tmp_path):
+    """torch.onnx writes ``x[..., :-2]`` as a Slice from INT64_MIN (smart-turn v3); the PyTorch
+    module writes the bound as the start itself (torch warns "Truncating the start/stop/step
+    of slice" on every call otherwise), and an end of INT64_MIN as an empty slice."""
+    import warnings
+
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    lo = np.iinfo(np.int64).min
+    nodes = [h.make_node("Slice", ["x", "s", "e", "a"], ["y"]), h.make_node("Slice", ["x", "s2", "e2", "a"], ["z"])]
+    inits = [nh.from_array(np.array([lo], np.int64), "s"), nh.from_array(np.array([-2], np.int64), "e"),
+             nh.from_array(np.array([1], np.int64), "a"), nh.from_array(np.array([1], np.int64), "s2"),
+             nh.from_array(np.array([lo], np.int64), "e2")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", "T"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, None)], inits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _checked_keeping_dims(g, "pytorch", tmp_path, check_dims={"T": (6, 9)})
+    text = (tmp_path / "out" / "model.py").read_text()
+    assert str(lo) not in text, text

@@ -132,9 +132,10 @@ def shape(e: NodeEmit) -> str:
 def _slice_item(start: int, end: int, step: int, dim: int | None) -> tuple[str, bool]:
     """(subscript, flip): ONNX Slice bounds on one axis as a Python slice of x (or of x
     flipped along the axis when the step is negative, which torch indexing lacks)."""
-    if step > 0:
-        s = "" if start == 0 else str(start)
-        t = "" if end >= (dim if dim is not None else 2**62) else str(end)
+    if step > 0:  # a bound past either end is written as the end itself (torch warns on INT64_MIN/MAX)
+        big = dim if dim is not None else 2**62
+        s = "" if start == 0 or start <= -big else str(start)
+        t = "" if end >= big else "0" if end <= -big else str(end)
         return f"{s}:{t}" + (f":{step}" if step != 1 else ""), False
     assert dim is not None
     s = start + dim if start < 0 else start
