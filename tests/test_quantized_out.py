@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 
+import calibration
 import numpy as np
 import pytest
 
@@ -24,7 +25,7 @@ def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     rng = np.random.default_rng(0)
     c = 48  # weights dominate the file, as in the models people quantize
@@ -44,14 +45,8 @@ def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     fp = path.parent / "float.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
-    class Data(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.left = [{"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(4)]
-
-        def get_next(self):  # noqa: ANN201
-            return self.left.pop() if self.left else None
-
-    quantize_static(str(fp), str(path), Data(), quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
+    quantize_static(str(fp), str(path), calibration.reader(rng, (1, 3, 32, 32)),
+                    quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
     return path
 
@@ -210,7 +205,7 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
@@ -231,14 +226,7 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
-    class Data(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.left = [{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(4)]
-
-        def get_next(self):  # noqa: ANN201
-            return self.left.pop() if self.left else None
-
-    quantize_static(str(fp), str(src), Data(), quant_format=QuantFormat.QOperator,
+    quantize_static(str(fp), str(src), calibration.reader(rng, (1, 3, 16, 16)), quant_format=QuantFormat.QOperator,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     ops = {n.op_type for n in onnx.load(str(src)).graph.node}
     assert {"QLinearConv", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops, ops

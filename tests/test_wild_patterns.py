@@ -4,6 +4,7 @@ dynamo exporter): an Expand to a shape computed by ConstantOfShape/Mul/Equal/Whe
 ReduceSum over the expanded axis (once reported wrong on TFLite with no culprit node)."""
 from __future__ import annotations
 
+import calibration
 import numpy as np
 import pytest
 
@@ -474,7 +475,7 @@ def test_onnxruntime_static_quantization_converts_and_checks_everywhere(form, tm
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
@@ -492,15 +493,8 @@ def test_onnxruntime_static_quantization_converts_and_checks_everywhere(form, tm
     fp = tmp_path / "cnn.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
-    class Data(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.left = [{"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(4)]
-
-        def get_next(self):  # noqa: ANN201
-            return self.left.pop() if self.left else None
-
     src = tmp_path / f"cnn_{form}.onnx"
-    quantize_static(str(fp), str(src), Data(), quant_format=getattr(QuantFormat, form),
+    quantize_static(str(fp), str(src), calibration.reader(rng, (1, 3, 16, 16)), quant_format=getattr(QuantFormat, form),
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     feeds = tmp_path / "x.npz"
     np.savez(feeds, x=rng.standard_normal((1, 3, 16, 16)).astype(np.float32))

@@ -88,34 +88,13 @@ def matrix(length: int, bins: int, parts: int, inverse: bool, dtype: np.dtype) -
     return w.reshape(length * parts, bins * 2).astype(dtype)
 
 
-class _Steps:
-    """Nodes added before ``at``, named after it and marked as its decomposition."""
-
-    def __init__(self, graph: Graph, at: Node) -> None:
-        self.g, self.at, self.nodes = graph, at, []
-        self.dt = at.inputs[0].type.dtype or "float32"
-
-    def op(self, op: str, *ins: Value | None, **attrs: object) -> Value:
-        n = self.g.add_node(op, list(ins), attrs, outputs=1, name=f"{self.at.name}/{op}{len(self.nodes)}",
-                            before=self.at)
-        n.meta["decomposed_from"] = self.at.op
-        n.meta["decomposed_root"] = self.at.meta.get("decomposed_root", self.at.name)
-        self.nodes.append(n)
-        return n.outputs[0]
-
-    def const(self, arr: object, name: str, dtype: str | None = None) -> Value:
-        from ..table.dtypes import numpy_dtype
-
-        dtype = dtype or self.dt
-        return self.g.add_constant(f"{self.at.name}_{name}", np.array(arr, dtype=numpy_dtype(dtype)), dtype)
-
-
 def expand(graph: Graph, node: Node) -> list[Node]:
     """Replace the ``dft`` ``node`` by the transposes, slice/pad, reshapes and matmul above."""
     from ..table.dtypes import numpy_dtype
+    from .steps import Steps
 
     r, axis, n, length, parts = _geometry(node)  # type: ignore[misc]
-    b = _Steps(graph, node)
+    b = Steps(graph, node)
     inverse, onesided = bool(int(node.attrs.get("inverse", 0))), bool(int(node.attrs.get("onesided", 0)))
     bins = length // 2 + 1 if onesided else length
     x = node.inputs[0]

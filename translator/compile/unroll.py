@@ -34,8 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..table.dtypes import numpy_dtype
 from ..ir.graph import Graph, Node, Value
+from .steps import Steps
 
 #: ONNX activation names this decomposition spells with an IR op
 _ACT = {"sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu"}
@@ -84,38 +84,6 @@ def why_not(node: Node) -> str | None:
     return None
 
 
-class _B:
-    """Adds nodes before ``at`` and remembers them."""
-
-    def __init__(self, graph: Graph, at: Node) -> None:
-        self.g, self.at, self.nodes = graph, at, []
-        self.memo: dict[Any, Value] = {}
-        self.dt = at.inputs[0].type.dtype or "float32"
-
-    def op(self, op: str, *ins: Value | None, **attrs: Any) -> Value:
-        n = self.g.add_node(op, list(ins), attrs, outputs=1, name=f"{self.at.name}/{op}{len(self.nodes)}",
-                            before=self.at)
-        n.meta["decomposed_from"] = self.at.op
-        n.meta["decomposed_root"] = self.at.meta.get("decomposed_root", self.at.name)
-        self.nodes.append(n)
-        return n.outputs[0]
-
-    def const(self, arr: Any, name: str, dtype: str | None = None) -> Value:
-        """A constant; small ones (indices, slice bounds) are shared across the steps."""
-        dtype = dtype or self.dt
-        data = np.array(arr, dtype=numpy_dtype(dtype), order="C")  # (ascontiguousarray makes 0-d 1-d)
-        key = (dtype, data.shape, data.tobytes()) if data.size <= 16 else None
-        if key is not None and key in self.memo:
-            return self.memo[key]
-        v = self.g.add_constant(f"{self.at.name}_{name}", data, dtype)
-        if key is not None:
-            self.memo[key] = v
-        return v
-
-    def index(self, i: int) -> Value:
-        return self.const(np.asarray(i, np.int64), f"t{i}", "int64")
-
-
 def expand(graph: Graph, node: Node) -> list[Node]:
     """Replace the recurrence ``node`` by its unrolled cells; returns the inserted nodes."""
     if node.op == "loop":
@@ -135,7 +103,7 @@ def expand(graph: Graph, node: Node) -> list[Node]:
     dirs = 2 if direction == "bidirectional" else 1
     acts = [_ACT[str(s).lower()] for s in (a.get("activations") or default * dirs)]
     per = len(default)
-    b = _B(graph, node)
+    b = Steps(graph, node)
     ins = list(node.inputs) + [None] * (8 - len(node.inputs))
     x = ins[0]
     t_len, batch = (x.type.shape[1], x.type.shape[0]) if layout else (x.type.shape[0], x.type.shape[1])
@@ -184,17 +152,17 @@ def expand(graph: Graph, node: Node) -> list[Node]:
     return b.nodes
 
 
-def _split(b: _B, v: Value, k: int, hidden: int) -> Value:
+def _split(b: Steps, v: Value, k: int, hidden: int) -> Value:
     return b.op("slice", v, b.const([k * hidden], "s", "int64"), b.const([(k + 1) * hidden], "e", "int64"),
                 b.const([1], "a", "int64"))
 
 
-def _rnn(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
+def _rnn(b: Steps, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
          act: list[str], a: dict[str, Any], d: int) -> tuple[Value, None]:
     return b.op(act[0], b.op("add", xw, b.op("matmul", h, b.const(rt.T, f"R{d}")))), None
 
 
-def _gru(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
+def _gru(b: Steps, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
          act: list[str], a: dict[str, Any], d: int) -> tuple[Value, None]:
     f, g = act
     hz = b.op("matmul", h, b.const(rt[:2 * hidden].T, f"Rzr{d}"))  # [B, 2H]: z, r
@@ -211,7 +179,7 @@ def _gru(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.nda
     return b.op("add", b.op("mul", b.op("sub", one, z), cand), b.op("mul", z, h)), None
 
 
-def _lstm(b: _B, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
+def _lstm(b: Steps, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np.ndarray, p: Any, hidden: int,
           act: list[str], a: dict[str, Any], d: int) -> tuple[Value, Value]:
     f, g, hh = act
     gates = b.op("add", xw, b.op("matmul", h, b.const(rt.T, f"R{d}")))  # [B, 4H]: i, o, f, c
