@@ -23,6 +23,7 @@ from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
 from . import infinities, segments
+from .quant import FAKE_QUANT
 from .registry import NAME
 from .runtime import quiet_stderr
 
@@ -104,7 +105,7 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
     if allow_select_tf_ops:
         ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     conv.target_spec.supported_ops = ops
-    if "fake_quant" in artifact.options.get("features", ()):
+    if FAKE_QUANT in artifact.options.get("features", ()):
         # fake-quant ops: the converter's quantization-aware path writes int8 tensors and kernels
         # (no representative data, and no dynamic-range quantization of float weights)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]

@@ -251,7 +251,15 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
     windowed |= {v.name for v in ref.graph.outputs}
     deadline = time.monotonic() + SIZE_SEARCH_SECONDS
 
+    seen: dict[tuple[tuple[str, int], ...], bool] = {}  # the searches below ask some sizes again
+
     def runs(sizes: dict[str, int]) -> bool:
+        key = tuple(sorted(sizes.items()))
+        if key not in seen:
+            seen[key] = runs_once(sizes)
+        return seen[key]
+
+    def runs_once(sizes: dict[str, int]) -> bool:
         if time.monotonic() > deadline:
             return False
         try:

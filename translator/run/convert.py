@@ -327,17 +327,20 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     # check, the quantized arithmetic in float ops (exact against the float evaluation)
                     say(f"{t}: the int8 model fails the check; writing its quantized arithmetic in float ops")
                     redo = compile(build(), target, **{**done.ctx.options, "float_quantization": True})
-                    saved2 = str(target.save(redo.artifact, staged[t]))  # replaces the int8 file
+                    alt = stage / f"{t}.float" / os.path.basename(finals[t])  # beside the int8 file, until it checks
+                    alt.parent.mkdir()
+                    saved2 = str(target.save(redo.artifact, alt))
                     b2 = _check_at_sizes(build, t, feeds, rec, redo.artifact, model, saved2, opts, check_model,
                                          report_json, random_inputs, check_dims)
                     if b2["status"] != "fail":
+                        move_into_place(alt.parent, str(staged[t].parent))
                         err = max(((o.get("vs_source") or o).get("max_abs", 0.0) for o in b.get("outputs") or []),
                                   default=0.0)
                         rec.setdefault("warnings", []).append(
                             f"{t}: the int8 model (integer kernels) differed from the source by up to {err:.3g}, "
                             "past the check; written with its quantized arithmetic in float ops instead "
                             "(--float-quantization)")
-                        b, artifact, saved = b2, redo.artifact, saved2
+                        b = b2
                 rec["check"] = b
                 if b["status"] == "fail":
                     rec["status"] = "check_failed"
