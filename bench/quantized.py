@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -247,31 +248,34 @@ def _steps(rec: dict[str, Any]) -> str:
 def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="opbridge_quantized_"))
-    for e in entries:
-        row = {**e, "cells": {}}
-        for t in targets:
-            t0 = time.perf_counter()
-            out = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}"
-            rec = _convert(e["file"], t, out, e["inputs"])
-            cell: dict[str, Any] = {"status": rec.get("status"), "seconds": round(time.perf_counter() - t0, 1)}
-            if rec.get("status") != "ok":
-                cell.update(reason=rec.get("reason"), detail=(rec.get("detail") or "")[:160])
-            else:
-                cell["check"] = _steps(rec)
-                try:
-                    cell["quantized"], cell["how"] = quantized(t, out)
-                except Exception as exc:  # noqa: BLE001 - the inspection itself failed: said, not hidden
-                    cell["quantized"], cell["how"] = False, f"not inspected: {type(exc).__name__}: {str(exc)[:80]}"
-                if e["float"]:
-                    fout = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}_float"
-                    frec = _convert(e["float"], t, fout, None, check=False)
-                    if frec.get("status") == "ok":
-                        cell["size_ratio"] = round(_size(out) / max(_size(fout), 1), 3)
-            row["cells"][t] = cell
-            print(f"{e['model']:<24} {e['form']:<12} {t:<10} {_cell(cell)}", flush=True)
-        rows.append(row)
-        if json_out:
-            Path(json_out).write_text(json.dumps({"rows": rows}, indent=1, sort_keys=True))
+    try:
+        for e in entries:
+            row = {**e, "cells": {}}
+            for t in targets:
+                t0 = time.perf_counter()
+                out = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}"
+                rec = _convert(e["file"], t, out, e["inputs"])
+                cell: dict[str, Any] = {"status": rec.get("status"), "seconds": round(time.perf_counter() - t0, 1)}
+                if rec.get("status") != "ok":
+                    cell.update(reason=rec.get("reason"), detail=(rec.get("detail") or "")[:160])
+                else:
+                    cell["check"] = _steps(rec)
+                    try:
+                        cell["quantized"], cell["how"] = quantized(t, out)
+                    except Exception as exc:  # noqa: BLE001 - the inspection itself failed: said, not hidden
+                        cell["quantized"], cell["how"] = False, f"not inspected: {type(exc).__name__}: {str(exc)[:80]}"
+                    if e["float"]:
+                        fout = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}_float"
+                        frec = _convert(e["float"], t, fout, None, check=False)
+                        if frec.get("status") == "ok":
+                            cell["size_ratio"] = round(_size(out) / max(_size(fout), 1), 3)
+                row["cells"][t] = cell
+                print(f"{e['model']:<24} {e['form']:<12} {t:<10} {_cell(cell)}", flush=True)
+            rows.append(row)
+            if json_out:
+                Path(json_out).write_text(json.dumps({"rows": rows}, indent=1, sort_keys=True))
+    finally:  # the artifacts are measured above; gigabytes of them must not outlive the run
+        shutil.rmtree(work, ignore_errors=True)
     return rows
 
 
