@@ -53,11 +53,11 @@ def _cases():
 CASES = list(_cases())
 
 
-def written_program(op_id: str, smp, n_outputs: int = 1) -> tuple:
-    """(artifact as loaded back, evaluator program, feeds) of ``op_id``'s sample, or a refusal."""
+def written_program(op_id: str, smp, d: Path, n_outputs: int = 1) -> tuple:
+    """(artifact as loaded back, evaluator program, feeds) of ``op_id``'s sample written under
+    ``d``, or a refusal."""
     model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=n_outputs, const=smp.const)
     art = compile(model, CORE).artifact
-    d = Path(tempfile.mkdtemp(prefix="opbridge-mil-eval-test-"))
     path = save("coreml", art, d / "model.coreml") or d / "model.coreml"
     loaded = load_written("coreml", Path(path), art)
     return loaded, mil_eval.load(loaded.package), feeds
@@ -66,9 +66,10 @@ def written_program(op_id: str, smp, n_outputs: int = 1) -> tuple:
 def evaluate_case(op_id: str, smp, n_outputs: int = 1) -> tuple[list[np.ndarray], list]:
     from emitters.coreml.runtime import _back, _feeds
 
-    art, prog, feeds = written_program(op_id, smp, n_outputs)
-    got = mil_eval.evaluate(prog, _feeds(art, feeds))
-    return _back(art, [got[p.coreml] for p in art.outputs]), list(CORE.output_ports(art))
+    with tempfile.TemporaryDirectory(prefix="opbridge-mil-eval-test-") as d:
+        art, prog, feeds = written_program(op_id, smp, Path(d), n_outputs)
+        got = mil_eval.evaluate(prog, _feeds(art, feeds))
+        return _back(art, [got[p.coreml] for p in art.outputs]), list(CORE.output_ports(art))
 
 
 @pytest.mark.parametrize("op_id, dtype, smp, expected", CASES)
