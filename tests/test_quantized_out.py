@@ -233,3 +233,68 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+
+
+@pytest.mark.parametrize("qtype", ["int8", "uint8"])
+def test_layout_ops_inside_qdq_pairs_are_moved_out_for_onnxruntime(qtype, tmp_path):
+    """A channels-last source (a full-int8 .tflite, tf2onnx) puts transposes and reshapes
+    between a QuantizeLinear and its DequantizeLinear, or between a DequantizeLinear and its
+    conv. Written so, onnxruntime with its default optimizations either refuses to load the
+    model (its QDQ propagation makes an int8 QuantizeLinear that the s8→u8 rewrite breaks at
+    opset 21+) or runs float convolutions. The ONNX target moves the layout ops out of the
+    pairs: the written model loads in a default session and runs QLinearConv kernels only."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    rng = np.random.default_rng(4)
+    q = T.INT8 if qtype == "int8" else T.UINT8
+    zp = 0 if qtype == "int8" else 128
+    npq = np.int8 if qtype == "int8" else np.uint8
+
+    def c(name, a):
+        t = nh.from_array(np.asarray(a))
+        t.name = name
+        return t
+
+    lo = -128 if qtype == "int8" else 0  # a ReLU's output range starts at the zero point, as quantizers write it
+    inits = [c("s", np.float32(0.05)), c("z", npq(zp)), c("s2", np.float32(0.1)), c("z2", npq(lo)),
+             c("perm_shape", np.asarray([1, 8, 6, 6], np.int64)),
+             c("w1", rng.integers(-100, 100, (8, 3, 3, 3)).astype(np.int8)), c("sw", np.float32(0.01)),
+             c("zw", np.int8(0)),
+             c("w2", rng.integers(-100, 100, (4, 8, 1, 1)).astype(np.int8))]
+    nodes = [h.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),           # NHWC float input
+             h.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             h.make_node("Transpose", ["xd"], ["xt"], perm=[0, 3, 1, 2]),       # DQ -> Transpose -> Conv
+             h.make_node("DequantizeLinear", ["w1", "sw", "zw"], ["w1d"]),
+             h.make_node("Conv", ["xt", "w1d"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("QuantizeLinear", ["r1", "s2", "z2"], ["r1q"]),
+             h.make_node("Reshape", ["r1q", "perm_shape"], ["r1r"]),            # Q -> Reshape -> DQ
+             h.make_node("DequantizeLinear", ["r1r", "s2", "z2"], ["r1d"]),
+             h.make_node("DequantizeLinear", ["w2", "sw", "zw"], ["w2d"]),
+             h.make_node("Conv", ["r1d", "w2d"], ["c2"]),
+             h.make_node("QuantizeLinear", ["c2", "s2", "z2"], ["yq"]),
+             h.make_node("DequantizeLinear", ["yq", "s2", "z2"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 6, 6, 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6, 6])], inits)
+    src = tmp_path / "src.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), str(src))
+    out = tmp_path / "out.onnx"
+    res = opbridge.convert(str(src), to="onnx", out=str(out))
+    t = res["targets"][0]
+    assert t["status"] == "ok", t
+    m = onnx.load(str(out))
+    made = {o: n.op_type for n in m.graph.node for o in n.output}
+    for n in m.graph.node:  # a Q feeds its DQ, a DQ its conv: no layout op in between
+        if n.op_type == "DequantizeLinear" and n.input[0] in made:
+            assert made[n.input[0]] == "QuantizeLinear", (n.name, made[n.input[0]])
+    so = ort.SessionOptions()  # every optimizer on, as a user's session has them
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(out), so, providers=["CPUExecutionProvider"])
+    ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
+    assert ops["QLinearConv"] == 2 and ops["Conv"] == 0, ops

@@ -5,6 +5,8 @@
   kernel for it (``runtime.choose_opset``), stored in ``ctx.options["opset"]``.
 * ``accepts``: the same per-node check at that opset (``runtime.node_refusal``); a node no
   opset covers is then decomposed by the table, or refused with the kernel or type named.
+* ``prepare``: layout ops move out of per-tensor QDQ pairs (``quantized.adjacent_qdq``),
+  the form onnxruntime's QDQ fusion finds.
 * ``fold=False``: the graph is written as it is (constant subgraphs stay ONNX nodes), and
   every dtype is legal (no legalization).
 """
@@ -27,6 +29,16 @@ def configure(model: Any, ctx: Any) -> None:
                                                 runtime.top_opset())
 
 
+def prepare(model: Any, ctx: Any) -> None:
+    """Layout ops out of per-tensor QDQ pairs (``quantized.adjacent_qdq``): the QDQ form
+    onnxruntime fuses into integer kernels, and loads with its default optimizations."""
+    from translator.compile import quantized
+    from translator.compile.pipeline import every_graph
+
+    for g in every_graph(model.graph):
+        quantized.adjacent_qdq(g)
+
+
 def accepts(node: Any, ctx: Any) -> Refusal | None:
     op = ctx.tables.ops.get(node.op)
     cell = op.backends.get(NAME) if op is not None else None
@@ -35,7 +47,7 @@ def accepts(node: Any, ctx: Any) -> Refusal | None:
 
 TARGET = Target(
     name=NAME, title="ONNX (onnxruntime)", **package_fields(codegen, runtime), suffix=".onnx",
-    written="model.onnx", fold=False, accepts=accepts, configure=configure,
+    written="model.onnx", fold=False, accepts=accepts, configure=configure, prepare=prepare,
     options=(Option("--opset", "opset", "ONNX opset to write (default: the newest onnxruntime runs the model at)",
                     type=int, metavar="N"),),
     doc="ONNX re-emitted at the newest opset onnxruntime has CPU kernels for; run with onnxruntime",

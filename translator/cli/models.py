@@ -75,7 +75,7 @@ MODEL_HELP = ("model.onnx, model.tflite, a SavedModel folder, model.keras, or a 
 def source_opts(args: "argparse.Namespace") -> "dict[str, Any]":
     """What a frontend needs besides the model (a PyTorch factory's example inputs)."""
     ex = getattr(args, "example_inputs", None)
-    return {"example_inputs": ex} if ex else {}
+    return {**({"example_inputs": ex} if ex else {}), **({"exact_int8": True} if getattr(args, "exact_int8", False) else {})}
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -161,6 +161,9 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("model", nargs="?", help=MODEL_HELP)
     r.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
+    r.add_argument("--exact-int8", action="store_true", dest="exact_int8",
+                   help="quantized .tflite sources: compute the 8-bit layers in LiteRT's integer arithmetic written "
+                        "as float ops (bit-exact against the interpreter; the output is a float model)")
     r.add_argument("--table", action="store_true", help="the operator x API matrix instead of a model")
     r.add_argument("--backends", help="comma-separated (default: all six targets)")
     r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -175,6 +178,9 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     c.add_argument("model", help=MODEL_HELP)
     c.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
+    c.add_argument("--exact-int8", action="store_true", dest="exact_int8",
+                   help="quantized .tflite sources: compute the 8-bit layers in LiteRT's integer arithmetic written "
+                        "as float ops (bit-exact against the interpreter; the output is a float model)")
     c.add_argument("--backends", default="numpy,onnx", help="comma-separated (default: numpy,onnx)")
     c.add_argument("--inputs", help=".npz file of inputs by name (default: seeded random inputs)")
     c.add_argument("--quiet", "-q", action="store_true")
@@ -244,6 +250,7 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     try:
         res = convert(args.model, targets, args.output, check=args.check, inputs=args.inputs,
                       example_inputs=getattr(args, "example_inputs", None), options=options, progress=say,
+                      source_options={"exact_int8": True} if getattr(args, "exact_int8", False) else None,
                       verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)),
                       check_dims=dims.parse_check(getattr(args, "check_dim", None)),
                       freeze=freeze_parse(getattr(args, "freeze", None)))
@@ -310,6 +317,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     from ..compile.target import names
 
+    c.add_argument("--exact-int8", action="store_true", dest="exact_int8",
+                   help="quantized .tflite sources: compute the 8-bit layers in LiteRT's integer arithmetic written "
+                        "as float ops (bit-exact against the interpreter; the output is a float model)")
     c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")
     c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")
     g = c.add_mutually_exclusive_group()

@@ -65,11 +65,11 @@ def prepare(model: Model) -> Model:
     return model
 
 
-def _every_graph(g: Graph) -> list[Graph]:
+def every_graph(g: Graph) -> list[Graph]:
     out = [g]
     for n in g.nodes:
         for sub in n.subgraphs():
-            out.extend(_every_graph(sub))
+            out.extend(every_graph(sub))
     return out
 
 
@@ -80,9 +80,9 @@ def fold(g: Graph, rounds: int = 64) -> None:
     from .passes import control, fold_constants, shape_values
 
     for _ in range(rounds):
-        changed = sum(fold_constants.run(sub) for sub in _every_graph(g))
-        changed += sum(shape_values.run(sub) for sub in _every_graph(g))
-        changed += sum(control.inline_constant_ifs(sub) for sub in _every_graph(g))
+        changed = sum(fold_constants.run(sub) for sub in every_graph(g))
+        changed += sum(shape_values.run(sub) for sub in every_graph(g))
+        changed += sum(control.inline_constant_ifs(sub) for sub in every_graph(g))
         if not changed:
             return
         try:
@@ -120,7 +120,7 @@ def _sink_transposes(g: Graph, ctx: Compilation) -> None:
     """Sink and cancel transposes (a channels-last frontend's NHWC↔NCHW pairs): ``passes/transposes``."""
     from .passes import transposes
 
-    for sub in _every_graph(g):
+    for sub in every_graph(g):
         transposes.run(sub, ctx.tables)
 
 
@@ -131,7 +131,7 @@ def legalize(g: Graph, ctx: Compilation) -> None:
         return
     from .passes import legalize_dtypes
 
-    for sub in _every_graph(g):
+    for sub in every_graph(g):
         ctx.warn(legalize_dtypes.run(sub, ctx.target.name, ctx.tables, legal=legal, top=sub is g))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import Node, Value
+from ..ir.graph import Graph, Node, TensorType, Value
 
 #: the integer range of each 8-bit quantized type
 QRANGE8 = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -115,3 +115,65 @@ def symmetric_weight(node: Node) -> SymmetricWeight | None:
 
 
 __all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight"]
+
+
+#: layout ops that commute with a per-tensor (de)quantization: they only move elements
+LAYOUT_OPS = ("transpose", "reshape", "squeeze", "unsqueeze", "flatten")
+
+
+def adjacent_qdq(g: Graph) -> int:
+    """Every layout op next to a per-tensor QDQ pair gets the pair on both sides, the form
+    onnxruntime's own quantizer writes (``DequantizeLinear → Transpose → QuantizeLinear``, same
+    scale and zero point) and its optimizer reads: it drops such a pair around a data-movement
+    op (the op then moves 8-bit values), pairs each Q with the DQ it feeds (its s8→u8 rewrite)
+    and fuses a DQ that feeds a conv into ``QLinearConv``. Left as a channels-last source writes
+    them, onnxruntime "propagates" a ``DequantizeLinear → Transpose → Conv`` chain into a new
+    int8 ``QuantizeLinear`` that its s8→u8 rewrite breaks at opset 21+ (the model does not
+    load), and never fuses the conv after ``QuantizeLinear → Transpose → DequantizeLinear``.
+    Exact: a layout op moves values that are already on the grid. Returns the pairs added."""
+    added = 0
+    for node in list(g.nodes):
+        if node.op not in LAYOUT_OPS or node.graph is not g or not node.inputs or node.inputs[0] is None:
+            continue
+        src = node.inputs[0].producer
+        if src is None or src.op not in ("dequantize_linear", "quantize_linear"):
+            continue
+        scale, zp = src.inputs[1], src.inputs[2] if len(src.inputs) > 2 else None
+        if _scalar(scale) is None or zp is None or _scalar(zp) is None:
+            continue
+        out = node.outputs[0]
+        if src.op == "dequantize_linear":  # DQ → L → (not a Q): a Q → DQ pair after L
+            if out.type.dtype != "float32" or any(u.op == "quantize_linear" for u in out.consumers()):
+                continue
+            q = g.add_node("quantize_linear", [out, scale, zp], {}, name=f"{node.name}_q",
+                           types=[TensorType(zp.type.dtype, out.type.shape)])
+            dq = g.add_node("dequantize_linear", [q.outputs[0], scale, zp], {}, name=f"{node.name}_dq",
+                            types=[out.type])
+            for n_, i in list(out.uses):
+                if n_ is not q:
+                    n_.replace_input(i, dq.outputs[0])
+            if out in g.outputs:
+                g.outputs = [dq.outputs[0] if v is out else v for v in g.outputs]
+                out.name, dq.outputs[0].name = f"{out.name}__inner", out.name
+        else:  # Q → L → ...: a DQ before L, a Q after it (L moves float values)
+            x = node.inputs[0]
+            if x.type.dtype not in QRANGE8 or any(u.op != "dequantize_linear" for u in out.consumers()) \
+                    or out in g.outputs:
+                continue
+            dq = g.add_node("dequantize_linear", [x, scale, zp], {}, name=f"{node.name}_dq",
+                            types=[TensorType("float32", x.type.shape)], before=node)
+            node.replace_input(0, dq.outputs[0])
+            uses = list(out.uses)
+            q = g.add_node("quantize_linear", [out, scale, zp], {}, name=f"{node.name}_q",
+                           types=[TensorType(out.type.dtype, out.type.shape)])
+            for n_, i in uses:
+                n_.replace_input(i, q.outputs[0])
+            out.type = TensorType("float32", out.type.shape)
+            node.meta["source_dtypes"] = ["float32"]
+            node.meta["source_in_dtypes"] = ["float32", *(node.meta.get("source_in_dtypes") or [None, None])[1:]]
+        for n_ in (q, dq):
+            n_.meta["source_dtypes"] = [v.type.dtype for v in n_.outputs]
+            n_.meta["source_in_dtypes"] = [v.type.dtype if v is not None else None for v in n_.inputs]
+        added += 1
+    g.toposort()
+    return added

@@ -645,8 +645,15 @@ def matches(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".tflite")
 
 
-def load(source: str | os.PathLike[str], signature: str | None = None, **opts: Any) -> Model:
-    """The validated IR of a ``.tflite`` file (``signature``: which signature, default the first)."""
+def load(source: str | os.PathLike[str], signature: str | None = None, exact_int8: bool = False,
+         **opts: Any) -> Model:
+    """The validated IR of a ``.tflite`` file (``signature``: which signature, default the first).
+
+    Quantized tensors are read as what they are: int8/uint8 values with ``dequantize_linear`` /
+    ``quantize_linear`` around the ops that compute on them (the QDQ form every target writes
+    as integer kernels). ``exact_int8`` (``--exact-int8``) instead rewrites 8-bit convolutions,
+    fully connected layers, average pools and hard swish into LiteRT's integer arithmetic in
+    float ops (``passes.requantize``): bit-exact against the interpreter, but a float model."""
     from ..ir.gcpause import gc_paused
     from ..compile.passes import requantize, verify
 
@@ -655,7 +662,9 @@ def load(source: str | os.PathLike[str], signature: str | None = None, **opts: A
     with gc_paused():
         try:
             m = convert(s, model, buf, path, signature)
-            requantize.run(m.graph)  # 8-bit conv, fully connected, average pool, hard swish as LiteRT computes them
+            if exact_int8:  # 8-bit conv, fully connected, average pool, hard swish as LiteRT computes them
+                requantize.run(m.graph)
+                m.metadata["opbridge.exact_int8"] = "1"
             verify.run(m.graph)
         except FrontendError:
             raise
