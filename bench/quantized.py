@@ -24,7 +24,14 @@ the check (``ok``; for an output a DequantizeLinear computes, the error in quant
 and the share of exact values the check notes). Totals per target: how many conversions come
 out quantized, the size ratios, the checks.
 
-    python bench/quantized.py [--only cnn,mlp] [--targets onnx,...] [--json out.json]
+Latency (issue 24's acceptance): on onnx, tflite and openvino the int8 artifact and the float
+conversion of the same model are timed on the same input, one thread, median of 30 runs, in
+the runtime's default settings (LiteRT with XNNPACK, OpenVINO's CPU plugin, onnxruntime with
+every optimization); the summary prints the speedups. The peer in the same run: OpenVINO's own
+ONNX reader on each quantized ONNX file (quantized or not, size, latency, error against
+onnxruntime).
+
+    python bench/quantized.py [--only cnn,mlp] [--targets onnx,...] [--json out.json] [--no-latency]
 """
 from __future__ import annotations
 
@@ -166,7 +173,15 @@ def _keras_int8() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- is it quantized?
 def _size(path: Path) -> int:
-    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    """Bytes of what is deployed: the IR (``.xml`` + ``.bin``) of an OpenVINO folder, the
+    ``.mlpackage`` of a Core ML folder (not the readable ``builder.py`` and its weight copy),
+    else every file."""
+    if path.is_file():
+        return path.stat().st_size
+    files = [p for p in path.rglob("*") if p.is_file()]
+    ir = [p for p in files if p.suffix in (".xml", ".bin")]
+    pkg = [p for p in files if any(q.suffix == ".mlpackage" for q in p.parents)]
+    return sum(p.stat().st_size for p in (ir or pkg or files))
 
 
 def quantized(target: str, path: Path) -> tuple[bool, str]:
@@ -224,6 +239,98 @@ def quantized(target: str, path: Path) -> tuple[bool, str]:
     return False, ""
 
 
+# ---------------------------------------------------------------------------- how fast?
+#: targets whose int8 artifact is timed against the float conversion of the same model
+TIMED = ("onnx", "tflite", "openvino")
+
+
+def latency(target: str, path: Path, x: np.ndarray, runs: int = 30) -> float:
+    """Median seconds of one inference of the artifact at ``path`` on input ``x`` (the model's
+    single input), one thread, after 3 warm-up runs, in the runtime a user deploys it with and
+    its default settings (LiteRT with XNNPACK; OpenVINO's CPU plugin; onnxruntime with every
+    graph optimization)."""
+    if target == "tflite":
+        from ai_edge_litert.interpreter import Interpreter
+
+        it = Interpreter(str(path), num_threads=1)
+        it.allocate_tensors()
+        d = it.get_input_details()[0]
+        xin = _as_input(x, d["dtype"], d.get("quantization"))
+
+        def once() -> None:
+            it.set_tensor(d["index"], xin)
+            it.invoke()
+    elif target == "openvino":
+        import openvino as ov
+
+        core = ov.Core()
+        xml = next(path.rglob("*.xml")) if path.is_dir() else path
+        req = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).create_infer_request()
+        once = lambda: req.infer([x])  # noqa: E731
+    elif target == "onnx":
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        once = lambda: sess.run(None, {name: x})  # noqa: E731
+    else:
+        raise ValueError(target)
+    for _ in range(3):
+        once()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _as_input(x: np.ndarray, dtype: Any, quant: Any) -> np.ndarray:
+    """``x`` as the tensor a TFLite input takes (quantized by its own parameters if integer)."""
+    if np.dtype(dtype).kind == "f":
+        return x.astype(dtype)
+    scale, zp = quant if quant and quant[0] else (1.0, 0)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(x / scale) + zp, info.min, info.max).astype(dtype)
+
+
+def _one_input(inputs: str | None) -> np.ndarray | None:
+    if not inputs:
+        return None
+    with np.load(inputs, allow_pickle=False) as z:
+        arrays = [z[k] for k in z.files]
+    return arrays[0] if len(arrays) == 1 else None
+
+
+def _ov_reader(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) -> dict[str, Any]:
+    """The peer on the same file: OpenVINO's own ONNX reader (``ov.convert_model``) saved as
+    IR (weights compressed to int8 where it can, its default), then the same inspection, size
+    ratio against our float conversion, latency and error against onnxruntime on the file."""
+    import openvino as ov
+
+    out = work / f"{Path(e['file']).stem}_ov_reader"
+    out.mkdir(exist_ok=True)
+    try:
+        ov.save_model(ov.convert_model(e["file"]), str(out / "model.xml"))
+        q, how = quantized("openvino", out)
+        cell: dict[str, Any] = {"quantized": q, "how": how, "size_ratio": round(_size(out) / max(_size(fout), 1), 3)}
+        if x is not None:
+            import onnxruntime as ort
+
+            core = ov.Core()
+            got = core.compile_model(core.read_model(str(out / "model.xml")), "CPU",
+                                     {"INFERENCE_NUM_THREADS": 1}).create_infer_request().infer([x])
+            sess = ort.InferenceSession(e["file"], providers=["CPUExecutionProvider"])
+            want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+            cell["max_abs_vs_onnxruntime"] = float(np.max(np.abs(np.asarray(list(got.values())[0], np.float64) - want)))
+            cell["ms"] = round(1e3 * latency("openvino", out, x), 3)
+        return cell
+    except Exception as exc:  # noqa: BLE001 - the peer's failure is its cell
+        return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+
+
 # ---------------------------------------------------------------------------- the run
 def _convert(src: str, target: str, out: Path, inputs: str | None, check: bool = True) -> dict[str, Any]:
     import opbridge
@@ -245,7 +352,8 @@ def _steps(rec: dict[str, Any]) -> str:
     return f"max {worst:.2f} steps, {100 * exact:.2f}% exact"
 
 
-def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None) -> list[dict[str, Any]]:
+def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
+        timed: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="opbridge_quantized_"))
     try:
@@ -269,6 +377,16 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None)
                         frec = _convert(e["float"], t, fout, None, check=False)
                         if frec.get("status") == "ok":
                             cell["size_ratio"] = round(_size(out) / max(_size(fout), 1), 3)
+                            x = _one_input(e["inputs"])
+                            if timed and t in TIMED and x is not None:
+                                try:
+                                    q_s, f_s = latency(t, out, x), latency(t, fout, x)
+                                    cell.update(ms_int8=round(1e3 * q_s, 3), ms_float=round(1e3 * f_s, 3),
+                                                speedup=round(f_s / q_s, 2))
+                                except Exception as exc:  # noqa: BLE001 - said in the cell, not hidden
+                                    cell["latency_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
+                            if t == "openvino" and e["file"].endswith(".onnx"):
+                                cell["peer_openvino_reader"] = _ov_reader(e, work, fout, x if timed else None)
                 row["cells"][t] = cell
                 print(f"{e['model']:<24} {e['form']:<12} {t:<10} {_cell(cell)}", flush=True)
             rows.append(row)
@@ -283,7 +401,14 @@ def _cell(c: dict[str, Any]) -> str:
     if c.get("status") != "ok":
         return f"✗{c.get('reason')}: {c.get('detail', '')[:80]}"
     ratio = f" {c['size_ratio']:.2f}x" if "size_ratio" in c else ""
-    return f"{'q' if c.get('quantized') else 'f'}{ratio} ({c.get('how')}; {c.get('check')})"
+    fast = f", {c['ms_int8']:.2f} ms vs float {c['ms_float']:.2f} ms ({c['speedup']:.2f}x)" if "speedup" in c else ""
+    peer = c.get("peer_openvino_reader")
+    seen = ""
+    if peer:
+        seen = (f"; OpenVINO's reader: {'q' if peer.get('quantized') else 'f'} {peer.get('size_ratio', 0):.2f}x"
+                f" ({peer.get('how')})" + (f", {peer['ms']:.2f} ms, max abs vs ORT {peer['max_abs_vs_onnxruntime']:.3g}"
+                                           if "ms" in peer else "")) if "error" not in peer else f"; OpenVINO's reader: {peer['error']}"
+    return f"{'q' if c.get('quantized') else 'f'}{ratio} ({c.get('how')}; {c.get('check')}{fast}){seen}"
 
 
 def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
@@ -295,6 +420,28 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
         ratios = sorted(c["size_ratio"] for c in ok if "size_ratio" in c)
         med = f"{ratios[len(ratios) // 2]:.2f}, {ratios[-1]:.2f}" if ratios else "-"
         lines.append(f"{t:<10} {len(ok):>4}/{len(cs):<4} {len(q):>5}/{len(cs):<4} {med:>26}")
+    timed = [(r["model"], r["form"], t, r["cells"][t]) for r in rows for t in targets
+             if "speedup" in r["cells"].get(t, {})]
+    if timed:
+        lines += ["", "int8 artifact vs the float conversion, one thread, median of 30 runs (speedup = float ms / int8 ms):"]
+        for t in [t for t in TIMED if t in targets]:
+            sp = sorted(c["speedup"] for _, _, tt, c in timed if tt == t)
+            if sp:
+                faster = sum(1 for v in sp if v > 1)
+                lines.append(f"  {t:<10} faster on {faster}/{len(sp)}; speedup min {sp[0]:.2f}, median "
+                             f"{sp[len(sp) // 2]:.2f}, max {sp[-1]:.2f}")
+    peers = [(r, r["cells"]["openvino"]["peer_openvino_reader"]) for r in rows
+             if "peer_openvino_reader" in r["cells"].get("openvino", {})]
+    if peers:
+        ours_q = sum(1 for r, _ in peers if r["cells"]["openvino"].get("quantized"))
+        theirs_q = sum(1 for _, p in peers if p.get("quantized"))
+        lines += ["", f"OpenVINO on the same ONNX files: opbridge quantized {ours_q}/{len(peers)}, "
+                      f"OpenVINO's own reader {theirs_q}/{len(peers)}"]
+        both = [(r["cells"]["openvino"], p) for r, p in peers if "ms" in p and "ms_int8" in r["cells"]["openvino"]]
+        if both:
+            ratios = sorted(p["ms"] / c["ms_int8"] for c, p in both)
+            lines.append(f"  latency, reader ms / opbridge ms: median {ratios[len(ratios) // 2]:.2f} "
+                         f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}) over {len(ratios)}")
     return "\n".join(lines)
 
 
@@ -303,10 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--json", help="write the cells here")
+    ap.add_argument("--no-latency", action="store_true", help="skip the timings (int8 vs float, the peer's)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     targets = [t for t in a.targets.split(",") if t]
-    rows = run(build(set(a.only.split(",")) if a.only else None), targets, a.json)
+    rows = run(build(set(a.only.split(",")) if a.only else None), targets, a.json, timed=not a.no_latency)
     print(summary(rows, targets))
     return 0
 
