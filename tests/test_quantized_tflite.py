@@ -269,3 +269,21 @@ def test_widening_int8_keeps_the_extremes():
     g.outputs.append(y)
     legalize_dtypes.run(g, "coreml", legal=frozenset({"float32", "int32", "bool"}))
     assert zp.const.dtype == np.int32 and zp.const.tolist() == [-128, 0, 127]
+
+
+@needs_tf
+def test_cli_exact_int8_reaches_the_frontend(int8_model, tmp_path, capsys):
+    """``convert --exact-int8``: the written ONNX model holds no int8 weight (LiteRT's integer
+    arithmetic written in float ops) and agrees with the interpreter exactly."""
+    import json
+
+    import onnx
+
+    from translator.cli.main import main
+
+    out = tmp_path / "exact.onnx"
+    assert main(["convert", int8_model, "--to", "onnx", "-o", str(out), "--exact-int8", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)["targets"][0]
+    assert all(o["vs_source"]["max_abs"] == 0 for o in rec["check"]["outputs"]), rec
+    m = onnx.load(str(out))
+    assert onnx.TensorProto.INT8 not in {i.data_type for i in m.graph.initializer if len(i.dims) == 4}
