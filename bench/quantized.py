@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -185,58 +184,14 @@ def _size(path: Path) -> int:
 
 
 def quantized(target: str, path: Path) -> tuple[bool, str]:
-    """(whether the artifact runs / stores integers, how that was read)."""
-    if target == "tflite":
-        from ai_edge_litert.interpreter import Interpreter
+    """(whether the artifact runs / stores integers, how that was read): the target's own
+    ``integer_kernels`` (what ``convert`` records). Integer kernels must be all of them; int8
+    storage (PyTorch, Core ML), at least half of the weight tensors."""
+    from translator.compile.target import get
 
-        it = Interpreter(str(path))
-        types = {t["index"]: t["dtype"] for t in it.get_tensor_details()}
-        kernels = [o for o in it._get_ops_details()
-                   if o["op_name"] in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")]
-        n = sum(1 for o in kernels if types[o["inputs"][0]] in (np.int8, np.uint8, np.int16))
-        return bool(kernels) and n == len(kernels), f"{n}/{len(kernels)} int8 kernels"
-    if target == "openvino":
-        import openvino as ov
-
-        core = ov.Core()
-        xml = next(path.rglob("*.xml")) if path.is_dir() else path
-        rt = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).get_runtime_model()
-        kinds = []
-        for op in rt.get_ops():
-            info = op.get_rt_info()
-            kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
-            if kind in ("Convolution", "FullyConnected", "MatMul"):
-                kinds.append(info["runtimePrecision"].astype(str).lower())
-        n = sum(1 for p in kinds if p in ("u8", "i8"))
-        return bool(kinds) and n == len(kinds), f"{n}/{len(kinds)} u8/i8 kernels"
-    if target == "onnx":
-        import onnx
-        import onnxruntime as ort
-
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        with tempfile.TemporaryDirectory() as d:
-            so.optimized_model_filepath = os.path.join(d, "opt.onnx")
-            ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-            ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
-        integer = sum(1 for o in ops if re.match(r"QLinear|QGemm|MatMulInteger|ConvInteger|DynamicQuantize|MatMulIntegerToFloat", o))
-        floats = sum(1 for o in ops if o in ("Conv", "MatMul", "Gemm", "FusedConv", "FusedMatMul", "FusedGemm"))
-        return integer > 0 and floats == 0, f"{integer} integer / {floats} float kernels"
-    if target == "pytorch":
-        from safetensors.numpy import load_file
-
-        ws = load_file(str(next(path.rglob("*.safetensors"))))
-        big = [a for a in ws.values() if a.size >= 256]
-        n = sum(1 for a in big if a.dtype in (np.int8, np.uint8))
-        return bool(big) and n * 2 >= len(big), f"{n}/{len(big)} int8 weights"
-    if target == "coreml":
-        text = (path / "builder.py").read_text() if (path / "builder.py").exists() else ""
-        n = text.count("constexpr_affine_dequantize(")
-        layers = sum(text.count(f"mb.{op}(") for op in ("conv", "linear", "matmul"))
-        return n > 0 and n >= layers, f"{n} int8 weights / {layers} conv+linear+matmul (structural_only)"
-    if target == "tensorflow":
-        return False, "float kernels (TensorFlow runs QDQ as float)"
-    return False, ""
+    k = get(target).integer_kernels(path)
+    ok = k.integer * 2 >= k.total > 0 if k.stored else k.integer == k.total > 0
+    return ok, k.how
 
 
 # ---------------------------------------------------------------------------- how fast?

@@ -298,3 +298,24 @@ def test_layout_ops_inside_qdq_pairs_are_moved_out_for_onnxruntime(qtype, tmp_pa
     ort.InferenceSession(str(out), so, providers=["CPUExecutionProvider"])
     ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
     assert ops["QLinearConv"] == 2 and ops["Conv"] == 0, ops
+
+
+def test_the_record_says_which_kernels_run_integer(tmp_path):
+    """``convert``'s record of a quantized model reads, from each framework, how its compute
+    kernels run (onnxruntime's optimized graph, LiteRT's op input types, OpenVINO's runtime
+    precisions; int8 storage where the kernels are float or not run here); a float model's
+    record has no such entry."""
+    import opbridge
+
+    src = _qdq_cnn(tmp_path / "q.onnx", per_channel=False)
+    res = opbridge.convert(str(src), to="onnx,tflite,openvino,pytorch,coreml,tensorflow", out=str(tmp_path / "out"),
+                           check=False)
+    got = {r["target"]: r.get("integer_kernels") for r in res["targets"]}
+    assert all(r["status"] == "ok" for r in res["targets"]), res["targets"]
+    for t in ("onnx", "tflite", "openvino"):  # 2 convs + the classifier, all integer
+        assert got[t]["integer"] == got[t]["total"] >= 3 and not got[t].get("stored_only"), (t, got[t])
+    for t in ("pytorch", "coreml"):
+        assert got[t]["stored_only"] and got[t]["integer"] >= 3, (t, got[t])
+    assert got["tensorflow"]["total"] == 0 and "float" in got["tensorflow"]["how"]
+    res = opbridge.convert(str(tmp_path / "float.onnx"), to="onnx", out=str(tmp_path / "f.onnx"), check=False)
+    assert "integer_kernels" not in res["targets"][0]

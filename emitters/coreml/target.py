@@ -22,7 +22,7 @@ from .prepare import prepare
 from .registry import NAME
 from translator.table.errors import OpbridgeError, Unsupported
 
-from .runtime import _can_predict as can_predict, load, output_ports, package, run, save, smoke, version
+from .runtime import _can_predict as can_predict, integer_kernels, load, output_ports, package, run, save, smoke, version
 
 if TYPE_CHECKING:
     from translator.ir.graph import Model
@@ -62,7 +62,7 @@ TARGET = Target(
     dynamic_dims=True,  # symbolic input dims become flexible ones (ct.RangeDim); fixed, and said so, where MIL cannot
     options=(Option("--target", "deployment_target", "CoreML deployment target (e.g. iOS17)", metavar="TARGET"),),
     float64_evaluation=lambda: not can_predict(),  # the MIL evaluator sums in float64
-    version=version, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
+    version=version, integer_kernels=integer_kernels, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
 )
 
 __all__ = ["TARGET", "legal_dtypes"]

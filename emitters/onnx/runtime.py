@@ -297,3 +297,30 @@ def version() -> str:
     import onnxruntime
 
     return f"onnx {onnx.__version__} (onnxruntime {onnxruntime.__version__})"
+
+
+#: onnxruntime's integer compute kernels, and the float ones they replace
+INTEGER_KERNELS = ("QLinearConv", "QLinearMatMul", "QGemm", "MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul",
+                   "MatMulIntegerToFloat", "DynamicQuantizeLSTM", "QAttention")
+FLOAT_KERNELS = ("Conv", "MatMul", "Gemm", "FusedConv", "FusedMatMul", "FusedGemm", "LSTM", "GRU", "Attention")
+
+
+def integer_kernels(path: Path) -> Any:
+    """The compute kernels of the graph onnxruntime runs (its optimized session graph, every
+    optimizer on, as a user's default session has them)."""
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+
+    from translator.compile.target import KernelCount
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    with tempfile.TemporaryDirectory() as d:
+        so.optimized_model_filepath = os.path.join(d, "optimized.onnx")
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        ops = [n.op_type for n in onnx.load(so.optimized_model_filepath, load_external_data=False).graph.node]
+    n_int = sum(1 for o in ops if o in INTEGER_KERNELS)
+    n_float = sum(1 for o in ops if o in FLOAT_KERNELS)
+    return KernelCount(n_int, n_int + n_float, f"onnxruntime's optimized graph: {n_int} integer, {n_float} float kernels")

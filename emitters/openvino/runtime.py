@@ -210,3 +210,24 @@ def version() -> str:
     from importlib import metadata
 
     return f"openvino {metadata.version('openvino')}"
+
+
+#: the CPU plugin's compute layer types
+COMPUTE_LAYERS = ("Convolution", "GroupConvolution", "FullyConnected", "MatMul", "Deconvolution")
+
+
+def integer_kernels(path: Path) -> Any:
+    """The runtime precision of each compute layer of the model as the CPU plugin compiles it
+    (its low-precision transformations decide: u8/i8 is an integer kernel)."""
+    from translator.compile.target import KernelCount
+
+    xml = next(Path(path).rglob("*.xml")) if Path(path).is_dir() else Path(path)
+    rt = core().compile_model(core().read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).get_runtime_model()
+    kinds = []
+    for op in rt.get_ops():
+        info = op.get_rt_info()
+        kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
+        if kind in COMPUTE_LAYERS:
+            kinds.append(info["runtimePrecision"].astype(str).lower() if "runtimePrecision" in info else "?")
+    n = sum(1 for p in kinds if p in ("u8", "i8"))
+    return KernelCount(n, len(kinds), f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls in u8/i8")

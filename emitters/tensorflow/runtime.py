@@ -327,3 +327,11 @@ def load(path: str | os.PathLike[str], artifact: TFArtifact) -> TFArtifact:
 
     quiet_tf()
     return dataclasses.replace(artifact, _instance=tf.saved_model.load(str(path)))
+
+
+def integer_kernels(path: Path) -> Any:
+    """A SavedModel runs quantize/dequantize pairs as float ops (TensorFlow has no integer
+    kernels for them on the CPU): stated, not inspected."""
+    from translator.compile.target import KernelCount
+
+    return KernelCount(0, 0, "TensorFlow runs the quantize/dequantize pairs and every kernel in float")

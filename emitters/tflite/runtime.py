@@ -119,3 +119,25 @@ def version() -> str:
 
 
 __all__ = ["load", "output_ports", "quiet_stderr", "run", "runner", "save", "version"]
+
+
+#: the builtin compute kernels whose input dtype says integer or float
+COMPUTE_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D")
+
+
+def integer_kernels(path: Path) -> Any:
+    """The interpreter's compute ops and the dtype of their activation input (int8/uint8/int16:
+    the integer kernel XNNPACK or the builtin runs)."""
+    from translator.compile.target import KernelCount
+
+    import warnings
+
+    import tensorflow as tf
+
+    with warnings.catch_warnings(), quiet_stderr():
+        warnings.simplefilter("ignore")
+        it = tf.lite.Interpreter(model_path=str(path))
+    types = {t["index"]: np.dtype(t["dtype"]) for t in it.get_tensor_details()}
+    ops = [o for o in it._get_ops_details() if o["op_name"] in COMPUTE_OPS]
+    n = sum(1 for o in ops if types.get(int(o["inputs"][0]), np.dtype(np.float32)).kind in "iu")
+    return KernelCount(n, len(ops), f"{n} of {len(ops)} {'/'.join(sorted({o['op_name'] for o in ops}))} read 8/16-bit integers")

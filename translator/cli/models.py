@@ -280,6 +280,11 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                     line += f"; first diverging node {r['check']['first_divergence'].get('node')!r}"
             if "transposes" in r:
                 line += f"; transposes {r['transposes']}"
+            ik = r.get("integer_kernels")
+            if ik:
+                line += (f"; integer kernels: not inspected ({ik['error']})" if "error" in ik else
+                         "; no integer kernels" if not ik["total"] else
+                         f"; {'int8 weights' if ik.get('stored_only') else 'integer kernels'} {ik['integer']}/{ik['total']}")
             if any(r.get("check", {}).get("sizes") or ()):
                 runs = r["check"]["sizes"]
                 line += "; dynamic dims checked at " + " and ".join(

@@ -177,3 +177,12 @@ def adjacent_qdq(g: Graph) -> int:
         added += 1
     g.toposort()
     return added
+
+
+def is_quantized(graph: Graph) -> bool:
+    """Whether the model computes on quantized tensors (QDQ pairs, QOperator or dynamic
+    quantization ops, onnxruntime's quantized contrib ops), here or in a subgraph."""
+    for n in graph.walk():
+        if "quantize" in n.op or "_integer" in n.op or n.op.startswith(("qlinear_", "qgemm")):
+            return True
+    return False

@@ -97,6 +97,9 @@ class Target:
     float64_evaluation: Callable[[], bool] | None = None
     #: the library version string the artifact is built with
     version: Callable[[], str] | None = None
+    #: written path → how its compute kernels run, read from the framework itself (a quantized
+    #: model's record says which stayed integer): ``KernelCount``; None: not inspectable
+    integer_kernels: Callable[[Path], "KernelCount"] | None = None
     doc: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -109,6 +112,22 @@ class Target:
         if self.runner is not None:
             return self.runner(artifact)
         return lambda inputs: list(self.run(artifact, inputs))
+
+
+@dataclass(frozen=True)
+class KernelCount:
+    """The compute kernels (convolutions, fully connected layers, matmuls) of a written
+    quantized model: ``integer`` of ``total`` run on 8-bit integers (``stored``: the target
+    keeps int8 weights but its runtime is not inspected or not integer, e.g. Core ML off macOS,
+    PyTorch's dequantize-once weights); ``how``: what was read, in the framework's terms."""
+    integer: int
+    total: int
+    how: str
+    stored: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"integer": self.integer, "total": self.total, "how": self.how,
+                **({"stored_only": True} if self.stored else {})}
 
 
 @dataclass
@@ -176,10 +195,10 @@ def dist_version(*distributions: str) -> str:
 
 def package_fields(codegen: Any, runtime: Any) -> dict[str, Any]:
     """The functions a backend package provides under the shared inner names, as ``Target``
-    fields: ``codegen.emit``; ``runtime.run``, ``runner``, ``save``, ``load``, ``output_ports``
-    and ``version`` (those it has)."""
+    fields: ``codegen.emit``; ``runtime.run``, ``runner``, ``save``, ``load``, ``output_ports``,
+    ``version`` and ``integer_kernels`` (those it has)."""
     fields = {"emit": codegen.emit}
-    for name in ("run", "runner", "save", "load", "output_ports", "version"):
+    for name in ("run", "runner", "save", "load", "output_ports", "version", "integer_kernels"):
         fn = getattr(runtime, name, None)
         if fn is not None:
             fields[name] = fn

@@ -238,6 +238,11 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
             say("the model cannot run at " + "/".join(map(str, dims.CHECK_SIZES)) + ": checking at " +
                 ", ".join(f"{d}={','.join(map(str, s))}" for d, s in derived.items()))
             check_dims = sized
+    from functools import lru_cache
+
+    from ..compile.quantized import is_quantized
+
+    quantized_source = lru_cache(maxsize=None)(lambda: is_quantized(build().graph))
     stem = model_stem(model)
     finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
     if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
@@ -293,6 +298,12 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 if target.version is not None:
                     rec["library"] = target.version()
+                if target.integer_kernels is not None and quantized_source():
+                    try:  # what the framework runs it with, read from the framework
+                        rec["integer_kernels"] = target.integer_kernels(Path(saved)).as_dict()
+                    except Exception as exc:  # noqa: BLE001 - an inspection that failed is said, not hidden
+                        rec["integer_kernels"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                                                  if str(exc) else type(exc).__name__}
                 if done.ctx.fixed_dims:
                     rec["fixed_dims"] = dict(done.ctx.fixed_dims)
                 kept_dims = dims.symbolic(done.model)
