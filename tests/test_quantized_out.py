@@ -319,3 +319,69 @@ def test_the_record_says_which_kernels_run_integer(tmp_path):
     assert got["tensorflow"]["total"] == 0 and "float" in got["tensorflow"]["how"]
     res = opbridge.convert(str(tmp_path / "float.onnx"), to="onnx", out=str(tmp_path / "f.onnx"), check=False)
     assert "integer_kernels" not in res["targets"][0]
+
+
+def test_int8_activations_reach_onnxruntimes_integer_kernels(tmp_path):
+    """A model with int8 activations and int8 I/O (a full-int8 TFLite's form), whose first
+    quantization is read by two dequantizations (a residual): onnxruntime on x86 fuses u8
+    activations only, and its own s8→u8 rewrite turns plain Q → DQ pairs only. The ONNX
+    target writes the activations as uint8 (exact: q + 128 on z + 128; the interface keeps
+    int8): every conv and the gemm run as integer kernels, and the outputs are unchanged."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    rng = np.random.default_rng(6)
+
+    def c(name, a):
+        t = nh.from_array(np.asarray(a))
+        t.name = name
+        return t
+
+    inits = [c("s", np.float32(0.05)), c("z", np.int8(-3)), c("s1", np.float32(0.08)), c("z1", np.int8(-128)),
+             c("s2", np.float32(0.1)), c("z2", np.int8(5)), c("sw", np.float32(0.01)), c("zw", np.int8(0)),
+             c("w1", rng.integers(-100, 100, (8, 3, 3, 3)).astype(np.int8)),
+             c("w2", rng.integers(-100, 100, (8, 8, 3, 3)).astype(np.int8)),
+             c("wf", rng.integers(-100, 100, (4, 8)).astype(np.int8)), c("shape", np.asarray([1, 8 * 36], np.int64))]
+    inits[-1] = c("axes", np.asarray([2, 3], np.int64))
+    nodes = [h.make_node("DequantizeLinear", ["x", "s", "z"], ["xd"]),
+             h.make_node("DequantizeLinear", ["w1", "sw", "zw"], ["w1d"]),
+             h.make_node("Conv", ["xd", "w1d"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("QuantizeLinear", ["r1", "s1", "z1"], ["r1q"]),
+             h.make_node("DequantizeLinear", ["r1q", "s1", "z1"], ["a"]),           # read twice: a conv
+             h.make_node("DequantizeLinear", ["r1q", "s1", "z1"], ["b"]),           # and the residual
+             h.make_node("DequantizeLinear", ["w2", "sw", "zw"], ["w2d"]),
+             h.make_node("Conv", ["a", "w2d"], ["c2"], pads=[1, 1, 1, 1]),
+             h.make_node("QuantizeLinear", ["c2", "s1", "z1"], ["c2q"]),
+             h.make_node("DequantizeLinear", ["c2q", "s1", "z1"], ["c2d"]),
+             h.make_node("Add", ["c2d", "b"], ["sum"]),
+             h.make_node("QuantizeLinear", ["sum", "s2", "z2"], ["sq"]),
+             h.make_node("DequantizeLinear", ["sq", "s2", "z2"], ["sd"]),
+             h.make_node("ReduceMean", ["sd", "axes"], ["m"], keepdims=0),
+             h.make_node("QuantizeLinear", ["m", "s2", "z2"], ["mq"]),
+             h.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"]),
+             h.make_node("DequantizeLinear", ["wf", "sw", "zw"], ["wfd"]),
+             h.make_node("Gemm", ["md", "wfd"], ["y"], transB=1),
+             h.make_node("QuantizeLinear", ["y", "s2", "z2"], ["yq"])]                 # int8 model output
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.INT8, [1, 3, 6, 6])],
+                     [h.make_tensor_value_info("yq", T.INT8, [1, 4])], inits)
+    src = tmp_path / "src.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), str(src))
+    out = tmp_path / "out.onnx"
+    res = opbridge.convert(str(src), to="onnx", out=str(out))
+    t = res["targets"][0]
+    assert t["status"] == "ok" and all(o["max_abs"] == 0 for o in t["check"]["outputs"]), t
+    m = onnx.load(str(out))
+    assert [i.type.tensor_type.elem_type for i in m.graph.input] == [T.INT8]
+    assert [o.type.tensor_type.elem_type for o in m.graph.output] == [T.INT8]
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(out), so, providers=["CPUExecutionProvider"])
+    ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
+    assert ops["QLinearConv"] == 2 and ops["Conv"] == ops["Gemm"] == 0, ops
+    assert t["integer_kernels"]["integer"] == t["integer_kernels"]["total"] == 3, t["integer_kernels"]

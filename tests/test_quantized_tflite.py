@@ -135,9 +135,8 @@ def test_convert_and_check(int8_model, target, exact, tmp_path):
         so.optimized_model_filepath = str(tmp_path / "opt.onnx")
         ort.InferenceSession(t["output"], so, providers=["CPUExecutionProvider"])
         ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
-        # (onnxruntime on x86 fuses u8 activations only: its s8->u8 rewrite takes plain Q -> DQ
-        # pairs, not the int8 model input nor a Q read by two DQs, whose convs stay float)
-        assert ops.count("QLinearConv") >= 1 and ops.count("QLinearAveragePool") == 1, ops
+        assert "Conv" not in ops and "Gemm" not in ops and ops.count("QLinearConv") == 3, ops
+        assert t["integer_kernels"]["integer"] == t["integer_kernels"]["total"] == 4, t["integer_kernels"]
 
 
 def _qconv_graph(bias: bool = True):

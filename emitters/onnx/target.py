@@ -5,8 +5,9 @@
   kernel for it (``runtime.choose_opset``), stored in ``ctx.options["opset"]``.
 * ``accepts``: the same per-node check at that opset (``runtime.node_refusal``); a node no
   opset covers is then decomposed by the table, or refused with the kernel or type named.
-* ``prepare``: layout ops move out of per-tensor QDQ pairs (``quantized.adjacent_qdq``),
-  the form onnxruntime's QDQ fusion finds.
+* ``prepare``: layout ops between per-tensor QDQ pairs (``quantized.adjacent_qdq``) and int8
+  activations as uint8 (``quantized.uint8_activations``): the form onnxruntime's QDQ fusion
+  finds on x86.
 * ``fold=False``: the graph is written as it is (constant subgraphs stay ONNX nodes), and
   every dtype is legal (no legalization).
 """
@@ -30,13 +31,15 @@ def configure(model: Any, ctx: Any) -> None:
 
 
 def prepare(model: Any, ctx: Any) -> None:
-    """Layout ops out of per-tensor QDQ pairs (``quantized.adjacent_qdq``): the QDQ form
-    onnxruntime fuses into integer kernels, and loads with its default optimizations."""
+    """The QDQ form onnxruntime fuses into integer kernels and loads with its default
+    optimizations: layout ops between Q/DQ pairs (``quantized.adjacent_qdq``), int8 activations
+    as uint8 (``quantized.uint8_activations``)."""
     from translator.compile import quantized
     from translator.compile.pipeline import every_graph
 
     for g in every_graph(model.graph):
         quantized.adjacent_qdq(g)
+        quantized.uint8_activations(g)
 
 
 def accepts(node: Any, ctx: Any) -> Refusal | None:

@@ -179,6 +179,79 @@ def adjacent_qdq(g: Graph) -> int:
     return added
 
 
+def uint8_activations(g: Graph) -> int:
+    """int8 activations written as uint8: the same real values, each integer ``q + 128`` on
+    zero point ``z + 128`` (exact). onnxruntime's integer kernels on x86 take u8 activations
+    with s8 weights; its own s8→u8 rewrite only turns plain ``Q → DQ`` pairs around, so the
+    convolution after an int8 model input, before an int8 model output or after a Q read by
+    two DQs would stay float. Rewritten: every per-tensor int8 ``quantize_linear`` read only by
+    dequantizations (both zero points moved); an int8 model input gets a uint8 ``Q → DQ`` pair
+    after each dequantization of it, an int8 model output one before its quantization (the
+    interface keeps its dtype). Weights (dequantized constants) stay int8. Returns the
+    quantizations rewritten or added."""
+    consts: dict[int, Value] = {}
+
+    def shifted(zp: Value | None, name: str) -> Value:
+        """The uint8 zero point of int8 zero point ``zp`` (one constant per value)."""
+        z = int(_scalar(zp) or 0) if zp is not None else 0
+        if z not in consts:
+            consts[z] = g.add_constant(f"{name}_zp_u8", np.asarray(z + 128, np.uint8), "uint8")
+        return consts[z]
+
+    def pair_after(v: Value, scale: Value, zp: Value, name: str, before: Node | None = None) -> Value:
+        q = g.add_node("quantize_linear", [v, scale, zp], {}, name=f"{name}_u8q",
+                       types=[TensorType("uint8", v.type.shape)], before=before)
+        dq = g.add_node("dequantize_linear", [q.outputs[0], scale, zp], {}, name=f"{name}_u8dq",
+                        types=[v.type], before=before)
+        for n_ in (q, dq):
+            n_.meta["source_dtypes"] = [o.type.dtype for o in n_.outputs]
+            n_.meta["source_in_dtypes"] = [i.type.dtype for i in n_.inputs]
+        return dq.outputs[0]
+
+    def per_tensor(n: Node) -> bool:
+        return _scalar(n.inputs[1]) is not None and (len(n.inputs) < 3 or n.inputs[2] is None
+                                                     or _scalar(n.inputs[2]) is not None)
+
+    changed = 0
+    for q in list(g.nodes):
+        if q.op != "quantize_linear" or q.graph is not g or not per_tensor(q):
+            continue
+        out = q.outputs[0]
+        if out.type.dtype != "int8":
+            continue
+        if any(v is out for v in g.outputs):  # the model's int8 output: a uint8 pair before its quantization
+            u = pair_after(q.inputs[0], q.inputs[1], shifted(q.inputs[2] if len(q.inputs) > 2 else None, q.name),
+                           q.name, before=q)
+            q.replace_input(0, u)
+            changed += 1
+            continue
+        dqs = out.consumers()
+        if not dqs:
+            continue
+        with_zp = lambda n: len(n.inputs) > 2 and n.inputs[2] is not None  # noqa: E731
+        if not with_zp(q) or any(u.op != "dequantize_linear" or u.graph is not g or not per_tensor(u)
+                                 or not with_zp(u) for u in dqs):
+            continue
+        q.replace_input(2, shifted(q.inputs[2], q.name))
+        out.type = TensorType("uint8", out.type.shape)
+        q.meta["source_dtypes"] = ["uint8"]
+        for dq in dqs:
+            dq.replace_input(2, shifted(dq.inputs[2], dq.name))
+        changed += 1
+    for x in g.inputs:  # the model's int8 inputs: a uint8 pair after each dequantization
+        if x.type.dtype != "int8":
+            continue
+        for dq in [u for u in x.consumers() if u.op == "dequantize_linear" and per_tensor(u) and len(u.inputs) > 2]:
+            y = dq.outputs[0]
+            uses = list(y.uses)
+            u = pair_after(y, dq.inputs[1], shifted(dq.inputs[2], dq.name), dq.name)
+            for n_, i in uses:
+                n_.replace_input(i, u)
+            changed += 1
+    g.toposort()
+    return changed
+
+
 def is_quantized(graph: Graph) -> bool:
     """Whether the model computes on quantized tensors (QDQ pairs, QOperator or dynamic
     quantization ops, onnxruntime's quantized contrib ops), here or in a subgraph."""
