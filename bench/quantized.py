@@ -27,9 +27,12 @@ out quantized, the size ratios, the checks.
 Latency (issue 24's acceptance): on onnx, tflite and openvino the int8 artifact and the float
 conversion of the same model are timed on the same input, one thread, median of 30 runs, in
 the runtime's default settings (LiteRT with XNNPACK, OpenVINO's CPU plugin, onnxruntime with
-every optimization); the summary prints the speedups. The peer in the same run: OpenVINO's own
-ONNX reader on each quantized ONNX file (quantized or not, size, latency, error against
-onnxruntime).
+every optimization); the summary prints the speedups. The peers in the same run, on the same files:
+OpenVINO's own ONNX reader on each quantized ONNX file, onnx2tf (its newest release that
+installs beside TensorFlow 2.21 here, 1.28.8: 1.29.x pins onnxsim 0.4.36 and onnxruntime
+1.23.0) on each quantized ONNX file for TFLite, tf2onnx ``--tflite`` on each quantized .tflite
+for ONNX — each judged as ours are (quantized or not, size against our float conversion,
+latency, error against the source runtime).
 
     python bench/quantized.py [--only cnn,mlp] [--targets onnx,...] [--json out.json] [--no-latency]
 """
@@ -286,6 +289,94 @@ def _ov_reader(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) 
         return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
 
 
+#: the peers' own venvs (bench/setup_peer_onnx2tf.sh, bench/setup_peer_tf2onnx.sh)
+ONNX2TF_PY = HERE / ".venv-onnx2tf" / "bin" / "python"
+TF2ONNX_PY = HERE / ".venv-tf2onnx" / "bin" / "python"
+PEER_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def _peer_cell(target: str, made: Path, fout: Path, x: np.ndarray | None, want: np.ndarray | None) -> dict[str, Any]:
+    """A peer's artifact judged as ours are: integer kernels, size against our float
+    conversion, latency, error against the source runtime."""
+    q, how = quantized(target, made)
+    cell: dict[str, Any] = {"quantized": q, "how": how, "size_ratio": round(_size(made) / max(_size(fout), 1), 3)}
+    if x is not None:
+        try:
+            cell["ms"] = round(1e3 * latency(target, made, x), 3)
+            if want is not None:
+                got = _run_one(target, made, x)
+                if got.shape == want.shape:
+                    cell["max_abs_vs_source"] = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+                else:
+                    cell["max_abs_vs_source"] = f"shape {got.shape} vs {want.shape}"
+        except Exception as exc:  # noqa: BLE001 - written but not runnable here (e.g. select TF ops): said
+            cell["run_error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:140]}"
+    return cell
+
+
+def _run_one(target: str, path: Path, x: np.ndarray) -> np.ndarray:
+    """The first output of the artifact on ``x`` (onnxruntime or LiteRT)."""
+    if target == "onnx":
+        import onnxruntime as ort
+
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return np.asarray(sess.run(None, {sess.get_inputs()[0].name: x})[0])
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(str(path))
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], _as_input(x, d["dtype"], d.get("quantization")))
+    it.invoke()
+    o = it.get_output_details()[0]
+    y = it.get_tensor(o["index"])
+    scale, zp = o.get("quantization") or (0.0, 0)
+    return (y.astype(np.float64) - zp) * scale if np.dtype(y.dtype).kind in "iu" and scale else y
+
+
+def _peer_onnx2tf(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) -> dict[str, Any]:
+    """onnx2tf on the quantized ONNX file, as its README runs it (``onnx2tf -i model.onnx``,
+    without onnxsim, the input kept NCHW): the .tflite it writes for the model as it is
+    (``*_float32.tflite``: onnx2tf's own int8 outputs re-calibrate the float graph)."""
+    import subprocess
+
+    if not ONNX2TF_PY.is_file():
+        return {"error": "onnx2tf's venv is missing (sh bench/setup_peer_onnx2tf.sh)"}
+    out = work / f"{Path(e['file']).stem}_onnx2tf"
+    import onnx
+
+    name = onnx.load(e["file"], load_external_data=False).graph.input[0].name
+    from peers.onnx2tf import offline_sample_data
+
+    out.mkdir(exist_ok=True)
+    offline_sample_data(out)
+    r = subprocess.run([str(ONNX2TF_PY), "-m", "onnx2tf", "-i", e["file"], "-o", str(out), "-nuo", "-n",
+                        "-kat", name], capture_output=True, text=True, env=PEER_ENV, cwd=out, timeout=900)
+    made = sorted(out.glob("*_float32.tflite"))
+    if r.returncode or not made:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"exit {r.returncode}"]
+        return {"error": f"onnx2tf: {tail[0][:160]}"}
+    want = None
+    if x is not None:
+        want = _run_one("onnx", Path(e["file"]), x)
+    return _peer_cell("tflite", made[0], fout, x, want)
+
+
+def _peer_tf2onnx(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) -> dict[str, Any]:
+    """tf2onnx on the quantized .tflite (``python -m tf2onnx.convert --tflite``)."""
+    import subprocess
+
+    if not TF2ONNX_PY.is_file():
+        return {"error": "tf2onnx's venv is missing (sh bench/setup_peer_tf2onnx.sh)"}
+    made = work / f"{Path(e['file']).stem}_tf2onnx.onnx"
+    r = subprocess.run([str(TF2ONNX_PY), "-m", "tf2onnx.convert", "--tflite", e["file"], "--output", str(made)],
+                       capture_output=True, text=True, env=PEER_ENV, timeout=900)
+    if r.returncode or not made.is_file():
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"exit {r.returncode}"]
+        return {"error": f"tf2onnx: {tail[0][:160]}"}
+    return _peer_cell("onnx", made, fout, x, _run_one("tflite", Path(e["file"]), x) if x is not None else None)
+
+
 # ---------------------------------------------------------------------------- the run
 def _convert(src: str, target: str, out: Path, inputs: str | None, check: bool = True) -> dict[str, Any]:
     import opbridge
@@ -308,7 +399,7 @@ def _steps(rec: dict[str, Any]) -> str:
 
 
 def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
-        timed: bool = True) -> list[dict[str, Any]]:
+        timed: bool = True, peers: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="opbridge_quantized_"))
     try:
@@ -342,6 +433,10 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                                     cell["latency_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                             if t == "openvino" and e["file"].endswith(".onnx"):
                                 cell["peer_openvino_reader"] = _ov_reader(e, work, fout, x if timed else None)
+                            if peers and t == "tflite" and e["file"].endswith(".onnx"):
+                                cell["peer_onnx2tf"] = _peer_onnx2tf(e, work, fout, x if timed else None)
+                            if peers and t == "onnx" and e["file"].endswith(".tflite"):
+                                cell["peer_tf2onnx"] = _peer_tf2onnx(e, work, fout, x if timed else None)
                 row["cells"][t] = cell
                 print(f"{e['model']:<24} {e['form']:<12} {t:<10} {_cell(cell)}", flush=True)
             rows.append(row)
@@ -363,6 +458,14 @@ def _cell(c: dict[str, Any]) -> str:
         seen = (f"; OpenVINO's reader: {'q' if peer.get('quantized') else 'f'} {peer.get('size_ratio', 0):.2f}x"
                 f" ({peer.get('how')})" + (f", {peer['ms']:.2f} ms, max abs vs ORT {peer['max_abs_vs_onnxruntime']:.3g}"
                                            if "ms" in peer else "")) if "error" not in peer else f"; OpenVINO's reader: {peer['error']}"
+    for key, label in (("peer_onnx2tf", "onnx2tf"), ("peer_tf2onnx", "tf2onnx")):
+        p = c.get(key)
+        if p:
+            seen += (f"; {label}: {p['error']}" if "error" in p else
+                     f"; {label}: {'q' if p.get('quantized') else 'f'} {p.get('size_ratio', 0):.2f}x ({p.get('how')})"
+                     + (f", {p['ms']:.2f} ms" if "ms" in p else "")
+                     + (f", max abs vs source {p['max_abs_vs_source']}" if "max_abs_vs_source" in p else "")
+                     + (f", does not run: {p['run_error'][:90]}" if "run_error" in p else ""))
     return f"{'q' if c.get('quantized') else 'f'}{ratio} ({c.get('how')}; {c.get('check')}{fast}){seen}"
 
 
@@ -397,6 +500,20 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
             ratios = sorted(p["ms"] / c["ms_int8"] for c, p in both)
             lines.append(f"  latency, reader ms / opbridge ms: median {ratios[len(ratios) // 2]:.2f} "
                          f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}) over {len(ratios)}")
+    for key, target, label in (("peer_onnx2tf", "tflite", "onnx2tf (ONNX -> TFLite)"),
+                               ("peer_tf2onnx", "onnx", "tf2onnx --tflite (TFLite -> ONNX)")):
+        got = [(r["cells"][target], r["cells"][target][key]) for r in rows if key in r["cells"].get(target, {})]
+        if got:
+            ours = sum(1 for c, _ in got if c.get("quantized"))
+            theirs = sum(1 for _, p in got if p.get("quantized"))
+            errors = sum(1 for _, p in got if "error" in p)
+            lines.append(f"{label} on the same files: opbridge quantized {ours}/{len(got)}, the peer {theirs}/{len(got)}"
+                         + (f" ({errors} failed)" if errors else ""))
+            both = [(c, p) for c, p in got if "ms" in p and "ms_int8" in c]
+            if both:
+                ratios = sorted(p["ms"] / c["ms_int8"] for c, p in both)
+                lines.append(f"  latency, peer ms / opbridge ms: median {ratios[len(ratios) // 2]:.2f} "
+                             f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}) over {len(ratios)}")
     return "\n".join(lines)
 
 
@@ -406,10 +523,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--json", help="write the cells here")
     ap.add_argument("--no-latency", action="store_true", help="skip the timings (int8 vs float, the peer's)")
+    ap.add_argument("--no-peers", action="store_true", help="skip onnx2tf and tf2onnx (OpenVINO's reader always runs)")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     targets = [t for t in a.targets.split(",") if t]
-    rows = run(build(set(a.only.split(",")) if a.only else None), targets, a.json, timed=not a.no_latency)
+    rows = run(build(set(a.only.split(",")) if a.only else None), targets, a.json, timed=not a.no_latency, peers=not a.no_peers)
     print(summary(rows, targets))
     return 0
 
