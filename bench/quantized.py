@@ -405,6 +405,12 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
     try:
         for e in entries:
             row = {**e, "cells": {}}
+            try:  # the source itself in its own runtime: how integer the conversions can be
+                src = "onnx" if e["file"].endswith(".onnx") else "tflite"
+                row["source_kernels"] = quantized(src, Path(e["file"]))[1]
+            except Exception as exc:  # noqa: BLE001
+                row["source_kernels"] = f"not inspected: {type(exc).__name__}"
+            print(f"{e['model']:<24} {e['form']:<12} source     {row['source_kernels']}", flush=True)
             for t in targets:
                 t0 = time.perf_counter()
                 out = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}"
