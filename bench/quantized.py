@@ -342,15 +342,16 @@ def _peer_onnx2tf(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | Non
 
     if not ONNX2TF_PY.is_file():
         return {"error": "onnx2tf's venv is missing (sh bench/setup_peer_onnx2tf.sh)"}
-    out = work / f"{Path(e['file']).stem}_onnx2tf"
     import onnx
-
-    name = onnx.load(e["file"], load_external_data=False).graph.input[0].name
     from peers.onnx2tf import offline_sample_data
 
+    out = work / f"{Path(e['file']).stem}_onnx2tf"
+    name = onnx.load(e["file"], load_external_data=False).graph.input[0].name
     out.mkdir(exist_ok=True)
     offline_sample_data(out)
-    r = subprocess.run([str(ONNX2TF_PY), "-m", "onnx2tf", "-i", e["file"], "-o", str(out), "-nuo", "-n",
+    copy = out / Path(e["file"]).name  # onnx2tf rewrites the file it is given (a com.microsoft op's domain)
+    shutil.copyfile(e["file"], copy)
+    r = subprocess.run([str(ONNX2TF_PY), "-m", "onnx2tf", "-i", str(copy), "-o", str(out), "-nuo", "-n",
                         "-kat", name], capture_output=True, text=True, env=PEER_ENV, cwd=out, timeout=900)
     made = sorted(out.glob("*_float32.tflite"))
     if r.returncode or not made:

@@ -300,14 +300,18 @@ def test_layout_ops_inside_qdq_pairs_are_moved_out_for_onnxruntime(qtype, tmp_pa
     assert ops["QLinearConv"] == 2 and ops["Conv"] == 0, ops
 
 
-def test_the_record_says_which_kernels_run_integer(tmp_path):
+@pytest.mark.parametrize("operators", [False, True], ids=["qdq", "qoperator"])
+def test_the_record_says_which_kernels_run_integer_and_report_predicts_it(operators, tmp_path):
     """``convert``'s record of a quantized model reads, from each framework, how its compute
     kernels run (onnxruntime's optimized graph, LiteRT's op input types, OpenVINO's runtime
     precisions; int8 storage where the kernels are float or not run here); a float model's
-    record has no such entry."""
+    record has no such entry. ``report`` says the same per node before converting (each
+    target's ``integer_plan``, the writer's own rules)."""
     import opbridge
+    from translator import frontends
+    from translator.run.report import plan_model
 
-    src = _qdq_cnn(tmp_path / "q.onnx", per_channel=False)
+    src = _qdq_cnn(tmp_path / "q.onnx", per_channel=False, operators=operators)
     res = opbridge.convert(str(src), to="onnx,tflite,openvino,pytorch,coreml,tensorflow", out=str(tmp_path / "out"),
                            check=False)
     got = {r["target"]: r.get("integer_kernels") for r in res["targets"]}
@@ -317,8 +321,15 @@ def test_the_record_says_which_kernels_run_integer(tmp_path):
     for t in ("pytorch", "coreml"):
         assert got[t]["stored_only"] and got[t]["integer"] >= 3, (t, got[t])
     assert got["tensorflow"]["total"] == 0 and "float" in got["tensorflow"]["how"]
+    plans = {p.backend: p for p in plan_model(frontends.load(str(src)), list(got))}
+    for t, k in got.items():
+        kinds = [n.integer for n in plans[t].nodes if n.integer]
+        said = kinds.count("int8 weights" if k.get("stored_only") else "integer")
+        assert said == k["integer"], (t, kinds, k)
+        assert "quantized:" in plans[t].summary()
     res = opbridge.convert(str(tmp_path / "float.onnx"), to="onnx", out=str(tmp_path / "f.onnx"), check=False)
     assert "integer_kernels" not in res["targets"][0]
+    assert not any(n.integer for n in plan_model(frontends.load(str(tmp_path / "float.onnx")), ["onnx"])[0].nodes)
 
 
 def test_int8_activations_reach_onnxruntimes_integer_kernels(tmp_path):

@@ -270,3 +270,13 @@ def _dynamic_quantize(gen: Gen, node: Node) -> None:
 
 
 __all__ = ["note_quant_dtypes", "QDTYPES"]
+
+
+def integer_plan(node: Node, ctx: object) -> tuple[str, str]:
+    """What the package stores for compute node ``node`` (``report``; structural: Core ML's
+    kernels are not inspectable off macOS)."""
+    from translator.compile.quantized import quantized_operands
+
+    if quantized_operands(node).weight is not None:
+        return "int8 weights", "constexpr_affine_dequantize: the weight stored as 8 bits, dequantized at load"
+    return "float", "no 8-bit weight"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from translator.compile.target import Option, Target, column_dtypes
 
+from . import quant
 from .codegen import emit as generate
 from .mil import DEFAULT_TARGET, CoreMLArtifact, deployment_target
 from .prepare import prepare
@@ -62,7 +63,7 @@ TARGET = Target(
     dynamic_dims=True,  # symbolic input dims become flexible ones (ct.RangeDim); fixed, and said so, where MIL cannot
     options=(Option("--target", "deployment_target", "CoreML deployment target (e.g. iOS17)", metavar="TARGET"),),
     float64_evaluation=lambda: not can_predict(),  # the MIL evaluator sums in float64
-    version=version, integer_kernels=integer_kernels, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
+    version=version, integer_kernels=integer_kernels, integer_plan=quant.integer_plan, doc=__doc__ or "", extra={"spell": lambda name: f"mb.{name}("},
 )
 
 __all__ = ["TARGET", "legal_dtypes"]

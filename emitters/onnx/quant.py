@@ -14,3 +14,19 @@ OPS = (
 )
 
 rule(*OPS)(write_node)
+
+
+def integer_plan(node, ctx) -> tuple[str, str]:
+    """How onnxruntime will run compute node ``node`` of the planned graph (``report``)."""
+    from translator.compile.quantized import quantized_operands
+
+    if node.op in ("conv_integer", "matmul_integer", "matmul_integer_to_float", "qlinear_conv", "qlinear_matmul",
+                   "qgemm"):
+        return "integer", "an integer kernel of onnxruntime's own"
+    q = quantized_operands(node)
+    if q.activation is not None and q.weight is not None and q.output:
+        return "integer", "a QDQ island (8-bit input, weight and output): onnxruntime fuses it into an integer kernel"
+    if q.weight is not None:
+        return "int8 weights", "float kernel: " + ("the output is not quantized" if q.activation is not None
+                                                   else "the input is not quantized")
+    return "float", "no 8-bit weight"

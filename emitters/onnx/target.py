@@ -18,7 +18,7 @@ from typing import Any
 from translator.compile.registry import Refusal, supported
 from translator.compile.target import Option, Target, package_fields
 
-from . import codegen, runtime
+from . import codegen, quant, runtime
 from .registry import NAME
 
 
@@ -50,7 +50,7 @@ def accepts(node: Any, ctx: Any) -> Refusal | None:
 
 TARGET = Target(
     name=NAME, title="ONNX (onnxruntime)", **package_fields(codegen, runtime), suffix=".onnx",
-    written="model.onnx", fold=False, accepts=accepts, configure=configure, prepare=prepare,
+    written="model.onnx", fold=False, accepts=accepts, configure=configure, prepare=prepare, integer_plan=quant.integer_plan,
     options=(Option("--opset", "opset", "ONNX opset to write (default: the newest onnxruntime runs the model at)",
                     type=int, metavar="N"),),
     doc="ONNX re-emitted at the newest opset onnxruntime has CPU kernels for; run with onnxruntime",

@@ -162,3 +162,21 @@ def _qlinear_conv(g: "Gen", node: Node) -> None:
                   f"ops.reshape({_f32(g, g.x(4))}, {i64(g, [-1])}, False))")
         y = bias(g, y, b, n)
     g.out(0, quantize(g, y, _f32(g, g.x(6)), _f32(g, g.x(7)), g.out_dtype(0)))
+
+
+def integer_plan(node: Node, ctx: object) -> tuple[str, str]:
+    """How the CPU plugin will run compute node ``node`` (``report``): u8/i8 where the input is
+    a FakeQuantize (a per-tensor 8-bit pair) and the weight an 8-bit constant."""
+    from translator.compile.quantized import quantized_operands
+
+    if node.op == "qlinear_conv":
+        return "integer", "QLinearConv as FakeQuantize and int8 weight: the CPU plugin runs it in u8/i8"
+    if node.op in ("conv_integer", "matmul_integer", "matmul_integer_to_float"):
+        return "int8 weights", "dynamic quantization: the int8 weight kept, the product in float"
+    q = quantized_operands(node)
+    if q.activation is not None and q.weight is not None:
+        return "integer", ("FakeQuantize" if q.activation_pair else "8-bit dequantized") + \
+            " input and int8 weight: the low-precision transformations run it in u8/i8"
+    if q.weight is not None:
+        return "int8 weights", "float kernel over the int8 weight (the input is not a per-tensor 8-bit pair)"
+    return "float", "no 8-bit weight"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from translator.compile.registry import Refusal
 from translator.compile.target import Target, package_fields
 
-from . import codegen, runtime
+from . import codegen, quant, runtime
 from .registry import NAME
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def spell(name: str) -> str:
 
 TARGET = Target(
     name=NAME, title="OpenVINO", **package_fields(codegen, runtime), suffix="_openvino", written="model",
+    integer_plan=quant.integer_plan,
     fold=True, accepts=accepts,
     doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
     extra={"spell": spell},

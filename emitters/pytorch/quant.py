@@ -160,3 +160,12 @@ def qlinear_conv(e: NodeEmit) -> list[str]:
     lines.append(f"{y} = torch.round({y} * ({e.x(1)}.double() * {ws}) / {e.x(6)}.double()) + {e.x(7)}.double()")
     lines.append(f"{y} = torch.clamp({y}, torch.iinfo({out}).min, torch.iinfo({out}).max).to({out})")
     return lines
+
+
+def integer_plan(node, ctx) -> tuple[str, str]:
+    """What the module stores for compute node ``node`` (``report``)."""
+    from translator.compile.quantized import quantized_operands
+
+    if quantized_operands(node).weight is not None:
+        return "int8 weights", "stored as int8, dequantized once at load; float kernel"
+    return "float", "no 8-bit weight"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from translator.compile.registry import Refusal
 from translator.compile.target import Target, package_fields
 
-from . import codegen, runtime
+from . import codegen, quant, runtime
 from .codegen import torch_dtypes, trial
 from .registry import NAME
 
@@ -62,6 +62,7 @@ def spell(name: str) -> str:
 
 TARGET = Target(
     name=NAME, title="PyTorch", **package_fields(codegen, runtime), suffix="_pytorch", written="model",
+    integer_plan=quant.integer_plan,
     legal_dtypes=legal_dtypes, fold=True, accepts=accepts,
     extra={"spell": spell},
     doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",

@@ -79,3 +79,8 @@ def dequantize_linear(c: Any) -> list[str]:
     if c.has(2):
         x = f"({x} - {_per_axis(c, f'tf.cast({c.i(2)}, {work})', 2)})"
     return [f"{c.o()} = tf.cast({x} * {_per_axis(c, f'tf.cast({c.i(1)}, {work})', 1)}, {c.tf(c.out_dtype())})"]
+
+
+def integer_plan(node, ctx) -> tuple[str, str]:
+    """TensorFlow runs the quantize/dequantize pairs and every kernel in float (``report``)."""
+    return "float", "TensorFlow has no integer kernels for QDQ: it computes in float"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from translator.compile.target import Option, Target, column_dtypes, dist_version, package_fields
 
-from . import codegen, runtime
+from . import codegen, quant, runtime
 from .helpers import accepts, channels_last
 from .registry import NAME
 
@@ -30,6 +30,7 @@ TARGET = Target(
     name=NAME,
     title="TensorFlow",
     **package_fields(codegen, runtime),
+    integer_plan=quant.integer_plan,
     suffix="_savedmodel",
     written="saved_model",
     legal_dtypes=column_dtypes(NAME),

@@ -58,3 +58,22 @@ def dequantize_linear(c: Any) -> list[str]:
     hi = c.weight((127.0 * w.scales).astype(np.float32), f"{c.node.name}_max")
     fq = f"tf.quantization.fake_quant_with_min_max_vars_per_channel({v}, {lo}, {hi}, num_bits=8, narrow_range=True)"
     return [f"{c.o()} = tf.transpose({fq}, {inv})" if perm != list(range(r)) else f"{c.o()} = {fq}"]
+
+
+def integer_plan(node: Any, ctx: Any) -> tuple[str, str]:
+    """How the written .tflite will run compute node ``node`` (``report``): an int8 kernel
+    where both operands reach the converter as fake-quant ops (``dequantize_linear`` above)."""
+    from translator.compile.quantized import quantized_operands
+
+    if ctx.options.get("float_quantization"):
+        return "float", "--float-quantization: the quantized arithmetic in float ops"
+    q = quantized_operands(node)
+    if q.activation is None or not q.activation_pair:
+        return "float", "the input is not a per-tensor 8-bit quantize/dequantize pair"
+    if q.weight is None and not (len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].is_const):
+        return "float", "the weight is computed at run time"
+    w = symmetric_weight(q.weight) if q.weight is not None and q.weight.op == "dequantize_linear" else None
+    if w is None or w.axis is not None and not (w.values.ndim == 4 and node.op == "conv"):
+        return "integer", ("int8 kernel: the converter quantizes the weight itself (per tensor: "
+                           + ("a float weight" if q.weight is None else "not a symmetric int8 conv filter") + ")")
+    return "integer", "int8 kernel from the converter's quantization-aware path (unless the int8 model fails the check)"

@@ -19,7 +19,7 @@ from emitters.tensorflow import target as tensorflow
 from translator.table.errors import Unsupported
 from translator.compile.target import Option, column_dtypes, package_fields
 
-from . import codegen, runtime
+from . import codegen, quant, runtime
 from .registry import NAME
 
 
@@ -51,7 +51,7 @@ FLOAT_QUANTIZATION = Option("--float-quantization", "float_quantization",
 
 #: TensorFlow's target (its layout, folding and node check: the same generated module), converted
 TARGET = dataclasses.replace(
-    tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime),
+    tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime), integer_plan=quant.integer_plan,
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
     prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION),
     doc="a .tflite flatbuffer (builtin ops; select TF ops only with --allow-select-tf-ops), "

@@ -154,7 +154,8 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
         ctx.warn(control.inline_typed_branches(model, fold, tables))
     _sink_transposes(g, ctx)
     kept = {id(n) for n in g.walk()}
-    ctx.how.update({name: "folded" for i, name in before.items() if i not in kept})
+    kept_names = {n.name for n in g.walk()}  # a frontend may expand one source node into several of its name
+    ctx.how.update({name: "folded" for i, name in before.items() if i not in kept and name not in kept_names})
     for n in g.walk():  # what the model computes in, before legalization (saturating casts need it)
         n.meta["source_dtypes"] = [o.type.dtype for o in n.outputs]
         n.meta["source_in_dtypes"] = [v.type.dtype if v is not None else None for v in n.inputs]

@@ -114,7 +114,9 @@ def symmetric_weight(node: Node) -> SymmetricWeight | None:
     return SymmetricWeight(values, scales, axis)
 
 
-__all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight"]
+__all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight", "LAYOUT_OPS",
+           "adjacent_qdq", "uint8_activations", "is_quantized", "COMPUTE_OPS", "QuantizedOperands",
+           "quantized_operands"]
 
 
 #: layout ops that commute with a per-tensor (de)quantization: they only move elements
@@ -259,3 +261,67 @@ def is_quantized(graph: Graph) -> bool:
         if "quantize" in n.op or "_integer" in n.op or n.op.startswith(("qlinear_", "qgemm")):
             return True
     return False
+
+
+#: the ops a quantized model computes in integer kernels where a target can (what the
+#: report and ``Target.integer_kernels`` count): convolutions, matrix products
+COMPUTE_OPS = ("conv", "conv_transpose", "gemm", "matmul", "qlinear_conv", "qlinear_matmul", "conv_integer",
+               "matmul_integer", "matmul_integer_to_float", "qgemm")
+
+
+@dataclass(frozen=True)
+class QuantizedOperands:
+    """What a compute node reads and writes in QDQ form: the activation's dequantization and
+    whether it is the second half of a per-tensor 8-bit pair (``activation``), the weight's
+    node reading an 8-bit constant (``weight``: its dequantization, native or decomposed,
+    through layout ops), whether the output
+    is quantized (``output``: read by a ``quantize_linear``, maybe through a ReLU/clip)."""
+    activation: Node | None
+    activation_pair: bool
+    weight: Node | None
+    output: bool
+
+
+def _through_layout(v: Value | None) -> Node | None:
+    p = v.producer if v is not None else None
+    while p is not None and p.op in LAYOUT_OPS and p.inputs and p.inputs[0] is not None:
+        p = p.inputs[0].producer
+    return p
+
+
+#: what a decomposed dequantization of a weight is made of (cast, zero point, scale)
+_DEQUANT_OPS = ("dequantize_linear", "cast", "sub", "mul")
+
+
+def _weight_source(v: Value | None) -> Node | None:
+    """The node that reads an 8-bit constant to compute ``v`` through layout ops and a
+    dequantization (native, or decomposed into cast / sub / mul), or None."""
+    p = v.producer if v is not None else None
+    for _ in range(8):
+        if p is None or p.op not in LAYOUT_OPS + _DEQUANT_OPS:
+            return None
+        stored = p.meta.get("source_in_dtypes") or [x.type.dtype if x is not None else None for x in p.inputs]
+        for x, dt in zip(p.inputs, stored):
+            if x is not None and x.is_const and dt in QRANGE8 and np.asarray(x.const).size > 1:
+                return p
+        nxt = next((x for x in p.inputs if x is not None and not x.is_const), None)
+        p = nxt.producer if nxt is not None else None
+    return None
+
+
+def quantized_operands(node: Node) -> QuantizedOperands:
+    act = _through_layout(node.inputs[0]) if node.inputs else None
+    act = act if act is not None and act.op == "dequantize_linear" and not act.inputs[0].is_const else None
+    k = 3 if node.op in ("qlinear_conv", "qlinear_matmul") else 1  # the weight operand
+    wv = node.inputs[k] if len(node.inputs) > k else None
+    stored = (node.meta.get("source_in_dtypes") or [])[k:k + 1] or [wv.type.dtype if wv is not None else None]
+    if wv is not None and wv.is_const and stored[0] in QRANGE8:
+        w: Node | None = node  # an integer op written natively reads the 8-bit weight itself
+    else:
+        w = _weight_source(wv)
+    out = False
+    for u in node.outputs[0].consumers() if node.outputs else ():
+        if u.op == "quantize_linear" or u.op in ("relu", "clip") and any(
+                c.op == "quantize_linear" for c in u.outputs[0].consumers()):
+            out = True
+    return QuantizedOperands(act, act is not None and activation_pair(act) is not None, w, out)

@@ -100,6 +100,9 @@ class Target:
     #: written path → how its compute kernels run, read from the framework itself (a quantized
     #: model's record says which stayed integer): ``KernelCount``; None: not inspectable
     integer_kernels: Callable[[Path], "KernelCount"] | None = None
+    #: a compute node of the planned graph → (``integer`` | ``int8 weights`` | ``float``, why):
+    #: how the target will run it, by the writer's own rules (``report`` on a quantized model)
+    integer_plan: Callable[["Node", "Compilation"], tuple[str, str]] | None = None
     doc: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -33,6 +33,9 @@ class NodePlan:
     detail: str = ""
     reason: str = ""
     evidence: str = "claimed"  # verified | structural | claimed | reference (folded by the NumPy reference)
+    #: a compute node of a quantized model: integer | int8 weights | float, and why (``Target.integer_plan``)
+    integer: str = ""
+    integer_detail: str = ""
 
 
 @dataclass
@@ -52,7 +55,15 @@ class BackendPlan:
                   for k in ("native", "folded", "decomposed", "legalized")}
         if bad and len(bad) == n and len({(p.reason, p.detail) for p in bad}) == 1:  # the whole model refused
             return s + f" ({bad[0].reason}: {bad[0].detail})"
-        return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
+        return s + " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")" + self.quantized()
+
+    def quantized(self) -> str:
+        """A quantized model's compute nodes: how many run integer, keep int8 weights, run float."""
+        q = [p for p in self.nodes if p.integer]
+        if not q:
+            return ""
+        kinds = {k: sum(1 for p in q if p.integer == k) for k in ("integer", "int8 weights", "float")}
+        return f"; quantized: {', '.join(f'{v} {k}' for k, v in kinds.items() if v)} of {len(q)} compute nodes"
 
 
 def _evidence(verified: dict[str, Any], op: str, backend: str, dtype: str | None) -> str:
@@ -93,6 +104,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
     ``convert``'s pipeline options (``fix_dims``, ``dim_defaults``: the sizes a target that
     declares static shapes fixes symbolic dims to)."""
     from ..compile.pipeline import fewest_dims_to_fix, plan
+    from ..compile.quantized import COMPUTE_OPS
     from ..compile.target import get as get_target
     from ..ir import dims
     from ..table.quick import load_verified
@@ -126,6 +138,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             plans.append(bp)
             continue
         lowered = list(ctx.model.graph.walk()) if ctx.model is not None else []
+        integer = _integer_plan(model, ctx, lowered, get_target(b))
         final_dtype = {n.name: (n.outputs[0].type.dtype if n.outputs else None) for n in lowered}
         inserted: dict[str, list[str]] = {}  # model node name → the ops its decomposition left
         for n in lowered:
@@ -159,9 +172,31 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             if plan_.status != "unsupported" and now is not None and out_dtype is not None and now != out_dtype:
                 plan_.status = "legalized"
                 plan_.detail = (plan_.detail + "; " if plan_.detail else "") + f"dtype {out_dtype} -> {now}"
+            if node.name in integer and plan_.status != "unsupported" and node.op in COMPUTE_OPS:
+                plan_.integer, plan_.integer_detail = integer[node.name]
             bp.nodes.append(plan_)
         plans.append(bp)
     return plans
+
+
+def _integer_plan(model: Model, ctx: Any, lowered: list[Any], target: Any) -> dict[str, tuple[str, str]]:
+    """For a quantized model: per source compute node, how the target will run it (the
+    writer's rules, ``Target.integer_plan``, on the planned graph; a decomposed node by the
+    compute nodes its decomposition left, the most integer of them)."""
+    from ..compile.quantized import COMPUTE_OPS, is_quantized
+
+    if target.integer_plan is None or not is_quantized(model.graph):
+        return {}
+    rank = {"integer": 0, "int8 weights": 1, "float": 2}
+    out: dict[str, tuple[str, str]] = {}
+    for n in lowered:
+        if n.op not in COMPUTE_OPS:
+            continue
+        root = n.meta.get("decomposed_root", n.name)
+        got = target.integer_plan(n, ctx)
+        if root not in out or rank[got[0]] < rank[out[root][0]]:
+            out[root] = got
+    return out
 
 
 # ----------------------------------------------------------------------------- the whole table
