@@ -396,3 +396,26 @@ def test_int8_activations_reach_onnxruntimes_integer_kernels(tmp_path):
     ops = collections.Counter(n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node)
     assert ops["QLinearConv"] == 2 and ops["Conv"] == ops["Gemm"] == 0, ops
     assert t["integer_kernels"]["integer"] == t["integer_kernels"]["total"] == 3, t["integer_kernels"]
+
+
+def test_widened_quantization_constants_are_not_reported_as_legalized():
+    """TFLite and Core ML compute int8 as int32 in the IR, but a constant read only as the
+    integer data or zero point of (de)quantizations is stored in 8 bits again by the writers
+    that keep the model quantized: no warning for it; any other int8 constant still warns."""
+    from translator.compile.passes import legalize_dtypes
+    from translator.ir.graph import Graph, TensorType
+
+    g = Graph("w")
+    x = g.add_input("x", TensorType("float32", (4,)))
+    w = g.add_constant("w", np.arange(4, dtype=np.int8), "int8")
+    zp = g.add_constant("zp", np.zeros((), np.int8), "int8")
+    s = g.add_constant("s", np.asarray(0.1, np.float32), "float32")
+    d = g.add_node("dequantize_linear", [w, s, zp], {}, types=[TensorType("float32", (4,))]).outputs[0]
+    y = g.add_node("add", [x, d], {}, types=[TensorType("float32", (4,))]).outputs[0]
+    other = g.add_constant("other", np.arange(4, dtype=np.int8), "int8")
+    z = g.add_node("add", [g.add_node("cast", [x], {"to": 3}, types=[TensorType("int8", (4,))]).outputs[0], other], {},
+                   types=[TensorType("int8", (4,))]).outputs[0]
+    g.outputs += [y, z]
+    warned = " ".join(legalize_dtypes.run(g, "coreml", legal=frozenset({"float32", "int32", "bool"}), top=False))
+    assert "'w'" not in warned and "'zp'" not in warned and "'other'" in warned, warned
+    assert w.const.dtype == np.int32  # widened all the same: the IR computes in int32

@@ -8,6 +8,8 @@ change is returned as a warning line: legalization is reported, never silent.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...table.dtypes import numpy_dtype
@@ -44,6 +46,16 @@ def _only_slice_bounds(v: Value) -> bool:
 
 def _retype(v: Value, new: str) -> None:
     v.type = TensorType(new, v.type.shape, v.type.kind, v.type.elem)
+
+
+def _quantized_operand(v: Any) -> bool:
+    """An 8-bit constant read only as the integer data or zero point of (de)quantizations:
+    those ops carry its quantized dtype (``source_in_dtypes``), and a writer that keeps the
+    model quantized stores it in 8 bits again (Core ML's ``constexpr_affine_dequantize``,
+    TFLite's int8 tensors), so the widening is no change of the artifact to report."""
+    return str(v.type.dtype) in ("int8", "uint8") and bool(v.uses) and all(
+        n.op in ("quantize_linear", "dequantize_linear") and i in (0, 2) and not (n.op == "quantize_linear" and i == 0)
+        for n, i in v.uses)
 
 
 def run(graph: Graph, backend: str, tables: Tables | None = None,
@@ -88,7 +100,7 @@ def run(graph: Graph, backend: str, tables: Tables | None = None,
             kind = "input"
         elif top and v in graph.outputs:
             kind = "output"
-        if kind in ("input", "output", "constant"):
+        if kind in ("input", "output") or kind == "constant" and not _quantized_operand(v):
             warnings.append(f"{backend}: {kind} {v.name!r} {d} -> {new}")
         _retype(v, new)
     for node in graph.nodes:
