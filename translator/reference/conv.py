@@ -26,8 +26,15 @@ def _conv_pads(in_sp, k_sp, strides, dilations, pads, auto_pad) -> list[int]:
     return list(pads)
 
 
+#: inputs larger than this are convolved one batch element at a time (the padded copy and
+#: the products' temporaries of an 800x800 feature map are hundreds of MB each in float64)
+_CHUNK_BYTES = 1 << 27
+
+
 def _conv_float(x, w, strides, pads, dilations, group):
     """Cross-correlation of x (N, C, *S) with w (M, C/group, *K), float64 or int64 math."""
+    if x.shape[0] > 1 and x.nbytes > _CHUNK_BYTES:
+        return np.concatenate([_conv_float(x[i:i + 1], w, strides, pads, dilations, group) for i in range(x.shape[0])])
     nd = x.ndim - 2
     k_sp = w.shape[2:]
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + nd]) for i in range(nd)])
@@ -55,7 +62,9 @@ def _conv_int(xi, wi, strides, pads, dilations, group):
     an integer below 2^53, so the result is exact either way."""
     reach = float(np.abs(xi).max(initial=0)) * float(np.abs(wi).max(initial=0)) * max(wi[:1].size, 1)
     if reach < 2.0 ** 53:
-        y = _conv_float(xi.astype(np.float64), wi.astype(np.float64), strides, pads, dilations, group)
+        xf = xi.astype(np.float64)
+        del xi  # the caller's int64 copy is its own; this frame's reference goes before the products
+        y = _conv_float(xf, wi.astype(np.float64), strides, pads, dilations, group)
         return np.rint(y).astype(np.int64)
     return _conv_float(xi, wi, strides, pads, dilations, group)
 
