@@ -421,6 +421,9 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                     cell.update(reason=rec.get("reason"), detail=(rec.get("detail") or "")[:160])
                 else:
                     cell["check"] = _steps(rec)
+                    fell = [w for w in rec.get("warnings") or () if "--float-quantization" in w]
+                    if fell:  # convert's fallback: the int8 model failed the check, written in float ops
+                        cell["fallback"] = fell[0][:300]
                     try:
                         cell["quantized"], cell["how"] = quantized(t, out)
                     except Exception as exc:  # noqa: BLE001 - the inspection itself failed: said, not hidden
@@ -473,7 +476,8 @@ def _cell(c: dict[str, Any]) -> str:
                      + (f", {p['ms']:.2f} ms" if "ms" in p else "")
                      + (f", max abs vs source {p['max_abs_vs_source']}" if "max_abs_vs_source" in p else "")
                      + (f", does not run: {p['run_error'][:90]}" if "run_error" in p else ""))
-    return f"{'q' if c.get('quantized') else 'f'}{ratio} ({c.get('how')}; {c.get('check')}{fast}){seen}"
+    fell = f"; {c['fallback']}" if c.get("fallback") else ""
+    return f"{'q' if c.get('quantized') else 'f'}{ratio} ({c.get('how')}; {c.get('check')}{fast}){seen}{fell}"
 
 
 def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
