@@ -194,6 +194,7 @@ def test_float_quantization_on_tflite_and_the_fallback_when_int8_fails_the_check
     assert seen == [["fake_quant"], None] and rec["status"] == "ok", (seen, rec)
     assert any("--float-quantization" in w for w in rec["warnings"]), rec["warnings"]
     assert int8_ops(tmp_path / "q.tflite") == 0
+    assert rec["integer_kernels"]["integer"] == 0, rec["integer_kernels"]  # the record reads the file written
 
 
 @pytest.mark.parametrize("target", ["openvino", "pytorch", "tflite"])
