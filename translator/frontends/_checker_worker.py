@@ -52,7 +52,28 @@ def _read(stream: Any, n: int) -> bytes | None:
     return buf
 
 
+#: the worker's address-space cap (MiB; ``OPBRIDGE_CHECKER_MEMORY_MB``): ONNX's shape inference
+#: with data propagation computes constant subgraphs, so a ``Range(0, 2**40)`` grows until the
+#: machine kills it (24 GB here); under the cap its allocation fails at once (MemoryError)
+MEMORY_MB = 3072
+
+
+def _cap_memory() -> None:
+    import os
+
+    try:
+        import resource
+
+        mb = int(os.environ.get("OPBRIDGE_CHECKER_MEMORY_MB") or MEMORY_MB)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = mb << 20 if hard == resource.RLIM_INFINITY else min(mb << 20, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # no rlimits here (Windows): the host's own limits apply
+
+
 def main() -> None:
+    _cap_memory()
     import onnx
 
     inp, out = sys.stdin.buffer, sys.stdout.buffer

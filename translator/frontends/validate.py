@@ -411,6 +411,11 @@ def _run_checker(proto: Any, where: str) -> None:
     if "crash" in reply:
         raise _fail("bad_model", f"the ONNX checker/shape inference {reply['crash']}", where)
     msg = reply.get("message", "")
+    if msg.startswith("MemoryError"):  # the worker's address-space cap (_checker_worker.MEMORY_MB)
+        from ._checker_worker import MEMORY_MB
+
+        raise _fail("bad_model", f"ONNX shape inference needs more than its {MEMORY_MB} MB: a value it computes "
+                    "from the model's constants is too large (e.g. a Range or ConstantOfShape of a huge size)", where)
     if any(s in msg for s in _LEFT_TO_FRONTEND):
         return  # an op or domain ONNX does not know: the frontend names it with its own code
     if reply.get("stage") == "checker":
