@@ -280,12 +280,14 @@ def _check_tensor(t: Any, label: str, base_dir: Path, where: str, node: str | No
 
 # ---------------------------------------------------------------------------- the ONNX checker
 def _checker_view(proto: Any) -> Any:
-    """The model with its weights (external or large floating-point initializers of the main
-    graph) turned into graph inputs of the same type: what the checker and inference need."""
+    """The model with its weights (external, or large floating-point or 8/16/4-bit initializers
+    of the main graph: never shape data) turned into graph inputs of the same type: what the
+    checker and inference need, and what fits the worker's memory cap however large the model."""
     import onnx
 
     T = onnx.TensorProto
-    floats = {T.FLOAT, T.DOUBLE, T.FLOAT16, T.BFLOAT16}
+    floats = {T.FLOAT, T.DOUBLE, T.FLOAT16, T.BFLOAT16, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT4, T.UINT4,
+              T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ}
     m = onnx.ModelProto()
     m.ir_version = proto.ir_version
     m.opset_import.extend(proto.opset_import)
