@@ -123,6 +123,25 @@ __all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "
 LAYOUT_OPS = ("transpose", "reshape", "squeeze", "unsqueeze", "flatten")
 
 
+def _stamp(node: Node) -> None:
+    """An inserted node's dtypes as the pipeline records every node's (``source_dtypes``)."""
+    node.meta["source_dtypes"] = [v.type.dtype for v in node.outputs]
+    node.meta["source_in_dtypes"] = [v.type.dtype if v is not None else None for v in node.inputs]
+
+
+def _qdq_pair(g: Graph, v: Value, scale: Value, zp: Value, name: str, before: Node | None = None) -> Value:
+    """``dequantize_linear(quantize_linear(v, scale, zp), scale, zp)`` inserted into ``g`` (in
+    ``zp``'s dtype; nodes ``{name}q`` and ``{name}dq``): ``v`` on the grid again, for a writer
+    that matches Q/DQ pairs. The caller moves ``v``'s readers to the returned value."""
+    q = g.add_node("quantize_linear", [v, scale, zp], {}, name=f"{name}q",
+                   types=[TensorType(zp.type.dtype, v.type.shape)], before=before)
+    dq = g.add_node("dequantize_linear", [q.outputs[0], scale, zp], {}, name=f"{name}dq", types=[v.type],
+                    before=before)
+    _stamp(q)
+    _stamp(dq)
+    return dq.outputs[0]
+
+
 def adjacent_qdq(g: Graph) -> int:
     """Every layout op next to a per-tensor QDQ pair gets the pair on both sides, the form
     onnxruntime's own quantizer writes (``DequantizeLinear → Transpose → QuantizeLinear``, same
@@ -147,16 +166,13 @@ def adjacent_qdq(g: Graph) -> int:
         if src.op == "dequantize_linear":  # DQ → L → (not a Q): a Q → DQ pair after L
             if out.type.dtype != "float32" or any(u.op == "quantize_linear" for u in out.consumers()):
                 continue
-            q = g.add_node("quantize_linear", [out, scale, zp], {}, name=f"{node.name}_q",
-                           types=[TensorType(zp.type.dtype, out.type.shape)])
-            dq = g.add_node("dequantize_linear", [q.outputs[0], scale, zp], {}, name=f"{node.name}_dq",
-                            types=[out.type])
-            for n_, i in list(out.uses):
-                if n_ is not q:
-                    n_.replace_input(i, dq.outputs[0])
+            uses = list(out.uses)
+            paired = _qdq_pair(g, out, scale, zp, f"{node.name}_")
+            for n_, i in uses:
+                n_.replace_input(i, paired)
             if out in g.outputs:
-                g.outputs = [dq.outputs[0] if v is out else v for v in g.outputs]
-                out.name, dq.outputs[0].name = f"{out.name}__inner", out.name
+                g.outputs = [paired if v is out else v for v in g.outputs]
+                out.name, paired.name = f"{out.name}__inner", out.name
         else:  # Q → L → ...: a DQ before L, a Q after it (L moves float values)
             x = node.inputs[0]
             if x.type.dtype not in QRANGE8 or any(u.op != "dequantize_linear" for u in out.consumers()) \
@@ -173,9 +189,8 @@ def adjacent_qdq(g: Graph) -> int:
             out.type = TensorType("float32", out.type.shape)
             node.meta["source_dtypes"] = ["float32"]
             node.meta["source_in_dtypes"] = ["float32", *(node.meta.get("source_in_dtypes") or [None, None])[1:]]
-        for n_ in (q, dq):
-            n_.meta["source_dtypes"] = [v.type.dtype for v in n_.outputs]
-            n_.meta["source_in_dtypes"] = [v.type.dtype if v is not None else None for v in n_.inputs]
+            _stamp(q)
+            _stamp(dq)
         added += 1
     g.toposort()
     return added
@@ -200,16 +215,6 @@ def uint8_activations(g: Graph) -> int:
             consts[z] = g.add_constant(f"{name}_zp_u8", np.asarray(z + 128, np.uint8), "uint8")
         return consts[z]
 
-    def pair_after(v: Value, scale: Value, zp: Value, name: str, before: Node | None = None) -> Value:
-        q = g.add_node("quantize_linear", [v, scale, zp], {}, name=f"{name}_u8q",
-                       types=[TensorType("uint8", v.type.shape)], before=before)
-        dq = g.add_node("dequantize_linear", [q.outputs[0], scale, zp], {}, name=f"{name}_u8dq",
-                        types=[v.type], before=before)
-        for n_ in (q, dq):
-            n_.meta["source_dtypes"] = [o.type.dtype for o in n_.outputs]
-            n_.meta["source_in_dtypes"] = [i.type.dtype for i in n_.inputs]
-        return dq.outputs[0]
-
     def per_tensor(n: Node) -> bool:
         return _scalar(n.inputs[1]) is not None and (len(n.inputs) < 3 or n.inputs[2] is None
                                                      or _scalar(n.inputs[2]) is not None)
@@ -222,8 +227,8 @@ def uint8_activations(g: Graph) -> int:
         if out.type.dtype != "int8":
             continue
         if any(v is out for v in g.outputs):  # the model's int8 output: a uint8 pair before its quantization
-            u = pair_after(q.inputs[0], q.inputs[1], shifted(q.inputs[2] if len(q.inputs) > 2 else None, q.name),
-                           q.name, before=q)
+            u = _qdq_pair(g, q.inputs[0], q.inputs[1], shifted(q.inputs[2] if len(q.inputs) > 2 else None, q.name),
+                          f"{q.name}_u8", before=q)
             q.replace_input(0, u)
             changed += 1
             continue
@@ -246,7 +251,7 @@ def uint8_activations(g: Graph) -> int:
         for dq in [u for u in x.consumers() if u.op == "dequantize_linear" and per_tensor(u) and len(u.inputs) > 2]:
             y = dq.outputs[0]
             uses = list(y.uses)
-            u = pair_after(y, dq.inputs[1], shifted(dq.inputs[2], dq.name), dq.name)
+            u = _qdq_pair(g, y, dq.inputs[1], shifted(dq.inputs[2], dq.name), f"{dq.name}_u8")
             for n_, i in uses:
                 n_.replace_input(i, u)
             changed += 1
