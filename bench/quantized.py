@@ -84,14 +84,14 @@ def _torch_models() -> dict[str, tuple[Any, tuple[int, ...]]]:
     }
 
 
-def _calibration(shape: tuple[int, ...], n: int = 8) -> Any:
+def calibration_reader(rng: np.random.Generator, shape: tuple[int, ...], count: int = 8) -> Any:
+    """onnxruntime's static quantizer's calibration data: ``count`` seeded random inputs for one
+    input ``x``, drawn from ``rng`` when the reader is made (the corpus here and the tests)."""
     from onnxruntime.quantization import CalibrationDataReader
-
-    rng = np.random.default_rng(1)
 
     class Data(CalibrationDataReader):
         def __init__(self) -> None:
-            self.left = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(n)]
+            self.left = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(count)]
 
         def get_next(self):  # noqa: ANN201
             return self.left.pop() if self.left else None
@@ -125,7 +125,8 @@ def build(only: set[str] | None) -> list[dict[str, Any]]:
         for form, (fmt, per_channel) in forms.items():
             q = CACHE / f"{name}_{form}.onnx"
             if not q.exists():
-                quantize_static(str(fp), str(q), _calibration(shape), quant_format=fmt, per_channel=per_channel,
+                quantize_static(str(fp), str(q), calibration_reader(np.random.default_rng(1), shape),
+                                quant_format=fmt, per_channel=per_channel,
                                 activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             out.append({"model": name, "form": form, "file": str(q), "float": str(fp), "inputs": str(feeds)})
         if name == "mlp":

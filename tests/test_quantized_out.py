@@ -13,10 +13,14 @@ Both check against onnxruntime within one quantization step of the output."""
 from __future__ import annotations
 
 import collections
+import sys
+from pathlib import Path
 
-import calibration
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from quantized import calibration_reader  # noqa: E402 - the bench's corpus reader, one for both
 
 
 
@@ -45,7 +49,7 @@ def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     fp = path.parent / "float.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
-    quantize_static(str(fp), str(path), calibration.reader(rng, (1, 3, 32, 32)),
+    quantize_static(str(fp), str(path), calibration_reader(rng, (1, 3, 32, 32), count=4),
                     quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
     return path
@@ -227,7 +231,7 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
-    quantize_static(str(fp), str(src), calibration.reader(rng, (1, 3, 16, 16)), quant_format=QuantFormat.QOperator,
+    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 16, 16), count=4), quant_format=QuantFormat.QOperator,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     ops = {n.op_type for n in onnx.load(str(src)).graph.node}
     assert {"QLinearConv", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops, ops

@@ -4,9 +4,14 @@ dynamo exporter): an Expand to a shape computed by ConstantOfShape/Mul/Equal/Whe
 ReduceSum over the expanded axis (once reported wrong on TFLite with no culprit node)."""
 from __future__ import annotations
 
-import calibration
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from quantized import calibration_reader  # noqa: E402 - the bench's corpus reader, one for both
 
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
 
@@ -494,7 +499,7 @@ def test_onnxruntime_static_quantization_converts_and_checks_everywhere(form, tm
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
 
     src = tmp_path / f"cnn_{form}.onnx"
-    quantize_static(str(fp), str(src), calibration.reader(rng, (1, 3, 16, 16)), quant_format=getattr(QuantFormat, form),
+    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 16, 16), count=4), quant_format=getattr(QuantFormat, form),
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     feeds = tmp_path / "x.npz"
     np.savez(feeds, x=rng.standard_normal((1, 3, 16, 16)).astype(np.float32))
