@@ -25,8 +25,8 @@ and the share of exact values the check notes). Totals per target: how many conv
 out quantized, the size ratios, the checks.
 
 Latency (issue 24's acceptance): on onnx, tflite and openvino the int8 artifact and the float
-conversion of the same model are timed on the same input, one thread, median of 30 runs, in
-the runtime's default settings (LiteRT with XNNPACK, OpenVINO's CPU plugin, onnxruntime with
+conversion of the same model are timed on the same input, one thread, called alternately, median
+of 30 runs, in the runtime's default settings (LiteRT with XNNPACK, OpenVINO's CPU plugin, onnxruntime with
 every optimization); the summary prints the speedups. The peers in the same run, on the same files:
 OpenVINO's own ONNX reader on each quantized ONNX file, onnx2tf (its newest release that
 installs beside TensorFlow 2.21 here, 1.28.8: 1.29.x pins onnxsim 0.4.36 and onnxruntime
@@ -203,11 +203,11 @@ def quantized(target: str, path: Path) -> tuple[bool, str]:
 TIMED = ("onnx", "tflite", "openvino")
 
 
-def latency(target: str, path: Path, x: np.ndarray, runs: int = 30) -> float:
-    """Median seconds of one inference of the artifact at ``path`` on input ``x`` (the model's
-    single input), one thread, after 3 warm-up runs, in the runtime a user deploys it with and
-    its default settings (LiteRT with XNNPACK; OpenVINO's CPU plugin; onnxruntime with every
-    graph optimization)."""
+def runner(target: str, path: Path, x: np.ndarray) -> Any:
+    """One inference of the artifact at ``path`` on input ``x`` (the model's single input) as a
+    zero-argument callable: one thread, in the runtime a user deploys it with and its default
+    settings (LiteRT with XNNPACK; OpenVINO's CPU plugin; onnxruntime with every graph
+    optimization)."""
     if target == "tflite":
         from ai_edge_litert.interpreter import Interpreter
 
@@ -219,31 +219,32 @@ def latency(target: str, path: Path, x: np.ndarray, runs: int = 30) -> float:
         def once() -> None:
             it.set_tensor(d["index"], xin)
             it.invoke()
-    elif target == "openvino":
+        return once
+    if target == "openvino":
         import openvino as ov
 
         core = ov.Core()
         xml = next(path.rglob("*.xml")) if path.is_dir() else path
         req = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).create_infer_request()
-        once = lambda: req.infer([x])  # noqa: E731
-    elif target == "onnx":
+        return lambda: req.infer([x])
+    if target == "onnx":
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = so.inter_op_num_threads = 1
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         name = sess.get_inputs()[0].name
-        once = lambda: sess.run(None, {name: x})  # noqa: E731
-    else:
-        raise ValueError(target)
-    for _ in range(3):
-        once()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        once()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        return lambda: sess.run(None, {name: x})
+    raise ValueError(target)
+
+
+def latency(target: str, paths: dict[str, Path], x: np.ndarray, runs: int = 30) -> dict[str, float]:
+    """Median seconds of one inference of each artifact (by key) on ``x``: ``runner`` each,
+    timed by the benches' shared ``timed`` (warm-up, then the artifacts called alternately
+    ``runs`` times, so a burst of load from elsewhere hits all of them alike)."""
+    from peers import timing
+
+    return timing().timed({k: runner(target, p, x) for k, p in paths.items()}, runs)
 
 
 def _as_input(x: np.ndarray, dtype: Any, quant: Any) -> np.ndarray:
@@ -284,7 +285,7 @@ def _ov_reader(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) 
             sess = ort.InferenceSession(e["file"], providers=["CPUExecutionProvider"])
             want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
             cell["max_abs_vs_onnxruntime"] = float(np.max(np.abs(np.asarray(list(got.values())[0], np.float64) - want)))
-            cell["ms"] = round(1e3 * latency("openvino", out, x), 3)
+            cell["ms"] = round(1e3 * latency("openvino", {"peer": out}, x)["peer"], 3)
         return cell
     except Exception as exc:  # noqa: BLE001 - the peer's failure is its cell
         return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
@@ -303,7 +304,7 @@ def _peer_cell(target: str, made: Path, fout: Path, x: np.ndarray | None, want: 
     cell: dict[str, Any] = {"quantized": q, "how": how, "size_ratio": round(_size(made) / max(_size(fout), 1), 3)}
     if x is not None:
         try:
-            cell["ms"] = round(1e3 * latency(target, made, x), 3)
+            cell["ms"] = round(1e3 * latency(target, {"peer": made}, x)["peer"], 3)
             if want is not None:
                 got = _run_one(target, made, x)
                 if got.shape == want.shape:
@@ -437,7 +438,8 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                             x = _one_input(e["inputs"])
                             if timed and t in TIMED and x is not None:
                                 try:
-                                    q_s, f_s = latency(t, out, x), latency(t, fout, x)
+                                    s_ = latency(t, {"int8": out, "float": fout}, x)
+                                    q_s, f_s = s_["int8"], s_["float"]
                                     cell.update(ms_int8=round(1e3 * q_s, 3), ms_float=round(1e3 * f_s, 3),
                                                 speedup=round(f_s / q_s, 2))
                                 except Exception as exc:  # noqa: BLE001 - said in the cell, not hidden

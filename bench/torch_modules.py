@@ -32,7 +32,6 @@ Ratios: conversion time peer/ours (> 1: ours is faster), latency ours/peer (< 1:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -50,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
+from peers import timing  # noqa: E402 - bench/peers.py's timing (the package shadows its name)
+
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
 PEER_OF = {"tflite": "litert-torch", "coreml": "coremltools", "openvino": "ov.convert_model"}
 LITERT_VENV = BENCH / ".venv-litert-torch"
@@ -60,15 +61,6 @@ ERROR_REASONS = ("internal_error", "runtime_error")
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _peers_module():
-    """bench/peers.py (its ``timed``: warm-up, then alternating calls, medians). Loaded by file:
-    the folder bench/peers/ shadows the module name."""
-    spec = importlib.util.spec_from_file_location("opbridge_bench_peers", BENCH / "peers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def first_line(exc: BaseException) -> str:
@@ -342,7 +334,7 @@ def bench_model(name: str, targets: list[str], n: int, threads: int, peers: bool
         say(f"[{name}] peer coremltools")
         row["peers"]["coreml"] = peer_coreml(module, x)
     say(f"[{name}] latency: {', '.join(calls)} ({n} runs each, alternating)")
-    lat = _peers_module().timed(calls, n)
+    lat = timing().timed(calls, n)
     row["eager_latency_s"] = lat.pop("eager")
     if "openvino_peer" in lat:
         row["peers"]["openvino"]["latency_s"] = lat.pop("openvino_peer")
@@ -362,7 +354,7 @@ def bench_model(name: str, targets: list[str], n: int, threads: int, peers: bool
                 call = get("tflite").prepared(art)
                 cells["tflite"]["max_err"] = max_err(eager, call(feeds))
                 if "latency_s" not in cells["tflite"]:  # no peer run: ours alone, in this process
-                    cells["tflite"]["latency_s"] = _peers_module().timed({"t": lambda: call(feeds)}, n)["t"]
+                    cells["tflite"]["latency_s"] = timing().timed({"t": lambda: call(feeds)}, n)["t"]
             except Exception as exc:  # noqa: BLE001
                 cells["tflite"]["run_error"] = first_line(exc)
     scale = float(max(np.max(np.abs(e)) for e in eager))
