@@ -286,8 +286,8 @@ def _checker_view(proto: Any) -> Any:
     import onnx
 
     T = onnx.TensorProto
-    floats = {T.FLOAT, T.DOUBLE, T.FLOAT16, T.BFLOAT16, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT4, T.UINT4,
-              T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ}
+    weight_types = {T.FLOAT, T.DOUBLE, T.FLOAT16, T.BFLOAT16, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT4, T.UINT4,
+                    T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ}
     m = onnx.ModelProto()
     m.ir_version = proto.ir_version
     m.opset_import.extend(proto.opset_import)
@@ -302,7 +302,7 @@ def _checker_view(proto: Any) -> Any:
     g.sparse_initializer.extend(src.sparse_initializer)
     listed = {vi.name for vi in src.input}
     for t in src.initializer:
-        if t.data_location == T.EXTERNAL or (t.data_type in floats and t.ByteSize() >= _WEIGHT_BYTES):
+        if t.data_location == T.EXTERNAL or (t.data_type in weight_types and t.ByteSize() >= _WEIGHT_BYTES):
             if t.name not in listed:
                 g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
