@@ -110,8 +110,14 @@ def _fresh(gen: "Gen", node: Node, suffix: str) -> str:
 # scan outputs: MIL lists (``make_list`` / ``list_write`` / ``list_gather``) of tensors of a static
 # shape; a rank-0 element travels as shape [1] (a list's elements are tensors, MIL tells a
 # scalar from a rank-0 tensor) and the stacked [n, 1] is squeezed back to [n]
+def _elem_shape(v: Value) -> list[int | str]:
+    """A list's element shape: static dims as sizes, a symbolic one as a MIL symbol name
+    (``make_list`` then takes the size each element has at run time)."""
+    return [d if isinstance(d, int) and d >= 0 else f"elem_{i}" for i, d in enumerate(v.type.shape or ())] or [1]
+
+
 def _make_list(gen: "Gen", node: Node, k: int, v: Value, length: int | None) -> str:
-    shape = list(static_shape(v) or ()) or [1]
+    shape = _elem_shape(v)
     size = f"init_length={length}, dynamic_length=False" if length else "init_length=1, dynamic_length=True"
     return _step(gen, node, f"scan{k}_list", f"mb.make_list({size}, elem_shape={lit(shape)}, "
                  f"dtype={literal(mil_dtype(v.type.dtype or 'float32'))}")
@@ -121,13 +127,19 @@ def _list_write(gen: "Gen", node: Node, k: int, ls: str, index: str, v: Value) -
     """``list_write`` of ``v`` reshaped to the list's element shape: MIL requires the element
     type exactly, and may know less than the IR (a slice at run-time bounds has a symbolic
     dim in MIL) or type a rank-0 value as a scalar."""
-    value = _step(gen, node, f"scan{k}_elem", f"mb.reshape(x={gen.var(v)}, shape={lit(list(static_shape(v) or ()) or [1])}")
+    shape = _elem_shape(v)
+    if any(isinstance(d, str) for d in shape):  # symbolic dims: written as computed (-1 for the one unknown)
+        known = [-1 if isinstance(d, str) else d for d in shape]
+        value = gen.var(v) if known.count(-1) > 1 else \
+            _step(gen, node, f"scan{k}_elem", f"mb.reshape(x={gen.var(v)}, shape={lit(known)}")
+        return _step(gen, node, f"scan{k}_write", f"mb.list_write(ls={ls}, index={index}, value={value}")
+    value = _step(gen, node, f"scan{k}_elem", f"mb.reshape(x={gen.var(v)}, shape={lit(shape)}")
     return _step(gen, node, f"scan{k}_write", f"mb.list_write(ls={ls}, index={index}, value={value}")
 
 
 def _stacked(gen: "Gen", node: Node, k: int, out: int, ls: str, indices: str, v: Value, axis: int = 0) -> None:
     """Output ``out`` of ``node``: the list ``ls`` stacked on a new axis ``axis``."""
-    rank = len(static_shape(v) or ()) + 1
+    rank = len(v.type.shape or ()) + 1
     a = norm_axis(axis, rank)
     calls = [f"mb.list_gather(ls={ls}, indices={indices}"]
     if rank == 1:  # [n, 1] -> [n]
@@ -202,9 +214,8 @@ def _loop_check(node: Node) -> Refusal | None:
     if why is not None:
         return why
     for v in body.outputs[1 + n:]:
-        if static_shape(v) is None:
-            return Refusal("dynamic_shape", f"scan output {v.name!r} has shape {v.type.shape}: MIL make_list needs a "
-                           "static element shape")
+        if v.type.shape is None:
+            return Refusal("dynamic_shape", f"scan output {v.name!r} has an unknown rank: MIL make_list needs one")
     return None
 
 

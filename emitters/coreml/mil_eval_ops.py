@@ -636,8 +636,10 @@ def batch_to_space(a: Args) -> np.ndarray:
 # ----------------------------------------------------------------------------- lists (loops and sequences)
 @op("make_list")
 def make_list(a: Args) -> list:
-    # elem_shape: one int32 tensor, or (as the builder writes a Python list) one scalar per dim
-    shape = [int(v) for e in a.many("elem_shape") for v in np.asarray(e).ravel()] if a.has("elem_shape") else None
+    # elem_shape: one int32 tensor, or (as the builder writes a Python list) one scalar per dim; a
+    # string dim is a symbol (the elements' run-time size): no element exists before it is written
+    shape = [v for e in a.many("elem_shape") for v in np.asarray(e).ravel()] if a.has("elem_shape") else None
+    shape = None if shape is None or any(isinstance(v, (str, np.str_)) for v in shape) else [int(v) for v in shape]
     dt = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32, "bool": np.bool_}[a.str("dtype", "fp32")]
     n = a.int("init_length", 1)
     return [np.zeros(shape, dt) if shape is not None else None for _ in range(n)]

@@ -61,16 +61,75 @@ def _rnn_check(node: Node) -> Refusal | None:
         return Refusal("unsupported_attribute_value", "clip: ONNX clips every gate input; MIL gru has no clip and MIL lstm "
                                                "clips the cell gate only")
     why = None
+    static = all(isinstance(d, int) for d in x[:2])
     if node.op == "gru" and int(node.attrs.get("linear_before_reset", 0)):
+        if not static:  # the steps as a MIL while_loop (``_gru_reset_after_loop``)
+            return None
         why = "linear_before_reset=1: MIL gru needs reset_after (iOS18)"
     if node.op == "lstm" and int(node.attrs.get("input_forget", 0)):
         why = "input_forget=1: MIL lstm has no coupled input/forget gate"
     if why is None:
         return None
     # the table's decomposition unrolls the steps, which needs a static length and batch
-    static = all(isinstance(d, int) for d in x[:2])
     return Refusal("unsupported_attribute_value" if static else "dynamic_shape",
                    why if static else f"{why}; unrolled instead over a static sequence length and batch")
+
+
+def _gru_reset_after_loop(gen: "Gen", node: Node, step, d: int, xd: str, h0: str, w: np.ndarray, r: np.ndarray,
+                          b: np.ndarray, acts: list[str], npdt: np.dtype) -> tuple[str, str]:
+    """GRU with ``linear_before_reset=1`` over a symbolic time or batch, as a MIL while_loop
+    (MIL's gru has no ``reset_after`` before iOS18, and unrolling needs a static length):
+    ``x W^T + Wb`` for every step at once, then per step ``t`` (ONNX gates z, r, h):
+    ``z = f(xz + h Rz^T + Rbz)``, ``r = f(xr + h Rr^T + Rbr)``, ``h~ = g(xh + r * (h Rh^T + Rbh))``,
+    ``h' = h~ + z * (h - h~)``, written at ``t`` of a list whose element shape is symbolic.
+    Returns (Y [seq, batch, hidden], Y_h [batch, hidden])."""
+    hidden = r.shape[-1]
+    dt = {np.dtype(np.float16): "fp16"}.get(np.dtype(npdt), "fp32")
+    wt = gen.const(node, f"gru_w{d}", np.ascontiguousarray(w.T).astype(npdt))  # [input, 3 * hidden]
+    rt = gen.const(node, f"gru_r{d}", np.ascontiguousarray(r.T).astype(npdt))  # [hidden, 3 * hidden]
+    wb = gen.const(node, f"gru_wb{d}", b[:3 * hidden].astype(npdt))
+    rb = gen.const(node, f"gru_rb{d}", b[3 * hidden:].astype(npdt))
+    xm = step(f"gru_xm{d}", f"mb.matmul(x={xd}, y={wt}")
+    xw = step(f"gru_xw{d}", f"mb.add(x={xm}, y={wb}")
+    dims = step(f"gru_dims{d}", f"mb.shape(x={xw}")
+    first = step(f"gru_len1_{d}", f"mb.slice_by_index(x={dims}, begin=[0], end=[1]")
+    length = step(f"gru_len{d}", f"mb.reshape(x={first}, shape=np.zeros((0,), dtype=np.int32)")
+    ls = step(f"gru_list{d}", f"mb.make_list(init_length=1, dynamic_length=True, elem_shape=['gru_batch', {hidden}], "
+                               f"dtype={lit(dt)}")
+    t, h, lv = gen.tmp(node, f"gru_t{d}")[0], gen.tmp(node, f"gru_h{d}")[0], gen.tmp(node, f"gru_ls{d}")[0]
+    cond_fn, body_fn = gen.tmp(node, f"gru_cond{d}")[0], gen.tmp(node, f"gru_body{d}")[0]
+    with gen.block(f"def {cond_fn}({t}, {h}, {lv}):"):
+        go = step(f"gru_go{d}", f"mb.less(x={t}, y={length}")
+        gen.emit(f"return {go}")
+    with gen.block(f"def {body_fn}({t}, {h}, {lv}):"):
+        xt = step(f"gru_xt{d}", f"mb.gather(x={xw}, indices={t}, axis=0")
+        hm = step(f"gru_hm{d}", f"mb.matmul(x={h}, y={rt}")
+        hr = step(f"gru_hr{d}", f"mb.add(x={hm}, y={rb}")
+
+        def gate(v: str, k: int, tag: str) -> str:
+            return step(f"gru_{tag}{d}", f"mb.slice_by_index(x={v}, begin=[0, {k * hidden}], end=[0, {(k + 1) * hidden}], "
+                                         f"begin_mask=[True, False], end_mask=[True, False]")
+
+        def act(fn: str, tag: str, a: str, b_: str) -> str:
+            summed = step(f"gru_{tag}s{d}", f"mb.add(x={a}, y={b_}")
+            return step(f"gru_{tag}{d}", f"mb.{fn}(x={summed}")
+
+        z = act(acts[0], "z", gate(xt, 0, "xz"), gate(hr, 0, "hz"))
+        rg = act(acts[0], "rg", gate(xt, 1, "xr"), gate(hr, 1, "hrr"))
+        scaled = step(f"gru_rh{d}", f"mb.mul(x={rg}, y={gate(hr, 2, 'hh')}")
+        cand = act(acts[1], "c", gate(xt, 2, "xh"), scaled)
+        diff = step(f"gru_d{d}", f"mb.sub(x={h}, y={cand}")
+        zd = step(f"gru_zd{d}", f"mb.mul(x={z}, y={diff}")
+        hn = step(f"gru_hn{d}", f"mb.add(x={cand}, y={zd}")
+        wrote = step(f"gru_write{d}", f"mb.list_write(ls={lv}, index={t}, value={hn}")
+        nxt = step(f"gru_next{d}", f"mb.add(x={t}, y=np.int32(1)")
+        gen.emit(f"return ({nxt}, {hn}, {wrote})")
+    t_end, h_end, ls_end = (gen.tmp(node, f"gru_{k}{d}")[0] for k in ("steps", "h_end", "filled"))
+    _, loop_name = gen.tmp(node, f"gru_while{d}")
+    gen.emit(f"{t_end}, {h_end}, {ls_end} = mb.while_loop(_cond={cond_fn}, _body={body_fn}, "
+             f"loop_vars=(np.int32(0), {h0}, {ls}), name={loop_name})")
+    idx = step(f"gru_index{d}", f"mb.range_1d(start=np.int32(0), end={t_end}, step=np.int32(1)")
+    return step(f"gru_y{d}", f"mb.list_gather(ls={ls_end}, indices={idx}"), h_end
 
 
 def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:
@@ -132,7 +191,10 @@ def _rnn(gen: Gen, node: Node) -> None:
         wh = gen.const(node, f"w_hh{d}", _reorder(r[d], order).astype(npdt))
         bias = gen.const(node, f"bias{d}", _reorder(b[d][:gates * hidden] + b[d][gates * hidden:], order).astype(npdt))
         h0 = state(ins[5], d, "h")
-        if node.op == "gru":
+        if node.op == "gru" and int(gen.attr(node, "linear_before_reset") or 0):
+            ys_d, hn_d = _gru_reset_after_loop(gen, node, step, d, xd, h0, w[d], r[d], b[d], acts, npdt)
+            seq, hn, cn = (ys_d, None), (hn_d, None), None
+        elif node.op == "gru":
             args = (f"x={xd}, initial_h={h0}, weight_ih={wi}, weight_hh={wh}, bias={bias}, direction='forward', "
                     f"output_sequence=True, recurrent_activation={lit(acts[0])}, activation={lit(acts[1])}")
             seq, hn = gen.tmp(node, f"y{d}"), gen.tmp(node, f"yh{d}")

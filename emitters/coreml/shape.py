@@ -8,7 +8,7 @@ import numpy as np
 
 from translator.table.dtypes import norm_axis
 from translator.table.errors import Unsupported
-from translator.ir.graph import Node
+from translator.ir.graph import Node, Value
 from translator.compile.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
@@ -671,15 +671,23 @@ def _mil_einsum_form(terms: list[list[str]], out: list[str]) -> bool:
     return False
 
 
+def _einsum_dims(v: Value) -> list[int | None]:
+    """An operand's dims, None where symbolic (read at run time by the lowering)."""
+    return [d if isinstance(d, int) and d >= 0 else None for d in v.type.shape]
+
+
 def _einsum_check(node: Node) -> Refusal | None:
     parsed = _einsum_terms(node)
-    if parsed is None or any(static_shape(v) is None for v in node.inputs):
-        return Refusal("dynamic_shape", "einsum needs static operand shapes")
+    if parsed is None or any(v.type.shape is None for v in node.inputs):
+        return Refusal("dynamic_shape", "einsum needs operands of known rank")
     terms, out = parsed
     dims: dict[str, set[int]] = {}
     for t, v in zip(terms, node.inputs):
-        for lab, d in zip(t, static_shape(v)):
-            dims.setdefault(lab, set()).add(d)
+        for lab, d in zip(t, _einsum_dims(v)):
+            if d is None and t.count(lab) > 1:
+                return Refusal("dynamic_shape", "einsum: a diagonal over a symbolic dim")
+            if d is not None:
+                dims.setdefault(lab, set()).add(d)
     if any(len(ds - {1}) > 1 for ds in dims.values()):
         return Refusal("unsupported_attribute_value", "einsum: a label has different sizes in its operands")
     if any(len(t) > 5 for t in terms) or len(out) > 5:
@@ -687,10 +695,36 @@ def _einsum_check(node: Node) -> Refusal | None:
     return None
 
 
+class _Size:
+    """A dim during the einsum lowering: a static factor times run-time dims ((var, axis) of an
+    operand as it was fed), so that products of symbolic dims can still be reshaped to."""
+
+    def __init__(self, static: int = 1, dyn: tuple[tuple[str, int], ...] = ()) -> None:
+        self.static, self.dyn = static, dyn
+
+    def __mul__(self, other: "_Size") -> "_Size":
+        return _Size(self.static * other.static, self.dyn + other.dyn)
+
+    @property
+    def known(self) -> int | None:
+        return None if self.dyn else self.static
+
+    def maybe_wider(self, other: "_Size") -> bool:
+        """Whether this side may be wider than ``other`` (a size-1 broadcast of one label)."""
+        return other.known == 1 and self.known != 1
+
+
+def _prod(sizes: "list[_Size]") -> _Size:
+    out = _Size()
+    for s in sizes:
+        out = out * s
+    return out
+
+
 class _Labeled:
     """An operand during the einsum lowering: its MIL variable, labels and dims."""
 
-    def __init__(self, var: str, labels: list[str], dims: list[int]) -> None:
+    def __init__(self, var: str, labels: list[str], dims: "list[_Size]") -> None:
         self.var, self.labels, self.dims = var, labels, dims
 
 
@@ -699,14 +733,16 @@ def _einsum(gen: Gen, node: Node) -> None:
     """coremltools' einsum for its two forms; otherwise per operand: diagonals (transpose,
     flatten, strided slice), labels used nowhere else summed out, then a pairwise contraction
     left to right as one batched matmul [batch.., M, K] @ [batch.., K, N] (transpose, reshape),
-    and a final transpose to the output order. Exact up to the order of additions."""
+    and a final transpose to the output order. Exact up to the order of additions. Symbolic
+    dims are read at run time from the operands (one unknown in a reshape is written -1)."""
     terms, out = _einsum_terms(node)
-    if _mil_einsum_form(terms, out):
+    if _mil_einsum_form(terms, out) and all(static_shape(v) is not None for v in node.inputs):
         vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
         gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={literal(str(gen.attr(node, 'equation')))}, "
                  f"name={gen.name(node)})")
         return
     k = [0]
+    shapes: dict[str, str] = {}
 
     def step(call: str) -> str:
         k[0] += 1
@@ -714,32 +750,54 @@ def _einsum(gen: Gen, node: Node) -> None:
         gen.emit(f"{t} = {call}, name={tn})")
         return t
 
+    def size_var(size: _Size) -> str:
+        """A one-element int32 tensor holding ``size`` at run time."""
+        parts = []
+        for var, ax in size.dyn:
+            if var not in shapes:
+                shapes[var] = step(f"mb.shape(x={var}")
+            parts.append(step(f"mb.slice_by_index(x={shapes[var]}, begin=[{ax}], end=[{ax + 1}]"))
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = step(f"mb.mul(x={acc}, y={p}")
+        if size.static != 1:
+            acc = step(f"mb.mul(x={acc}, y={gen.const(node, 'size', np.array([size.static], np.int32))}")
+        return acc
+
+    def shape_arg(sizes: list[_Size]) -> str:
+        unknown = [i for i, d in enumerate(sizes) if d.known is None]
+        if len(unknown) <= 1:
+            return lit([-1 if i in unknown else d.static for i, d in enumerate(sizes)])
+        parts = [size_var(d) if d.known is None else gen.const(node, "dim", np.array([d.static], np.int32)) for d in sizes]
+        return step(f"mb.concat(values=[{', '.join(parts)}], axis=0")
+
+    def same(a: list[_Size], b: list[_Size]) -> bool:
+        return len(a) == len(b) and all(x.known is not None and x.known == y.known or x.dyn and x.dyn == y.dyn
+                                        and x.static == y.static for x, y in zip(a, b))
+
     def transpose(op: _Labeled, order: list[str]) -> _Labeled:
         if order == op.labels:
             return op
         perm = [op.labels.index(lab) for lab in order]
         return _Labeled(step(f"mb.transpose(x={op.var}, perm={lit(perm)}"), order, [op.dims[p] for p in perm])
 
-    def reshape(op: _Labeled, shape: list[int], labels: list[str], dims: list[int]) -> _Labeled:
-        if shape == op.dims:
+    def reshape(op: _Labeled, labels: list[str], dims: list[_Size]) -> _Labeled:
+        if same(dims, op.dims):
             return _Labeled(op.var, labels, dims)
-        return _Labeled(step(f"mb.reshape(x={op.var}, shape={lit(shape)}"), labels, dims)
+        return _Labeled(step(f"mb.reshape(x={op.var}, shape={shape_arg(dims)}"), labels, dims)
 
     def prepare(op: _Labeled, keep: set[str]) -> _Labeled:
-        while len(set(op.labels)) < len(op.labels):  # a repeated label: the diagonal
+        while len(set(op.labels)) < len(op.labels):  # a repeated label (static, by the check): the diagonal
             lab = next(x for x in op.labels if op.labels.count(x) > 1)
             i, j = [p for p, x in enumerate(op.labels) if x == lab][:2]
             rest = [p for p in range(len(op.labels)) if p not in (i, j)]
-            order_idx = rest + [i, j]
-            t = op
-            if order_idx != list(range(len(op.labels))):
-                t = _Labeled(step(f"mb.transpose(x={op.var}, perm={lit(order_idx)}"), [op.labels[p] for p in order_idx],
-                             [op.dims[p] for p in order_idx])
-            n = t.dims[-1]
-            flat = step(f"mb.reshape(x={t.var}, shape={lit(t.dims[:-2] + [n * n])}")
+            t = transpose(op, [op.labels[p] for p in rest + [i, j]]) if rest + [i, j] != list(range(len(op.labels))) \
+                else op
+            n = t.dims[-1].static
+            flat = step(f"mb.reshape(x={t.var}, shape={shape_arg(t.dims[:-2] + [_Size(n * n)])}")
             r = len(t.dims) - 1
-            diag = step(f"mb.slice_by_index(x={flat}, begin={lit([0] * r)}, end={lit(t.dims[:-2] + [n * n])}, "
-                        f"stride={lit([1] * (r - 1) + [n + 1])}")
+            diag = step(f"mb.slice_by_index(x={flat}, begin={lit([0] * r)}, end={lit([0] * (r - 1) + [n * n])}, "
+                        f"end_mask={lit([True] * (r - 1) + [False])}, stride={lit([1] * (r - 1) + [n + 1])}")
             op = _Labeled(diag, t.labels[:-1], t.dims[:-1])
         drop = [p for p, lab in enumerate(op.labels) if lab not in keep]
         if drop:
@@ -748,7 +806,11 @@ def _einsum(gen: Gen, node: Node) -> None:
                           [d for p, d in enumerate(op.dims) if p not in drop])
         return op
 
-    ops = [_Labeled(gen.var(v), list(t), list(static_shape(v))) for t, v in zip(terms, node.inputs)]
+    ops = []
+    for t, v in zip(terms, node.inputs):
+        var = gen.var(v)
+        ops.append(_Labeled(var, list(t), [_Size(d) if d is not None else _Size(1, ((var, a),))
+                                            for a, d in enumerate(_einsum_dims(v))]))
     needed = [set(out).union(*(set(t) for t in terms[i + 1:])) for i in range(len(terms))]
     acc = prepare(ops[0], needed[0])
     for i in range(1, len(ops)):
@@ -756,32 +818,30 @@ def _einsum(gen: Gen, node: Node) -> None:
         keep = needed[i]
         for x in [x for x in acc.labels if x in b.labels and x not in keep]:
             pa, pb = acc.labels.index(x), b.labels.index(x)
-            if acc.dims[pa] != b.dims[pb]:  # a summed label of size 1 on one side: sum(a * b) = a * sum(b)
-                wide, p = (acc, pa) if acc.dims[pa] > b.dims[pb] else (b, pb)
+            da_, db_ = acc.dims[pa], b.dims[pb]
+            if da_.maybe_wider(db_) or db_.maybe_wider(da_):  # a summed label of size 1 on one side: sum(a*b) = a*sum(b)
+                wide, p = (acc, pa) if da_.maybe_wider(db_) else (b, pb)
                 summed = _Labeled(step(f"mb.reduce_sum(x={wide.var}, axes={lit([p])}, keep_dims=True"), wide.labels,
-                                  wide.dims[:p] + [1] + wide.dims[p + 1:])
+                                  wide.dims[:p] + [_Size()] + wide.dims[p + 1:])
                 acc, b = (summed, b) if wide is acc else (acc, summed)
         batch = [x for x in acc.labels if x in b.labels and x in keep]
         contract = [x for x in acc.labels if x in b.labels and x not in keep]
         only_a = [x for x in acc.labels if x not in b.labels]
         only_b = [x for x in b.labels if x not in acc.labels]
         da, db = dict(zip(acc.labels, acc.dims)), dict(zip(b.labels, b.dims))
-        size = {x: max(da.get(x, 1), db.get(x, 1)) for x in acc.labels + b.labels}
-        m = int(np.prod([da[x] for x in only_a], dtype=np.int64))
-        kk = int(np.prod([da[x] for x in contract], dtype=np.int64))
-        n = int(np.prod([db[x] for x in only_b], dtype=np.int64))
+        size = {x: (db[x] if x in db and (x not in da or da[x].known == 1) else da[x]) for x in acc.labels + b.labels}
+        m = _prod([da[x] for x in only_a])
+        kk = _prod([da[x] if da[x].known is not None or x not in db else db[x] for x in contract])
+        n = _prod([db[x] for x in only_b])
         a2 = transpose(acc, batch + only_a + contract)
-        a_shape = [da[x] for x in batch] + [m, kk]
-        a2 = reshape(a2, a_shape, batch + ["\u2191m", "\u2191k"], a_shape)
+        a2 = reshape(a2, batch + ["\u2191m", "\u2191k"], [da[x] for x in batch] + [m, kk])
         b2 = transpose(b, batch + contract + only_b)
-        b_shape = [db[x] for x in batch] + [kk, n]
-        b2 = reshape(b2, b_shape, batch + ["\u2191k", "\u2191n"], b_shape)
+        b2 = reshape(b2, batch + ["\u2191k", "\u2191n"], [db[x] for x in batch] + [kk, n])
         mm = step(f"mb.matmul(x={a2.var}, y={b2.var}")
         labels = batch + only_a + only_b
-        dims = [size[x] for x in labels]
         mm_op = _Labeled(mm, batch + ["\u2191m", "\u2191n"], [size[x] for x in batch] + [m, n])
-        if dims:
-            acc = reshape(mm_op, dims, labels, dims)
+        if labels:
+            acc = reshape(mm_op, labels, [size[x] for x in labels])
         else:  # a scalar: MIL reshape to rank 0 has no value inference, a full reduce_sum does
             acc = _Labeled(step(f"mb.reduce_sum(x={mm}, axes=[0, 1], keep_dims=False"), [], [])
     if len(ops) == 1:
