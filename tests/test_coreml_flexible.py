@@ -291,3 +291,22 @@ def test_a_loop_whose_scan_output_has_a_symbolic_batch_stays_flexible(tmp_path):
     rec = _convert(str(path), tmp_path, check_dims={"N": (2, 3), "S": (4, 6)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+@pytest.mark.parametrize("axes,dims", [
+    ([2], {"N": (1, 3), "H": (1, 1), "W": (4, 6)}), ([2, 3], {"N": (1, 3), "H": (1, 1), "W": (1, 1)}),
+    ([0, 2], {"N": (1, 1), "H": (1, 1), "W": (4, 6)})])
+def test_squeezing_a_symbolic_dim_keeps_the_rank(tmp_path, axes, dims):
+    """PaddleOCR's recognizers pool the symbolic height to 1 and ``Squeeze(axes=[2])`` it before
+    a transpose: MIL's squeeze keeps a dim it cannot prove is 1 (rank 4, and the transpose's
+    perm no longer fits), so the squeeze is a reshape to the other dims."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    perm = list(range(4 - len(axes)))[::-1]
+    nodes = [h.make_node("Squeeze", ["x", "axes"], ["s"]), h.make_node("Transpose", ["s"], ["y"], perm=perm)]
+    x = h.make_tensor_value_info("x", T.FLOAT, ["N", 2, "H", "W"])
+    model = _save(tmp_path / "s.onnx", nodes, [x], [_const("axes", np.array(axes, np.int64))], opset=13)
+    rec = _convert(model, tmp_path, check_dims=dims)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert "fixed_dims" not in rec, rec

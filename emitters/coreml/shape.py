@@ -133,8 +133,22 @@ def _squeeze(gen: Gen, node: Node) -> None:
         shape = node.inputs[0].type.shape
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = sorted(norm_axis(a, r) for a in axes)
+    shape = node.inputs[0].type.shape
     if not axes:
         gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
+    elif any(shape[a] != 1 for a in axes):
+        # a symbolic dim squeezed (1 at run time, as ONNX requires): MIL's squeeze keeps a dim it
+        # cannot prove is 1, so the result is a reshape to the other dims (read at run time)
+        kept = [i for i in range(r) if i not in axes]
+        unknown = [i for i in kept if not isinstance(shape[i], int)]
+        if len(unknown) <= 1:
+            target = lit([-1 if i in unknown else shape[i] for i in kept]) if kept else "np.zeros((0,), dtype=np.int32)"
+        else:
+            dims, dn = gen.tmp(node, "in_shape")
+            gen.emit(f"{dims} = mb.shape(x={x}, name={dn})")
+            target, tn = gen.tmp(node, "kept")
+            gen.emit(f"{target} = mb.gather(x={dims}, indices={lit(kept)}, axis=0, name={tn})")
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={target}, name={gen.name(node)})")
     else:
         gen.emit(f"{gen.out(node)} = mb.squeeze(x={x}, axes={lit(axes)}, name={gen.name(node)})")
 
