@@ -310,3 +310,26 @@ def test_squeezing_a_symbolic_dim_keeps_the_rank(tmp_path, axes, dims):
     rec = _convert(model, tmp_path, check_dims=dims)
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert "fixed_dims" not in rec, rec
+
+
+def test_reshape_to_a_shape_assembled_at_run_time_with_a_copying_zero(tmp_path):
+    """paddle2onnx's attention: ``Reshape(x, Concat([0], Shape(x)[1:2], [3, 2]))`` copies the
+    symbolic batch by a constant 0 inside a shape assembled at run time (MIL reads 0 as a size
+    of 0): the 0s are replaced by the input's sizes; and a reshape to a scalar (an empty shape
+    constant) is an int32 empty shape, not MIL's float empty list."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "one", "two"], ["seq"]),
+             h.make_node("Concat", ["zero", "seq", "tail"], ["target"], axis=0),
+             h.make_node("Reshape", ["x", "target"], ["y"]),
+             h.make_node("ReduceSum", ["x"], ["total"], keepdims=1),
+             h.make_node("Reshape", ["total", "empty"], ["y_scalar"])]
+    inits = [_const("one", np.array([1], np.int64)), _const("two", np.array([2], np.int64)),
+             _const("zero", np.array([0], np.int64)), _const("tail", np.array([3, 2], np.int64)),
+             _const("empty", np.zeros((0,), np.int64))]
+    x = h.make_tensor_value_info("x", T.FLOAT, ["N", "S", 6])
+    model = _save(tmp_path / "r.onnx", nodes, [x], inits, opset=13)
+    rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 5)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]

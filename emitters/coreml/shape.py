@@ -74,17 +74,63 @@ def _copied_dims(gen: Gen, node: Node, x: str) -> str | None:
     return t
 
 
+def _may_hold_zero(v: Value, depth: int = 0) -> bool:
+    """Whether a shape computed at run time is assembled from a constant 0 (paddle2onnx and
+    tf2onnx concatenate ``[0, ...]`` with sizes read from ``Shape``): through concat, cast and
+    rank-only ops down to the constants."""
+    c = const_of(v)
+    if c is not None:
+        return bool(np.any(np.asarray(c) == 0))
+    p = v.producer
+    if p is None or depth > 16:
+        return False
+    if p.op == "concat":
+        return any(x is not None and _may_hold_zero(x, depth + 1) for x in p.inputs)
+    if p.op in ("cast", "identity", "reshape", "squeeze", "unsqueeze", "flatten"):
+        return _may_hold_zero(p.inputs[0], depth + 1)
+    return False
+
+
+def _runtime_zeros_copied(gen: Gen, node: Node, x: str) -> str:
+    """A shape computed at run time under ONNX's ``allowzero=0``: a 0 copies the input's dim
+    at that position (MIL reads 0 as a size of 0), so 0s are replaced by the input's sizes:
+    ``select(shape == 0, shape(x)[:n], shape)``."""
+    shape_in, x_in = node.inputs[1], node.inputs[0]
+    n, r = (shape_in.type.shape or [None])[0], x_in.type.rank
+    s = gen.var(shape_in)
+    if not isinstance(n, int) or r is None or int(node.attrs.get("allowzero", 0)) or not _may_hold_zero(shape_in):
+        return s
+
+    def step(key: str, call: str) -> str:
+        t, tn = gen.tmp(node, key)
+        gen.emit(f"{t} = {call}, name={tn})")
+        return t
+
+    if shape_in.type.dtype != "int32":
+        s = step("shape_i32", f"mb.cast(x={s}, dtype='int32'")
+    dims = step("in_dims", f"mb.shape(x={x}")
+    if n < r:
+        dims = step("in_dims_head", f"mb.slice_by_index(x={dims}, begin=[0], end=[{n}]")
+    elif n > r:  # positions past the input's rank cannot copy: keep the shape's own values there
+        tail = step("shape_tail", f"mb.slice_by_index(x={s}, begin=[{r}], end=[{n}]")
+        dims = step("in_dims_padded", f"mb.concat(values=[{dims}, {tail}], axis=0")
+    zero = step("copies", f"mb.equal(x={s}, y=np.int32(0)")
+    return step("shape_copied", f"mb.select(cond={zero}, a={dims}, b={s}")
+
+
 @rule("reshape")
 def _reshape(gen: Gen, node: Node) -> None:
     target = _reshape_target(node)
     x = gen.var(node.inputs[0])
     copied = None if target is not None else _copied_dims(gen, node, x)
     if target is not None:
-        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={lit(target)}, name={gen.name(node)})")
+        shape = lit(target) if target else "np.zeros((0,), dtype=np.int32)"  # [] would be a float tensor in MIL
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={shape}, name={gen.name(node)})")
     elif copied is not None:
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={copied}, name={gen.name(node)})")
     else:
-        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={gen.var(node.inputs[1])}, name={gen.name(node)})")
+        shape = _runtime_zeros_copied(gen, node, x)
+        gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={shape}, name={gen.name(node)})")
 
 
 @rule("flatten", check=need_rank(0))
