@@ -333,3 +333,23 @@ def test_reshape_to_a_shape_assembled_at_run_time_with_a_copying_zero(tmp_path):
     rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 5)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+def test_squeezing_a_unit_dim_behind_a_run_time_reshape(tmp_path):
+    """PP-OCRv5/v6 recognizers: a reshape to a shape assembled at run time gives a dim the graph
+    knows is 1 but MIL types as a symbol; squeezing it and transposing must keep the rank."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "one", "two"], ["seq"]),
+             h.make_node("Concat", ["zero", "seq", "tail"], ["target"], axis=0),
+             h.make_node("Reshape", ["x", "target"], ["r"]), h.make_node("Squeeze", ["r", "axes"], ["s"]),
+             h.make_node("Transpose", ["s"], ["y"], perm=[0, 2, 1])]
+    inits = [_const("one", np.array([1], np.int64)), _const("two", np.array([2], np.int64)),
+             _const("zero", np.array([0], np.int64)), _const("tail", np.array([1, 6], np.int64)),
+             _const("axes", np.array([2], np.int64))]
+    x = h.make_tensor_value_info("x", T.FLOAT, ["N", "S", 6])
+    model = _save(tmp_path / "r.onnx", nodes, [x], inits, opset=13)
+    rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 5)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]

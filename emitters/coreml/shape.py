@@ -182,9 +182,10 @@ def _squeeze(gen: Gen, node: Node) -> None:
     shape = node.inputs[0].type.shape
     if not axes:
         gen.emit(f"{gen.out(node)} = mb.identity(x={x}, name={gen.name(node)})")
-    elif any(shape[a] != 1 for a in axes):
-        # a symbolic dim squeezed (1 at run time, as ONNX requires): MIL's squeeze keeps a dim it
-        # cannot prove is 1, so the result is a reshape to the other dims (read at run time)
+    elif any(not isinstance(d, int) for d in shape):
+        # over symbolic dims MIL's squeeze keeps a dim it cannot prove is 1 (a symbolic dim that is
+        # 1 at run time, as ONNX requires, or one the graph knows is 1 but MIL lost behind a
+        # run-time reshape), so the result is a reshape to the other dims (read at run time)
         kept = [i for i in range(r) if i not in axes]
         unknown = [i for i in kept if not isinstance(shape[i], int)]
         if len(unknown) <= 1:
