@@ -17,7 +17,8 @@ time.
   block tests ``i < M`` (when ``M`` is given) and ``keep``; the body binds the subgraph's
   inputs to ``i``, ``keep`` and the carried vars, and returns ``i + 1``, the body's
   condition, the carried results and each scan output written at index ``i`` of its list
-  (``make_list`` with a static element shape, ``list_write``); after the loop each list is
+  (``make_list`` with the element's static shape, a symbolic dim such as a run-time batch
+  named by a MIL symbol; ``list_write``); after the loop each list is
   stacked by ``list_gather`` over ``range(i)``. As the NumPy reference (and onnxruntime),
   the body's condition output is honoured even when the node's ``cond`` input is omitted.
   A constant ``M`` past int32 was clamped by ``prepare`` (no loop runs 2^31 times).
@@ -107,8 +108,8 @@ def _fresh(gen: "Gen", node: Node, suffix: str) -> str:
     return var
 
 
-# scan outputs: MIL lists (``make_list`` / ``list_write`` / ``list_gather``) of tensors of a static
-# shape; a rank-0 element travels as shape [1] (a list's elements are tensors, MIL tells a
+# scan outputs: MIL lists (``make_list`` / ``list_write`` / ``list_gather``) of tensors of one
+# shape (static, or with symbols for run-time dims); a rank-0 element travels as shape [1] (a list's elements are tensors, MIL tells a
 # scalar from a rank-0 tensor) and the stacked [n, 1] is squeezed back to [n]
 def _elem_shape(v: Value) -> list[int | str]:
     """A list's element shape: static dims as sizes, a symbolic one as a MIL symbol name

@@ -7,7 +7,9 @@ re-laid out in Python:
 
 * GRU: ONNX gates z, r, h -> MIL r, o, z; one bias = Wb + Rb. MIL's GRU (without iOS18's
   ``reset_after``) is ONNX ``linear_before_reset=0``: o = act(W_o x + R_o (r * h) + b_o)
-  (coremltools' own numpy reference in its MIL tests).
+  (coremltools' own numpy reference in its MIL tests). ``linear_before_reset=1`` over a
+  static length and batch is unrolled by the table's decomposition; over symbolic ones it is a
+  MIL ``while_loop`` of the cell (``_gru_reset_after_loop``), so the dims stay flexible.
 * LSTM: ONNX gates i, o, f, c -> MIL i, f, o, z; bias = Wb + Rb; peepholes i, o, f -> i, f, o.
 
 Outputs get ONNX's layouts: Y [seq, num_directions, batch, hidden] (layout=1: [batch, seq,
