@@ -353,3 +353,24 @@ def test_squeezing_a_unit_dim_behind_a_run_time_reshape(tmp_path):
     rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 5)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+@pytest.mark.parametrize("dims", [[5, "N", 3], ["T", "N", 3]])
+def test_a_reversed_sequence_over_symbolic_dims_keeps_its_length(tmp_path, dims):
+    """A bidirectional RNN unrolled by torch.onnx reverses the backward outputs with
+    ``Slice(starts=-1, ends=INT64_MIN, steps=-1)`` and concatenates them with the forward ones:
+    over a symbolic batch MIL typed the reversed sequence one step short and refused the
+    concat. The far bound is the end itself (a mask), a static axis' bounds are resolved."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Slice", ["x", "start", "end", "axis", "step"], ["rev"]),
+             h.make_node("Concat", ["x", "rev"], ["y"], axis=2)]
+    inits = [_const("start", np.array([-1], np.int64)), _const("end", np.array([-(1 << 63) + 1], np.int64)),
+             _const("axis", np.array([0], np.int64)), _const("step", np.array([-1], np.int64))]
+    x = h.make_tensor_value_info("x", T.FLOAT, dims)
+    model = _save(tmp_path / "r.onnx", nodes, [x], inits, opset=13)
+    sym = {d for d in dims if isinstance(d, str)}
+    rec = _convert(model, tmp_path, check_dims={s: (2, 4) for s in sym})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == sym and "fixed_dims" not in rec, rec["warnings"]

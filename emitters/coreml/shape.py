@@ -357,11 +357,29 @@ def _slice_symbolic(gen: Gen, node: Node) -> None:
     steps = _axes_input(node, 4) if len(node.inputs) > 4 and node.inputs[4] is not None else [1] * len(starts)
     begin, end, stride = [0] * r, [0] * r, [1] * r
     bmask, emask = [True] * r, [True] * r
+    shape = node.inputs[0].type.shape
     for st, e, a, step in zip(starts, ends, axes, steps):
         a = norm_axis(a, r)
-        begin[a], end[a] = (min(max(int(v), _I32[0]), _I32[1]) for v in (st, e))
-        bmask[a] = emask[a] = False
-        stride[a] = int(step)
+        st, e, step = int(st), int(e), int(step)
+        stride[a] = step
+        dim = shape[a]
+        if isinstance(dim, int) and dim >= 0:  # a static axis: the explicit indices, as ``_slice``
+            idx = range(dim)[slice(st, e, step)]
+            if not idx:
+                begin[a], end[a], bmask[a], emask[a], stride[a] = 0, 0, False, False, 1
+                continue
+            begin[a], bmask[a] = idx[0], False
+            nxt = idx[-1] + step
+            end[a], emask[a] = (0, True) if nxt < 0 or nxt >= dim else (nxt, False)
+            continue
+        # a symbolic axis: a bound past the end it walks towards is the end itself (a mask): MIL's
+        # shape inference clamps a negative stride's far bound one short (a reversed sequence
+        # typed one step shorter than it runs)
+        begin[a], end[a] = (min(max(v, _I32[0]), _I32[1]) for v in (st, e))
+        far_end = e >= _I32[1] if step > 0 else e <= _I32[0]
+        far_begin = st <= _I32[0] if step > 0 else st >= _I32[1]
+        bmask[a], emask[a] = far_begin, far_end
+        begin[a], end[a] = (0 if far_begin else begin[a]), (0 if far_end else end[a])
     gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={lit(begin)}, end={lit(end)}, "
              f"stride={lit(stride)}, begin_mask={lit(bmask)}, end_mask={lit(emask)}, name={gen.name(node)})")
 
