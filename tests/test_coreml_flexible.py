@@ -374,3 +374,22 @@ def test_a_reversed_sequence_over_symbolic_dims_keeps_its_length(tmp_path, dims)
     rec = _convert(model, tmp_path, check_dims={s: (2, 4) for s in sym})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == sym and "fixed_dims" not in rec, rec["warnings"]
+
+
+def test_where_widened_by_its_condition_over_symbolic_dims(tmp_path):
+    """A BERT attention mask exported by torch.onnx's dynamo exporter: ``Where(mask[B,1,S,S],
+    scalar, scalar)``. coremltools types select's output from ``a`` and ``b`` only (a scalar
+    here), so ``a`` is widened to the condition's run-time shape first."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Unsqueeze", ["m", "ax12"], ["m4"]), h.make_node("Cast", ["m4"], ["mb"], to=T.BOOL),
+             h.make_node("Unsqueeze", ["m", "ax13"], ["m4t"]), h.make_node("Cast", ["m4t"], ["mbt"], to=T.BOOL),
+             h.make_node("And", ["mb", "mbt"], ["cond"]), h.make_node("Where", ["cond", "zero", "neg"], ["y"])]
+    inits = [_const("ax12", np.array([1, 2], np.int64)), _const("ax13", np.array([1, 3], np.int64)),
+             _const("zero", np.array(0.0, np.float32)), _const("neg", np.array(-1e4, np.float32))]
+    m = h.make_tensor_value_info("m", T.INT64, ["B", "S"])
+    model = _save(tmp_path / "w.onnx", nodes, [m], inits, opset=13)
+    rec = _convert(model, tmp_path, check_dims={"B": (1, 2), "S": (4, 6)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["m"]) == {"B", "S"} and "fixed_dims" not in rec, rec["warnings"]

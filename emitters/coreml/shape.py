@@ -519,11 +519,25 @@ def _where(gen: Gen, node: Node) -> None:
     c, a, b = node.inputs[:3]
     av = gen.var(a)
     sa, sb, out = static_shape(a), static_shape(b), static_shape(node.outputs[0])
-    if sa is not None and sb is not None and out is not None:
-        from translator.ir.infer import broadcast_shapes
+    from translator.ir.infer import broadcast_shapes
 
+    if sa is not None and sb is not None and out is not None:
         if tuple(broadcast_shapes(sa, sb)) != out:
             av = _broadcast_static(gen, node, av, sa, out, "a")
+    elif None not in (a.type.shape, b.type.shape, c.type.shape) and \
+            broadcast_shapes(tuple(a.type.shape), tuple(b.type.shape)) != \
+            broadcast_shapes(broadcast_shapes(tuple(a.type.shape), tuple(b.type.shape)), tuple(c.type.shape)):
+        # over symbolic dims (a BERT attention mask selecting between two scalars): ``a`` is
+        # widened to cond's shape at run time by adding zeros of that shape (or for bool, or-ing
+        # false); an unknown dim counts as widening
+        dt = a.type.dtype or "float32"
+        shape, sn = gen.tmp(node, "cond_shape")
+        gen.emit(f"{shape} = mb.shape(x={gen.var(c)}, name={sn})")
+        zeros, zn = gen.tmp(node, "a_zeros")
+        gen.emit(f"{zeros} = mb.fill(shape={shape}, value={np_lit(False if dt == 'bool' else 0, dt)}, name={zn})")
+        wide, wn = gen.tmp(node, "a_wide")
+        gen.emit(f"{wide} = mb.{'logical_or' if dt == 'bool' else 'add'}(x={av}, y={zeros}, name={wn})")
+        av = wide
     gen.emit(f"{gen.out(node)} = mb.select(cond={gen.var(c)}, a={av}, b={gen.var(b)}, name={gen.name(node)})")
 
 
