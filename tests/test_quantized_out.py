@@ -332,6 +332,13 @@ def test_the_record_says_which_kernels_run_integer_and_report_predicts_it(operat
         said = kinds.count("int8 weights" if k.get("stored_only") else "integer")
         assert said == k["integer"], (t, kinds, k)
         assert "quantized:" in plans[t].summary()
+    from translator.run.report import model_html, model_markdown
+
+    page, md = model_html(str(src), list(plans.values())), model_markdown(str(src), list(plans.values()))
+    for t, k in got.items():  # each compute node's verdict is in the per-node tables too
+        kind = "int8 weights" if k.get("stored_only") else "integer"
+        if k["integer"]:
+            assert f"quantized: {kind}" in md and f"class='q-{kind.replace(' ', '-')}'" in page, t
     res = opbridge.convert(str(tmp_path / "float.onnx"), to="onnx", out=str(tmp_path / "f.onnx"), check=False)
     assert "integer_kernels" not in res["targets"][0]
     assert not any(n.integer for n in plan_model(frontends.load(str(tmp_path / "float.onnx")), ["onnx"])[0].nodes)

@@ -248,13 +248,21 @@ def _cell_text(n: NodePlan) -> str:
     return s
 
 
+def _integer_text(n: NodePlan) -> str:
+    """A quantized model's compute node on this backend: integer | int8 weights | float, and why."""
+    if not n.integer:
+        return ""
+    return n.integer + (f" ({n.integer_detail})" if n.integer_detail else "")
+
+
 def model_markdown(source: str, plans: list[BackendPlan]) -> str:
     lines = [f"# Compatibility of `{_md(source)}`", ""]
     lines += [f"- {_md(p.summary())}" for p in plans]
     lines += ["", "| node | op | " + " | ".join(p.backend for p in plans) + " |",
               "|---|---|" + "---|" * len(plans)]
     for i, n in enumerate(plans[0].nodes if plans else []):
-        cells = [f"{_md(_cell_text(p.nodes[i]))} · {p.nodes[i].evidence}" for p in plans]
+        cells = [f"{_md(_cell_text(p.nodes[i]))} · {p.nodes[i].evidence}"
+                 + (f" · quantized: {_md(_integer_text(p.nodes[i]))}" if p.nodes[i].integer else "") for p in plans]
         lines.append(f"| {_md(n.node)} | {_md(n.op)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -295,6 +303,7 @@ th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
 .native{{background:#e3f6e3}} .folded{{background:#f0f0f0}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
 .unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#999}}
 #q{{margin:8px 0;padding:4px;width:320px}}
+.q-integer{{color:#176117}} .q-int8-weights{{color:#8a5a00}} .q-float{{color:#a11}}
 </style></head><body>
 <h1>{title}</h1>
 """
@@ -332,7 +341,10 @@ def model_html(source: str, plans: list[BackendPlan]) -> str:
                "".join(f"<th>{_e(p.backend)}</th>" for p in plans) + "</tr></thead><tbody>")
     for i, n in enumerate(plans[0].nodes if plans else []):
         tds = "".join(f"<td class='{_e(p.nodes[i].status)}' title='{_e(p.nodes[i].evidence)}'>"
-                      f"{_e(_cell_text(p.nodes[i]))}<br><small>{_e(p.nodes[i].evidence)}</small></td>" for p in plans)
+                      f"{_e(_cell_text(p.nodes[i]))}<br><small>{_e(p.nodes[i].evidence)}</small>"
+                      + (f"<br><small class='q-{_e(p.nodes[i].integer.replace(' ', '-'))}'>quantized: "
+                         f"{_e(_integer_text(p.nodes[i]))}</small>" if p.nodes[i].integer else "") + "</td>"
+                      for p in plans)
         out.append(f"<tr><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
     out.append("</tbody></table>")
     out.append(_HTML_SCRIPT)
