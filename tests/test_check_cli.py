@@ -72,3 +72,25 @@ def test_a_model_output_passes_scaled_to_its_magnitude_but_not_beyond():
     assert d.ok and d.reason.startswith("scaled")
     assert not compare_output(e, e + np.array([small * 4, 0], dtype=np.float32), tol).ok
     assert not compare_output(e.astype(np.int32), e.astype(np.int32) + 1, tol).ok
+
+
+def test_unnamed_arrays_are_read_in_input_order_and_unknown_names_are_a_bad_option(tmp_path):
+    """``np.savez(f, x)`` stores ``arr_0``: convert and check read it as the first input and say
+    so; a file whose names match no input is a ``bad_option`` listing the inputs expected (the
+    model is not at fault), exit 2, nothing written."""
+    x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "pos.npz", x)
+    p = cli("check", str(MODEL), "--backends", "numpy,onnx", "--inputs", str(tmp_path / "pos.npz"), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["inputs"]["input"]["shape"] == [1, 3, 16, 16]
+    p = cli("convert", str(MODEL), "--to", "onnx", "-o", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "pos.npz"),
+            "--json")
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(p.stdout)["targets"][0]
+    assert rec["check"]["status"] == "pass" and any("arr_0 -> 'input'" in w for w in rec["warnings"]), rec
+    np.savez(tmp_path / "wrong.npz", image=x)
+    for cmd in (["check", str(MODEL)], ["convert", str(MODEL), "--to", "onnx", "-o", str(tmp_path / "w.onnx")]):
+        p = cli(*cmd, "--inputs", str(tmp_path / "wrong.npz"))
+        assert p.returncode == 2 and "[bad_option]" in p.stderr and "'input'" in p.stderr and "'image'" in p.stderr, \
+            p.stderr
+    assert not (tmp_path / "w.onnx").exists()

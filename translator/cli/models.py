@@ -17,7 +17,7 @@ def _out(args: "argparse.Namespace", text: str) -> None:
 
 
 def cmd_check(args: "argparse.Namespace") -> int:
-    from ..run.check import check_model, load_inputs, model_loader, report_json
+    from ..run.check import check_model, fit_inputs, load_inputs, model_loader, report_json
     from ..table.errors import OpbridgeError
     from ..compile.target import names
 
@@ -28,8 +28,11 @@ def cmd_check(args: "argparse.Namespace") -> int:
     try:
         opts = source_opts(args)
         build = model_loader(args.model, **opts)
-        feeds = load_inputs(args.inputs) if args.inputs else None
         say = (lambda s: None) if (args.quiet or args.json) else (lambda s: print(f"[check] {s}", file=sys.stderr))
+        feeds, notes = fit_inputs(load_inputs(args.inputs) if args.inputs else None,
+                                  [v.name for v in build().graph.inputs])
+        for note in notes:
+            print(f"warning: {note}", file=sys.stderr)
         res = check_model(build, backends, feeds, say, source=args.model, source_opts=opts)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None

@@ -327,6 +327,30 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
         raise OpbridgeError("bad_model", f"cannot read inputs {path!r}: {exc}") from None
 
 
+def fit_inputs(feeds: Any, names: list[str]) -> tuple[Any, list[str]]:
+    """Input sets (one dict or a list of them) matched to the model's input ``names``:
+    ``np.savez(f, x, y)`` stores unnamed arrays as ``arr_0``, ``arr_1``…, which are read in
+    input order (and said, in the notes returned); a set naming none of the inputs is a
+    ``bad_option`` that lists the names the model expects (the model is not at fault)."""
+    if feeds is None:
+        return None, []
+    if isinstance(feeds, list):
+        fitted = [fit_inputs(f, names) for f in feeds]
+        notes = [n for _, ns in fitted for n in ns]
+        return [f for f, _ in fitted], list(dict.fromkeys(notes))
+    keys = list(feeds)
+    if not keys or any(k in names for k in keys):
+        return feeds, []
+    positional = [f"arr_{i}" for i in range(len(keys))]
+    if sorted(keys, key=lambda k: (len(k), k)) == positional and len(keys) <= len(names):
+        mapped = {names[i]: feeds[f"arr_{i}"] for i in range(len(keys))}
+        return mapped, ["the inputs file holds unnamed arrays (np.savez(f, x) stores arr_0, ...): read in the "
+                        "model's input order: " + ", ".join(f"arr_{i} -> {names[i]!r}" for i in range(len(keys)))]
+    shown = ", ".join(repr(k) for k in keys[:8]) + (" ..." if len(keys) > 8 else "")
+    raise OpbridgeError("bad_option", f"the inputs file names {shown}, none of the model's inputs: "
+                        f"{', '.join(repr(n) for n in names)} (save them by name: np.savez(f, **{{name: array}}))")
+
+
 def _mark_outputs(model: Model, start: int = 0) -> list[str]:
     """Make every intermediate tensor of the main graph's nodes from ``start`` on an output;
     returns the names of all outputs, the model's first."""

@@ -184,7 +184,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
     any target failed (then nothing is left at ``out``)."""
     from ..ir import dims
-    from .check import check_model, load_inputs, model_loader, random_inputs, report_json, runnable_sizes
+    from .check import check_model, fit_inputs, load_inputs, model_loader, random_inputs, report_json, runnable_sizes
     from ..table.errors import OpbridgeError
     from .harness import classify
     from ..compile.pipeline import compile, fewest_dims_to_fix
@@ -229,7 +229,9 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
         raise OpbridgeError("bad_option", f"--check-dim {', '.join(unknown_check)}: the model has no such symbolic "
                             "input dim")
     say(f"read {n_nodes} nodes in {time.perf_counter() - t0:.2f} s")
-    feeds = _input_sets(inputs, load_inputs)
+    feeds, input_notes = fit_inputs(_input_sets(inputs, load_inputs), [v.name for v in build().graph.inputs])
+    for note in input_notes:
+        say(note)
     derived: dict[str, tuple[int, ...]] = {}
     if check and feeds is None and dims.symbolic(build()):
         sized = runnable_sizes(build, check_dims)
@@ -316,7 +318,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     rec["dynamic_dims"] = kept_dims
                 if done.ctx.layout is not None:
                     rec["transposes"] = done.ctx.layout.transposes
-                warnings = list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
+                warnings = input_notes + list(done.ctx.warnings)  # the pipeline's, then any the emitter kept apart
                 warnings += [w for w in getattr(artifact, "warnings", None) or () if w not in warnings]
                 if warnings:
                     rec["warnings"] = warnings
