@@ -54,9 +54,10 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
             dynamic_shapes: Any = None, signature: str | None = None,
             fix_dims: dict[str, int] | None = None,
             check_dims: dict[str, tuple[int, int]] | None = None,
-            freeze: dict[str, Any] | None = None) -> dict[str, Any]:
+            freeze: dict[str, Any] | None = None, all_or_nothing: bool = False) -> dict[str, Any]:
     """``opbridge convert MODEL --to TO -o OUT [--no-check]``: the ``--json`` record as a dict
-    (``written`` False means a target failed and nothing was written). ``dynamic_shapes``:
+    (``written`` False means a target failed: the others are written, ``written_targets``;
+    ``all_or_nothing=True`` writes none then, ``--all-or-nothing``). ``dynamic_shapes``:
     ``torch.export``'s, for an ``nn.Module`` (``torch.export.Dim`` dims stay dynamic where the
     target allows); ``signature``: a SavedModel's signature (default ``serving_default``);
     ``fix_dims``: symbolic input dims to fix (``{"batch": 1}``; ``convert --fix-dim``);
@@ -68,7 +69,7 @@ def convert(model: Any, example_inputs: Any = None, *, to: str | list[str], out:
     extra = {k: v for k, v in (("dynamic_shapes", dynamic_shapes), ("signature", signature)) if v is not None}
     return _convert(model, to, out, check=check, inputs=inputs, example_inputs=example_inputs, options=options,
                     progress=progress, source_options=extra, fix_dims=fix_dims,
-                    check_dims=check_dims, freeze=freeze)
+                    check_dims=check_dims, freeze=freeze, all_or_nothing=all_or_nothing)
 
 
 @_quietly

@@ -101,7 +101,10 @@ def test_a_mismatch_exits_1_and_keeps_the_artifact_for_inspection(tmp_path, caps
     assert code == 1 and "kept for inspection" in out and (tmp_path / "o.onnx").exists()
 
 
-def test_one_target_refused_means_nothing_written_and_a_hint(tmp_path, capsys, monkeypatch):
+def test_one_target_refused_writes_the_others_and_names_it(tmp_path, capsys, monkeypatch):
+    """``--to onnx,openvino`` with openvino refused: onnx is written (atomically, as alone),
+    nothing of openvino is left, exit 2 names the refused target; ``--all-or-nothing`` writes
+    none, as before, with a hint."""
     import dataclasses
 
     import emitters.openvino as ov
@@ -118,10 +121,17 @@ def test_one_target_refused_means_nothing_written_and_a_hint(tmp_path, capsys, m
     out_dir = tmp_path / "out"
     code, out, err = _run(capsys, "convert", str(_relu(tmp_path)), "--to", "onnx,openvino", "-o", str(out_dir), "-q",
                           "--json")
-    assert code == 2 and not out_dir.exists() and _leftovers(tmp_path) == ["relu.onnx"]
-    assert err.count("\n") == 1 and "[unsupported_op]" in err and "--to onnx" in err
+    assert code == 2 and sorted(p.name for p in out_dir.iterdir()) == ["relu.onnx"], list(out_dir.iterdir())
+    assert err.count("\n") == 1 and "[unsupported_op]" in err and "written: onnx" in err, err
     doc = json.loads(out)
-    assert doc["written"] is False and [t["status"] for t in doc["targets"]] == ["ok", "failed"]
+    assert doc["written"] is False and doc["written_targets"] == ["onnx"]
+    assert [t["status"] for t in doc["targets"]] == ["ok", "failed"] and "output" not in doc["targets"][1]
+    out_dir = tmp_path / "strict"
+    code, out, err = _run(capsys, "convert", str(_relu(tmp_path)), "--to", "onnx,openvino", "-o", str(out_dir), "-q",
+                          "--json", "--all-or-nothing")
+    assert code == 2 and not out_dir.exists() and sorted(_leftovers(tmp_path)) == ["out", "relu.onnx"]
+    assert err.count("\n") == 1 and "[unsupported_op]" in err and "nothing written" in err and "--to onnx" in err
+    assert json.loads(out)["written_targets"] == []
 
 
 def test_names_are_escaped_on_the_terminal(tmp_path, capsys):

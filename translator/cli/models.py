@@ -256,13 +256,14 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                       source_options={"exact_int8": True} if getattr(args, "exact_int8", False) else None,
                       verbose=getattr(args, "verbose", False), fix_dims=dims.parse(getattr(args, "fix_dim", None)),
                       check_dims=dims.parse_check(getattr(args, "check_dim", None)),
-                      freeze=freeze_parse(getattr(args, "freeze", None)))
+                      freeze=freeze_parse(getattr(args, "freeze", None)),
+                      all_or_nothing=getattr(args, "all_or_nothing", False))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     results, worst, n_nodes = res["targets"], res["exit"], res["nodes"]
     if args.json:
         _out(args, json.dumps({"model": args.model, "nodes": n_nodes, "targets": results,
-                               "written": worst < 2}, indent=2))
+                               "written": worst < 2, "written_targets": res.get("written_targets", [])}, indent=2))
     else:
         for r in results:
             line = f"{r['target']}: {r['status']}"
@@ -306,13 +307,16 @@ def cmd_convert(args: "argparse.Namespace") -> int:
     if worst == 2:
         bad = [r for r in results if r["status"] in ("failed", "check_error")]
         good = [r["target"] for r in results if r["status"] not in ("failed", "check_error")]
+        written = res.get("written_targets") or []
         first = bad[0]
-        more = f" (and {len(bad) - 1} more target(s))" if len(bad) > 1 else ""
-        hint = f"; the others convert alone: --to {','.join(good)}" if good else ""
+        more = f" (and {len(bad) - 1} more target(s): {', '.join(r['target'] for r in bad[1:])})" if len(bad) > 1 else ""
+        if written:
+            hint = f"; written: {', '.join(written)} (--all-or-nothing writes none when one fails)"
+        else:
+            hint = "; nothing written" + (f"; the others convert alone: --to {','.join(good)}" if good else "")
         verb = "check" if first["status"] == "check_error" else "convert to"
         detail = first["detail"] if first["detail"].rstrip().endswith("]") else f"{first['detail']} [{first['reason']}]"
-        print(safe(f"opbridge: error: cannot {verb} {first['target']}: {detail}{more}; nothing written{hint}"),
-              file=sys.stderr)
+        print(safe(f"opbridge: error: cannot {verb} {first['target']}: {detail}{more}{hint}"), file=sys.stderr)
     return worst
 
 
@@ -330,6 +334,9 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
                         "as float ops (bit-exact against the interpreter; the output is a float model)")
     c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")
     c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")
+    c.add_argument("--all-or-nothing", action="store_true",
+                   help="several targets: when one fails, write none (default: write every target that converts, "
+                        "exit 2 naming the others)")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--check", dest="check", action="store_true", default=True,
                    help="run source and target on the same inputs and compare (default)")

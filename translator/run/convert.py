@@ -167,8 +167,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
             example_inputs: Any = None, options: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None, verbose: bool = False,
             source_options: dict[str, Any] | None = None, fix_dims: dict[str, int] | None = None,
-            check_dims: dict[str, tuple[int, ...]] | None = None, freeze: dict[str, Any] | None = None
-            ) -> dict[str, Any]:
+            check_dims: dict[str, tuple[int, ...]] | None = None, freeze: dict[str, Any] | None = None,
+            all_or_nothing: bool = False) -> dict[str, Any]:
     """Convert ``model`` (a path, a SavedModel folder, ``pkg.module:factory``, or an
     ``nn.Module`` with ``example_inputs``) to the targets ``to`` (names, comma-separated, or
     ``all``) at ``out`` (a folder when several targets). ``inputs``: an ``.npz`` path or a
@@ -181,8 +181,10 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     or at the sizes ``check_dims`` gives them (``{"samples": (400, 800)}``). ``freeze``: inputs
     that become constants (``{"sr": 16000}``; ``translator.ir.freeze``).
 
-    Returns ``{"model", "nodes", "targets": [...], "written"}``; ``written`` is False when
-    any target failed (then nothing is left at ``out``)."""
+    Returns ``{"model", "nodes", "targets": [...], "written", "written_targets"}``: every target
+    that converts (and checks, or whose check ran and found a mismatch) is written, each
+    atomically, and a target that failed leaves nothing; ``written`` is True only when every
+    target was. ``all_or_nothing``: when one target fails, none is written."""
     from ..ir import dims
     from .check import check_model, fit_inputs, load_inputs, model_loader, random_inputs, report_json, runnable_sizes
     from ..table.errors import OpbridgeError
@@ -371,16 +373,19 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                                detail=f"the written artifact could not be checked: {b['detail']}")
                     worst = 2
             results.append(rec)
-        if worst < 2:
+        if worst < 2 or not all_or_nothing:
             for t, path in staged.items():
-                move_into_place(path, finals[t])
                 rec = next(r for r in results if r["target"] == t)
+                if rec["status"] in ("failed", "check_error"):
+                    continue
+                move_into_place(path, finals[t])
                 rec["output"] = finals[t]
                 if rec["status"] == "check_failed":
                     rec["kept"] = "kept for inspection: the check ran and found a mismatch"
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    out = {"model": str(shown), "nodes": n_nodes, "targets": results, "written": worst < 2, "exit": worst}
+    out = {"model": str(shown), "nodes": n_nodes, "targets": results, "written": worst < 2, "exit": worst,
+           "written_targets": [r["target"] for r in results if r.get("output")]}
     if derived:
         out["check_sizes"] = {d: list(s) for d, s in derived.items()}
     return out
