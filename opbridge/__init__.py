@@ -99,9 +99,10 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
 
         ir = settle_frozen(freeze_inputs(ir.clone(), freeze))
     chosen = list(backends) if backends else names(include_reference=False)
-    plans = R.plan_model(ir, chosen, **R.dim_options(fix_dims, check_dims, ir, chosen))
+    opts = R.dim_options(fix_dims, check_dims, ir, chosen)
+    plans = R.plan_model(ir, chosen, **opts)
     shown = model if isinstance(model, str) else type(model).__name__
-    return json.loads(R.dumps(R.model_json(str(shown), plans)))
+    return json.loads(R.dumps(R.model_json(str(shown), plans, R.problems(plans, ir, **opts))))
 
 
 @_quietly

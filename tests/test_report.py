@@ -168,3 +168,56 @@ def test_one_backends_internal_error_does_not_refuse_the_model_on_the_others(mon
     plans = {p.backend: p for p in R.plan_model(load(str(tmp_path / "m.onnx")), ["onnx", "coreml"])}
     assert [n.status for n in plans["onnx"].nodes] == ["native"]
     assert [(n.status, n.reason) for n in plans["coreml"].nodes] == [("unsupported", "internal_error")]
+
+
+def test_problems_come_first_grouped_with_a_computed_remedy(tmp_path, monkeypatch):
+    """A target that refuses nodes for a reason fixing a dim settles (here openvino's relu,
+    refused over a symbolic dim with a code convert does not fix by itself): report groups
+    the refused nodes by reason and op, computes the remedy by re-planning with the dims
+    fixed, and that remedy, applied, converts them; the HTML opens on the summary matrix and
+    the groups, and the nodes every target folds are one collapsed line."""
+    import dataclasses
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import emitters.openvino as ov
+    from translator.compile import target as TG
+    from translator.compile.registry import Refusal
+    from translator import frontends
+    from translator.run import report as R
+
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Relu", ["x"], ["r1"]), h.make_node("Relu", ["r1"], ["r2"]),
+             h.make_node("Add", ["r2", "c"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["N", 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("s", T.INT64, None)],
+                     [onnx.numpy_helper.from_array(np.ones(4, np.float32), "c")])
+    path = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+
+    real_accepts = ov.TARGET.accepts
+
+    def accepts(node, ctx):
+        if node.op not in ("shape", "add") and not all(isinstance(d, int) for d in node.inputs[0].type.shape):
+            return Refusal("unsupported_attribute_value", "pretend relu needs static dims")
+        return real_accepts(node, ctx) if real_accepts is not None else None
+
+    real = TG.get
+    monkeypatch.setattr(TG, "get", lambda name: dataclasses.replace(ov.TARGET, accepts=accepts) if name == "openvino"
+                        else real(name))
+    model = frontends.load(str(path))
+    plans = R.plan_model(model, ["onnx", "openvino"])
+    found = R.problems(plans, model)
+    assert [(p.backend, p.op, p.reason, len(p.nodes)) for p in found] == \
+        [("openvino", "relu", "unsupported_attribute_value", 2)], found
+    assert found[0].remedy == "--fix-dim N=1", found
+    (fixed,) = R.plan_model(model, ["openvino"], fix_dims={"N": 1})
+    assert not any(n.status == "unsupported" for n in fixed.nodes)
+    page = R.model_html(str(path), plans, found)
+    assert page.index("id='s'") < page.index("Refused nodes") < page.index("id='m'")
+    assert "--fix-dim N=1</b> makes them convertible" in page
+    assert "refused" in R.problems_text(found) and "--fix-dim N=1 makes them convertible" in R.problems_text(found)
+    doc = R.model_json(str(path), plans, found)
+    assert doc["problems"][0]["remedy"] == "--fix-dim N=1" and doc["backends"]["openvino"]["counts"]["unsupported"] == 2

@@ -135,12 +135,13 @@ def cmd_report(args: "argparse.Namespace") -> int:
             from ..run.convert import settle_frozen
 
             model = settle_frozen(freeze(model.clone(), frozen))
-        plans = R.plan_model(model, backends, **R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim),
-                                                             model, backends))
+        opts = R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim), model, backends)
+        plans = R.plan_model(model, backends, **opts)
+        found = R.problems(plans, model, **opts)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     if args.html:
-        _write_atomic(args.html, R.model_html(args.model, plans))
+        _write_atomic(args.html, R.model_html(args.model, plans, found))
     if args.md:
         md = R.model_markdown(args.model, plans)
         if args.md == "-":
@@ -148,11 +149,12 @@ def cmd_report(args: "argparse.Namespace") -> int:
         else:
             _write_atomic(args.md, md)
     if args.json:
-        _out(args, R.dumps(R.model_json(args.model, plans)))
+        _out(args, R.dumps(R.model_json(args.model, plans, found)))
     elif args.md != "-":
         from ..run.terminal import safe
 
-        print("\n".join(safe(line) for line in R.model_text(plans).split("\n")))
+        text = R.model_text(plans) + ("\n" + R.problems_text(found) if found else "")
+        print("\n".join(safe(line) for line in text.split("\n")))
     return 0
 
 

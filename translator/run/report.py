@@ -42,6 +42,13 @@ class NodePlan:
 class BackendPlan:
     backend: str
     nodes: list[NodePlan] = field(default_factory=list)
+    #: symbolic input dims this backend fixes (as ``convert`` would), and the sizes
+    fixed_dims: dict[str, int] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """Nodes per status: native, folded, decomposed, legalized, unsupported."""
+        return {k: sum(1 for p in self.nodes if p.status == k)
+                for k in ("native", "folded", "decomposed", "legalized", "unsupported")}
 
     def summary(self) -> str:
         n = len(self.nodes)
@@ -141,10 +148,15 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
         integer = _integer_plan(model, ctx, lowered, get_target(b))
         final_dtype = {n.name: (n.outputs[0].type.dtype if n.outputs else None) for n in lowered}
         inserted: dict[str, list[str]] = {}  # model node name → the ops its decomposition left
+        part_refused: dict[str, Any] = {}  # model node name → a refusal of one of its decomposition's ops
         for n in lowered:
             if "decomposed_root" in n.meta:
-                inserted.setdefault(n.meta["decomposed_root"], []).append(n.op)
-        bp = BackendPlan(b)
+                root = n.meta["decomposed_root"]
+                inserted.setdefault(root, []).append(n.op)
+                why = (ctx.refusals or {}).get(n.name)
+                if why is not None and root not in part_refused:
+                    part_refused[root] = (n.op, why)
+        bp = BackendPlan(b, fixed_dims=dict(ctx.fixed_dims))
         for node in order:
             first = next((v for v in node.inputs if v is not None), None)
             dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
@@ -159,6 +171,10 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             cell = tables.ops[node.op].backends.get(b) if node.op in tables.ops else None
             if refusal is not None:
                 plan_.status, plan_.reason, plan_.detail = "unsupported", refusal.code, refusal.detail
+            elif node.name in part_refused:  # decomposed, but an op of the decomposition is refused
+                part, why = part_refused[node.name]
+                plan_.status, plan_.reason = "unsupported", why.code
+                plan_.detail = f"decomposed into {', '.join(sorted(set(inserted.get(node.name, []))))}; its {part}: {why.detail}"
             elif how == "decomposed":
                 ops = inserted.get(node.name, [])
                 plan_.status = "decomposed"
@@ -177,6 +193,62 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             bp.nodes.append(plan_)
         plans.append(bp)
     return plans
+
+
+@dataclass
+class Problem:
+    """Nodes one backend refuses for one reason, of one op type; ``remedy``: an option that was
+    re-planned and makes them convertible (computed, never guessed), or empty."""
+    backend: str
+    reason: str
+    op: str
+    detail: str
+    nodes: list[str]
+    remedy: str = ""
+
+
+def problems(plans: list[BackendPlan], model: Model | None = None, tables: Tables | None = None,
+             **options: Any) -> list[Problem]:
+    """The refused nodes of every backend grouped by (reason, op), largest groups first. With
+    ``model``, a backend's groups get a remedy when one computes: the model re-planned with
+    its remaining symbolic dims fixed (at the sizes the check would use) converts the group's
+    nodes: ``--fix-dim NAME=SIZE ...``."""
+    out: list[Problem] = []
+    for bp in plans:
+        groups: dict[tuple[str, str], list[NodePlan]] = {}
+        for n in bp.nodes:
+            if n.status == "unsupported":
+                groups.setdefault((n.reason, n.op), []).append(n)
+        if not groups:
+            continue
+        fixed_plan = _with_dims_fixed(model, bp, tables, options) if model is not None else None
+        for (reason, op), ns in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            pr = Problem(bp.backend, reason, op, ns[0].detail, [n.node for n in ns])
+            if fixed_plan is not None:
+                plan_, fixed = fixed_plan
+                ok = {n.node for n in plan_.nodes if n.status != "unsupported"}
+                if fixed and all(name in ok for name in pr.nodes):
+                    pr.remedy = " ".join(f"--fix-dim {k}={v}" for k, v in fixed.items())
+            out.append(pr)
+    return out
+
+
+def _with_dims_fixed(model: Model, bp: BackendPlan, tables: Tables | None,
+                     options: dict[str, Any]) -> tuple[BackendPlan, dict[str, int]] | None:
+    """``bp``'s backend re-planned with every symbolic input dim it keeps fixed."""
+    from ..ir import dims
+
+    left = {d for ds in dims.symbolic(model).values() for d in ds} - set(bp.fixed_dims)
+    if not left:
+        return None
+    defaults = dict(options.get("dim_defaults") or {})
+    fix = {**dict(options.get("fix_dims") or {}), **bp.fixed_dims,
+           **{d: int(defaults.get(d, dims.CHECK_SIZES[0])) for d in sorted(left)}}
+    try:
+        (again,) = plan_model(model, [bp.backend], tables, **{**options, "fix_dims": fix})
+    except Exception:  # noqa: BLE001 - no remedy when the re-plan itself fails
+        return None
+    return again, {d: fix[d] for d in sorted(left)}
 
 
 def _integer_plan(model: Model, ctx: Any, lowered: list[Any], target: Any) -> dict[str, tuple[str, str]]:
@@ -234,9 +306,27 @@ def table_matrix(tables: Tables | None = None, verified: dict[str, Any] | None =
 
 
 # ----------------------------------------------------------------------------- renderers
-def model_json(source: str, plans: list[BackendPlan]) -> dict[str, Any]:
-    return {"model": source, "backends": {p.backend: {"summary": p.summary(), "nodes": [asdict(n) for n in p.nodes]}
-                                          for p in plans}}
+def model_json(source: str, plans: list[BackendPlan], found: list[Problem] | None = None) -> dict[str, Any]:
+    out = {"model": source, "backends": {p.backend: {"summary": p.summary(), "counts": p.counts(),
+                                                     "fixed_dims": p.fixed_dims, "nodes": [asdict(n) for n in p.nodes]}
+                                         for p in plans}}
+    if found is not None:
+        out["problems"] = [asdict(pr) for pr in found]
+    return out
+
+
+def problems_text(found: list[Problem], show: int = 12) -> str:
+    """The refused groups, one line each (the first ``show``), with the remedy when one computes."""
+    lines = []
+    for pr in found[:show]:
+        names = ", ".join(pr.nodes[:3]) + (f" and {len(pr.nodes) - 3} more" if len(pr.nodes) > 3 else "")
+        line = f"  {pr.backend}: {len(pr.nodes)} {pr.op} node(s) refused [{pr.reason}]: {pr.detail} ({names})"
+        if pr.remedy:
+            line += f"; {pr.remedy} makes them convertible"
+        lines.append(line)
+    if len(found) > show:
+        lines.append(f"  … {len(found) - show} more groups (--json lists all)")
+    return ("problems (refused nodes by reason and op):\n" + "\n".join(lines)) if lines else ""
 
 
 def _cell_text(n: NodePlan) -> str:
@@ -303,6 +393,7 @@ th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
 .native{{background:#e3f6e3}} .folded{{background:#f0f0f0}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
 .unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#999}}
 #q{{margin:8px 0;padding:4px;width:320px}}
+h2{{font-size:15px;margin:14px 0 6px}} details{{margin:2px 0}} #s td{{text-align:right}}
 .q-integer{{color:#176117}} .q-int8-weights{{color:#8a5a00}} .q-float{{color:#a11}}
 </style></head><body>
 <h1>{title}</h1>
@@ -333,13 +424,55 @@ def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
 
-def model_html(source: str, plans: list[BackendPlan]) -> str:
+def _summary_matrix_html(plans: list[BackendPlan]) -> str:
+    """target × native / decomposed / legalized / folded / refused, and the verdict."""
+    keys = ("native", "decomposed", "legalized", "folded", "unsupported")
+    rows = []
+    for p in plans:
+        c = p.counts()
+        verdict = "converts" if not c["unsupported"] else f"refuses {c['unsupported']} node(s)"
+        if p.fixed_dims:
+            verdict += " (fixes " + ", ".join(f"{k}={v}" for k, v in p.fixed_dims.items()) + ")"
+        rows.append(f"<tr><th>{_e(p.backend)}</th>" + "".join(
+            f"<td class='{k if c[k] else ''}'>{c[k]}</td>" for k in keys) +
+            f"<td class='{'unsupported' if c['unsupported'] else 'native'}'>{_e(verdict)}</td></tr>")
+    head = "".join(f"<th>{'refused' if k == 'unsupported' else k}</th>" for k in keys)
+    return f"<table id='s'><thead><tr><th>target</th>{head}<th>verdict</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _problems_html(found: list[Problem]) -> str:
+    if not found:
+        return "<p>No node is refused on any target.</p>"
+    out = ["<h2>Refused nodes, by reason and op</h2>"]
+    for pr in found:
+        remedy = f" <b>{_e(pr.remedy)}</b> makes them convertible." if pr.remedy else ""
+        out.append(f"<details class='unsupported'><summary>{_e(pr.backend)}: {len(pr.nodes)} {_e(pr.op)} node(s) "
+                   f"[{_e(pr.reason)}] {_e(pr.detail)}.{remedy}</summary><ul>" +
+                   "".join(f"<li>{_e(n)}</li>" for n in pr.nodes) + "</ul></details>")
+    return "".join(out)
+
+
+def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | None = None) -> str:
+    """Problems first: the summary matrix, the refused groups (with computed remedies), then
+    the per-node table (filterable, sortable), where the nodes every target folds are one
+    collapsed line."""
     out = [_HTML_HEAD.format(title=_e(f"opbridge compatibility report: {source}"))]
-    out.append("<ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
+    out.append(_summary_matrix_html(plans))
+    out.append(_problems_html(found if found is not None else problems(plans)))
+    out.append("<h2>Every node</h2><ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
+    nodes = plans[0].nodes if plans else []
+    folded = [i for i in range(len(nodes)) if all(p.nodes[i].status == "folded" for p in plans)]
+    if folded:
+        out.append(f"<details><summary>{len(folded)} node(s) folded on every target (constants and shape "
+                   "arithmetic computed at conversion time)</summary><p>" +
+                   ", ".join(_e(f"{nodes[i].node} ({nodes[i].op})") for i in folded) + "</p></details>")
     out.append("<input id='q' placeholder='filter rows (node, op, status…)'>")
     out.append("<table id='m'><thead><tr><th>node</th><th>op</th>" +
                "".join(f"<th>{_e(p.backend)}</th>" for p in plans) + "</tr></thead><tbody>")
-    for i, n in enumerate(plans[0].nodes if plans else []):
+    skip = set(folded)
+    for i, n in enumerate(nodes):
+        if i in skip:
+            continue
         tds = "".join(f"<td class='{_e(p.nodes[i].status)}' title='{_e(p.nodes[i].evidence)}'>"
                       f"{_e(_cell_text(p.nodes[i]))}<br><small>{_e(p.nodes[i].evidence)}</small>"
                       + (f"<br><small class='q-{_e(p.nodes[i].integer.replace(' ', '-'))}'>quantized: "
