@@ -221,3 +221,40 @@ def test_problems_come_first_grouped_with_a_computed_remedy(tmp_path, monkeypatc
     assert "refused" in R.problems_text(found) and "--fix-dim N=1 makes them convertible" in R.problems_text(found)
     doc = R.model_json(str(path), plans, found)
     assert doc["problems"][0]["remedy"] == "--fix-dim N=1" and doc["backends"]["openvino"]["counts"]["unsupported"] == 2
+
+
+def test_report_over_a_folder_agrees_with_each_models_report(tmp_path):
+    """``opbridge report DIR/``: every model in the folder (a file that is not a model is a row
+    with its reason), judged in worker processes; each cell agrees with ``report MODEL``; exit
+    0, ``--json`` for machines, an HTML page with every name escaped."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "models"
+    (folder / "sub").mkdir(parents=True)
+    shutil.copy(root / "examples" / "models" / "tiny_cnn.onnx", folder / "tiny_cnn.onnx")
+    shutil.copy(root / "examples" / "models" / "tiny_cnn.onnx", folder / "sub" / "<b>copy.onnx")
+    (folder / "broken.onnx").write_bytes(b"not a model")
+    (folder / "notes.txt").write_text("ignored")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=root)
+
+    p = cli("report", str(folder), "--backends", "onnx,tflite", "--json", "--workers", "2", "--html",
+            str(tmp_path / "r.html"))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    names = [Path(r["model"]).name for r in doc["models"]]
+    assert names == ["broken.onnx", "<b>copy.onnx", "tiny_cnn.onnx"], names
+    assert doc["models"][0]["reason"] == "bad_model" and doc["unreadable"] == 1
+    assert doc["converts"] == {"onnx": 2, "tflite": 2}
+    one = json.loads(cli("report", str(folder / "tiny_cnn.onnx"), "--backends", "onnx,tflite", "--json").stdout)
+    for b in ("onnx", "tflite"):
+        assert doc["models"][2]["backends"][b]["counts"] == one["backends"][b]["counts"], b
+    page = (tmp_path / "r.html").read_text()
+    assert "&lt;b&gt;copy.onnx" in page and "<b>copy" not in page
+    p = cli("report", str(tmp_path / "empty_dir_missing"), "--backends", "onnx")
+    assert p.returncode == 2

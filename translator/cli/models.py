@@ -94,6 +94,29 @@ def _write_atomic(path: str, text: str) -> None:
             os.unlink(tmp)
 
 
+def _report_many(args: "argparse.Namespace", paths: "list[str]", backends: "list[str]") -> int:
+    """``report DIR/`` or several files: ``run.report_many``."""
+    import json
+
+    from ..ir import dims
+    from ..run import report_many as RM
+    from ..run.terminal import safe
+
+    if not RM.collect(paths):
+        raise UserError(f"no model files in {', '.join(paths)} (looked for {', '.join(RM.MODEL_SUFFIXES)} and "
+                        "SavedModel folders)")
+    quiet = args.json or getattr(args, "quiet", False)
+    say = (lambda s: None) if quiet else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))
+    doc = RM.report_many(paths, backends, dims.parse(args.fix_dim), getattr(args, "workers", None), say)
+    if args.html:
+        _write_atomic(args.html, RM.html_page(doc))
+    if args.json:
+        _out(args, json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(safe(line) for line in RM.text(doc).split("\n")))
+    return 0
+
+
 def cmd_report(args: "argparse.Namespace") -> int:
     from ..run import report as R
     from ..table.errors import OpbridgeError
@@ -122,6 +145,12 @@ def cmd_report(args: "argparse.Namespace") -> int:
     bad = [b for b in backends if b not in targets]
     if bad:
         raise UserError(f"unknown backend(s) {', '.join(bad)} (known: {', '.join(targets)})")
+    import os
+
+    many = list(args.model)
+    if len(many) > 1 or (os.path.isdir(many[0]) and not os.path.exists(os.path.join(many[0], "saved_model.pb"))):
+        return _report_many(args, many, backends)
+    args.model = many[0]
     from ..run.check import model_loader
 
     try:
@@ -163,7 +192,9 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     package); the CLI asks for them only when the command is ``convert``."""
     register_convert(sub, add, target_options)
     r = add("report", cmd_report, "pre-flight compatibility of a model on every backend, or of the whole table")
-    r.add_argument("model", nargs="?", help=MODEL_HELP)
+    r.add_argument("model", nargs="*", help=MODEL_HELP + "; or a folder of models, or several files: one summary "
+                   "(model x target) over all of them, judged in parallel")
+    r.add_argument("--workers", type=int, help="folders: worker processes (default: every core)")
     r.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     r.add_argument("--exact-int8", action="store_true", dest="exact_int8",
