@@ -94,3 +94,34 @@ def test_unnamed_arrays_are_read_in_input_order_and_unknown_names_are_a_bad_opti
         assert p.returncode == 2 and "[bad_option]" in p.stderr and "'input'" in p.stderr and "'image'" in p.stderr, \
             p.stderr
     assert not (tmp_path / "w.onnx").exists()
+
+
+def test_per_node_names_the_same_first_diverging_node_as_the_check(monkeypatch):
+    """``check --per-node``: every intermediate value a backend exposes is compared with the
+    reference; with one op broken on purpose (the reference's relu), the first value that
+    differs is the node the check's own divergence search names, and the values before it
+    agree."""
+    from translator import reference
+    from translator.run.check import check_model, model_loader
+
+    build = model_loader(str(MODEL))
+    reference.get("relu")
+    monkeypatch.setitem(reference.REGISTRY, "relu", lambda x: np.maximum(x, 0) + np.where(x < 0, 0.5, 0).astype(x.dtype))
+    plain = check_model(build, ["onnx", "openvino"])["backends"]
+    per = check_model(build, ["onnx", "openvino"], per_node=True)["backends"]
+    for a, b in zip(plain, per):
+        assert a.status == b.status == "fail"
+        first = next(p for p in b.per_node if not p["ok"])
+        assert first["node"] == a.first_divergence["node"] == b.first_divergence["node"] == "relu1", (a, b.per_node)
+        before = b.per_node[:b.per_node.index(first)]
+        assert before and all(p["ok"] for p in before)
+        assert all(set(p) >= {"node", "op", "max_abs", "max_rel", "max_ulp"} for p in b.per_node)
+
+
+def test_per_node_on_the_command_line():
+    p = cli("check", str(MODEL), "--backends", "onnx", "--per-node", "--json")
+    assert p.returncode == 0, p.stderr
+    per = json.loads(p.stdout)["backends"][0]["per_node"]
+    assert per and all(x["ok"] for x in per)
+    p = cli("check", str(MODEL), "--backends", "onnx", "--per-node")
+    assert p.returncode == 0 and "per node," in p.stdout and "0 differ" in p.stdout, p.stdout

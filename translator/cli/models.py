@@ -33,7 +33,8 @@ def cmd_check(args: "argparse.Namespace") -> int:
                                   [v.name for v in build().graph.inputs])
         for note in notes:
             print(f"warning: {note}", file=sys.stderr)
-        res = check_model(build, backends, feeds, say, source=args.model, source_opts=opts)
+        res = check_model(build, backends, feeds, say, source=args.model, source_opts=opts,
+                          per_node=getattr(args, "per_node", False))
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     out = report_json(res)
@@ -68,6 +69,14 @@ def cmd_check(args: "argparse.Namespace") -> int:
         if fd:
             where = f"node {fd.get('node')!r} (op {fd.get('op')}, value {fd.get('value')!r})" if "node" in fd else fd.get("error")
             print(safe(f"{r['backend']}: first diverging {where}"))
+        per = r.get("per_node")
+        if per is not None:
+            bad = [p for p in per if not p["ok"]]
+            worst = max(per, key=lambda p: p["max_abs"] or 0.0, default=None)
+            line = f"{r['backend']}: per node, {len(per)} values compared, {len(bad)} differ"
+            if worst is not None:
+                line += f"; largest error at {worst['node']!r} ({worst['op']}): max abs {worst['max_abs']:.3g}"
+            print(safe(line))
     return code
 
 
@@ -212,6 +221,9 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
                    help="as for convert: judge the model with this input frozen to the value")
     c = add("check", cmd_check, "run a model on backends and compare every output with the NumPy reference")
     c.add_argument("model", help=MODEL_HELP)
+    c.add_argument("--per-node", action="store_true", dest="per_node",
+                   help="also compare every intermediate value each backend can expose with the reference "
+                        "(per node: max abs / rel / ULP error; the first that differs is named)")
     c.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     c.add_argument("--exact-int8", action="store_true", dest="exact_int8",

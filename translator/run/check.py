@@ -167,6 +167,8 @@ class BackendReport:
     seconds: float = 0.0
     #: what the verdict rests on besides the comparisons (e.g. an output where the reference is the outlier)
     notes: list[str] = field(default_factory=list)
+    #: ``check --per-node``: every intermediate value the target exposes against the reference
+    per_node: list[dict[str, Any]] | None = None
 
 
 def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
@@ -409,12 +411,15 @@ def compare_source(model: Model, name: str, expected: Any, got: Any, tol: dict[s
 def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[str, np.ndarray] | None = None,
                 progress: Callable[[str], None] | None = None, artifacts: dict[str, Any] | None = None,
                 source: Any = None, written: dict[str, Any] | None = None,
-                source_opts: dict[str, Any] | None = None) -> dict[str, Any]:
+                source_opts: dict[str, Any] | None = None, per_node: bool = False) -> dict[str, Any]:
     """Compare each backend with the NumPy reference and, when ``source`` is the original
     model, with the source framework's own runtime on it (``vs_source``). For an ONNX source
     the reference decides; for any other source format the source runtime decides too (the
     frontend's translation is what is proven). ``artifacts`` holds already-converted
-    artifacts (``opbridge convert`` checks what it wrote, not a re-emission)."""
+    artifacts (``opbridge convert`` checks what it wrote, not a re-emission). ``per_node``:
+    each backend is also run with every intermediate value it can expose marked as an output,
+    and every value is compared with the reference's (``BackendReport.per_node``); the first
+    that differs is the first divergence."""
     say = progress or (lambda s: None)
     ref_model = build_ir()
     feeds = feeds if feeds is not None else random_inputs(ref_model)
@@ -513,7 +518,16 @@ def check_model(build_ir: Callable[[], Model], backends: list[str], feeds: dict[
                 elif decisive and vs is not None and not vs.ok:
                     rep.status, rep.reason = "fail", "source_mismatch"
                     rep.detail = f"output {name!r} differs from {runtime} on the source: {vs.reason}"
-            if rep.status == "fail":
+            if per_node:
+                say(f"{b}: comparing every intermediate value with the reference")
+                rep.per_node = []
+                found, err = _diverging(b, build_ir, feeds, trace(), tol, 0, collect=rep.per_node)
+                if err is not None:
+                    rep.notes.append(f"per-node: {err}")
+                    rep.per_node = None
+                elif found is not None and rep.status == "fail":
+                    rep.first_divergence = found
+            if rep.status == "fail" and rep.first_divergence is None:
                 rep.first_divergence = _first_divergence(b, build_ir, feeds, trace(), tol)
         except Exception as exc:  # noqa: BLE001 - reported per backend with its reason code
             rep.status, rep.reason = classify(exc)
@@ -614,9 +628,11 @@ def _first_divergence(backend: str, build_ir: Callable[[], Model], feeds: dict[s
 
 
 def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any], trace: dict[str, Any],
-               tol: dict[str, float], start: int) -> tuple[dict[str, Any] | None, str | None]:
+               tol: dict[str, float], start: int,
+               collect: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """(the first diverging value, None) with the values of the nodes from ``start`` on marked
-    as outputs (the model's outputs always compared), or (None, why it could not run)."""
+    as outputs (the model's outputs always compared), or (None, why it could not run). With
+    ``collect``, every comparison is appended to it (node, op, value, errors, ok)."""
     from ..compile.target import get
 
     model = build_ir().clone()
@@ -635,6 +651,7 @@ def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any
     except Exception as exc:  # noqa: BLE001
         return None, f"could not mark intermediate outputs: {str(exc).splitlines()[0] if str(exc) else exc}"
     by_name = dict(zip(order, got))
+    first: dict[str, Any] | None = None
     for n in g.nodes:
         for v in n.outputs:
             if v.name in by_name and v.name in trace:
@@ -642,9 +659,14 @@ def _diverging(backend: str, build_ir: Callable[[], Model], feeds: dict[str, Any
                 if n.op == "constant":
                     expected = _saturated(expected, legal.get(v.name))
                 d = compare_output(expected, by_name[v.name], tol, legal.get(v.name))
-                if not d.ok:
-                    return {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}, None
-    return None, None
+                if collect is not None:
+                    collect.append({"node": n.name, "op": n.op, "value": v.name, "ok": d.ok, "max_abs": d.max_abs,
+                                    "max_rel": d.max_rel, "max_ulp": d.max_ulp})
+                if not d.ok and first is None:
+                    first = {"node": n.name, "op": n.op, "value": v.name, "max_abs": d.max_abs, "reason": d.reason}
+                    if collect is None:
+                        return first, None
+    return first, None
 
 
 def _at_feed_sizes(model: Model, feeds: dict[str, Any]) -> Model | None:
@@ -689,6 +711,7 @@ def report_json(res: dict[str, Any]) -> dict[str, Any]:
             "backend": r.backend, "status": r.status, "reason": r.reason, "detail": r.detail,
             "seconds": round(r.seconds, 3), "first_divergence": r.first_divergence,
             **({"notes": list(r.notes)} if r.notes else {}),
+            **({"per_node": r.per_node} if r.per_node is not None else {}),
             "outputs": [{"name": o.name, "ok": o.diff.ok, "max_abs": o.diff.max_abs, "max_rel": o.diff.max_rel,
                          "max_ulp": o.diff.max_ulp, "verdict": o.diff.verdict,
                          "reason": o.diff.reason or (o.diff.verdict if o.diff.legalized else ""),
