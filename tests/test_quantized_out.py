@@ -431,3 +431,91 @@ def test_widened_quantization_constants_are_not_reported_as_legalized():
     warned = " ".join(legalize_dtypes.run(g, "coreml", legal=frozenset({"float32", "int32", "bool"}), top=False))
     assert "'w'" not in warned and "'zp'" not in warned and "'other'" in warned, warned
     assert w.const.dtype == np.int32  # widened all the same: the IR computes in int32
+
+
+def _dynamic_mlp(tmp_path, batch: object = 2):
+    """A 3-layer MLP (weights dominate the file) through onnxruntime's ``quantize_dynamic``:
+    DynamicQuantizeLinear → MatMulInteger → Cast → Mul per layer, int8 weights."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(5)
+    dims = [64, 256, 256, 10]
+    inits, nodes, x = [], [], "x"
+    for i, (a, b) in enumerate(zip(dims, dims[1:])):
+        inits += [nh.from_array((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), f"w{i}"),
+                  nh.from_array((rng.standard_normal(b) * 0.1).astype(np.float32), f"b{i}")]
+        nodes += [h.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]), h.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"])]
+        x = f"a{i}"
+        if i < len(dims) - 2:
+            nodes.append(h.make_node("Relu", [x], [f"r{i}"]))
+            x = f"r{i}"
+    nodes.append(h.make_node("Identity", [x], ["y"]))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [batch, dims[0]])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    fp = tmp_path / "float.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    q = tmp_path / "dyn.onnx"
+    quantize_dynamic(str(fp), str(q), weight_type=QuantType.QInt8)
+    return fp, q
+
+
+def test_a_dynamically_quantized_matmul_stays_int8_on_tflite_and_coreml(tmp_path, monkeypatch):
+    """onnxruntime's dynamic quantization (int8 weights, activations quantized at run time):
+    TFLite writes hybrid kernels (int8 weights, the activation quantized at run time by LiteRT,
+    symmetric per row) and Core ML stores the weights as int8 (float activations); each is
+    about a quarter of the float model's conversion. Neither rounds activations as onnxruntime
+    does: the check holds each to ``DYNAMIC_FACTOR`` times the source's own activation rounding
+    (measured against the reference with unrounded activations) and says so; a hybrid model
+    past it is written as the exact emulation in float ops instead (``--float-quantization``)."""
+    import opbridge
+    from translator.run import check
+
+    fp, q = _dynamic_mlp(tmp_path)
+    float_res = {r["target"]: r for r in opbridge.convert(str(fp), to="tflite,coreml", out=str(tmp_path / "float"),
+                                                          check=False)["targets"]}
+    (cm,) = opbridge.convert(str(q), to="coreml", out=str(tmp_path / "cm"))["targets"]
+    assert cm["integer_kernels"]["integer"] == cm["integer_kernels"]["total"] == 3 and cm["integer_kernels"]["stored_only"]
+    assert _size(cm["output"]) / _size(float_res["coreml"]["output"]) <= 0.35
+    assert cm["check"]["status"] == "pass" and any("dynamic activation rounding" in n for n in cm["check"]["notes"]), cm
+    (tl,) = opbridge.convert(str(q), to="tflite", out=str(tmp_path / "h.tflite"), check=False)["targets"]
+    k = tl["integer_kernels"]
+    assert k["integer"] == k["total"] == 3 and "3 hybrid" in k["how"], k
+    assert _size(tl["output"]) / _size(float_res["tflite"]["output"]) <= 0.35
+    monkeypatch.setattr(check, "DYNAMIC_FACTOR", 100.0)
+    (tl,) = opbridge.convert(str(q), to="tflite", out=str(tmp_path / "wide.tflite"))["targets"]
+    assert tl["integer_kernels"]["integer"] == 3 and any("dynamic activation rounding" in n for n in tl["check"]["notes"])
+    monkeypatch.setattr(check, "DYNAMIC_FACTOR", 0.5)
+    (tl,) = opbridge.convert(str(q), to="tflite", out=str(tmp_path / "strict.tflite"))["targets"]
+    assert tl["integer_kernels"]["integer"] == 0 and tl["check"]["outputs"][0]["max_abs"] < 1e-5
+    assert any("past the check" in w for w in tl["warnings"]), tl
+
+
+def _size(path: str) -> int:
+    from pathlib import Path
+
+    p = Path(path)
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+
+
+def test_the_check_holds_a_dynamic_model_to_twice_its_own_activation_rounding(tmp_path):
+    """The widening is measured, not assumed: the source's own activation rounding (reference vs
+    the same model with unrounded activations) is what a target may add, twice over; a
+    conversion twice as far off again still fails."""
+    from translator import frontends
+    from translator.run.check import DYNAMIC_FACTOR, dynamic_rounding_error, random_inputs
+    from translator.compile import interpreter
+    from translator.run.check import convert as to_reference
+
+    _, q = _dynamic_mlp(tmp_path)
+    model = frontends.load(str(q))
+    feeds = random_inputs(model)
+    expected = interpreter.run(to_reference("numpy", model.clone()), feeds)
+    err = dynamic_rounding_error(model, feeds, expected)
+    assert set(err) == {0} and 0.0 < err[0] < 0.1, err
+    assert DYNAMIC_FACTOR == 2.0  # the target may round no coarser than the source: the errors add up
+    plain = frontends.load(str(tmp_path / "float.onnx"))  # the float model: nothing to widen
+    assert dynamic_rounding_error(plain, feeds, interpreter.run(to_reference("numpy", plain.clone()), feeds)) == {}

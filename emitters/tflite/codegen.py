@@ -23,7 +23,7 @@ from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
 from . import infinities, segments
-from .quant import FAKE_QUANT
+from .quant import DYNAMIC_RANGE, FAKE_QUANT
 from .registry import NAME
 from .runtime import quiet_stderr
 
@@ -105,9 +105,11 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
     if allow_select_tf_ops:
         ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     conv.target_spec.supported_ops = ops
-    if FAKE_QUANT in artifact.options.get("features", ()):
+    features = artifact.options.get("features", ())
+    if FAKE_QUANT in features or DYNAMIC_RANGE in features:
         # fake-quant ops: the converter's quantization-aware path writes int8 tensors and kernels
-        # (no representative data, and no dynamic-range quantization of float weights)
+        # (no representative data); without them, the int8 weights of a dynamically quantized
+        # model: its dynamic-range quantization (int8 weights, hybrid kernels)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
     try:
         with quiet_stderr():

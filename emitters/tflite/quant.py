@@ -21,6 +21,10 @@ from .registry import rule
 
 #: the feature a generated module records when it holds fake-quant ops
 FAKE_QUANT = "fake_quant"
+#: the feature of a module whose int8 weights are read without quantized activations (onnxruntime's
+#: dynamic quantization, ``quantized.dynamic_as_weight_only``): the converter's dynamic-range
+#: quantization stores those weights as int8 and runs hybrid kernels
+DYNAMIC_RANGE = "dynamic_range"
 
 
 def _f32(x: float) -> str:
@@ -30,6 +34,9 @@ def _f32(x: float) -> str:
 @rule("dequantize_linear", check=_quant_check)
 def dequantize_linear(c: Any) -> list[str]:
     if c.cg.options.get("float_quantization"):
+        return float_dequantize(c)
+    if c.node.meta.get("weight_only"):
+        c.cg.features.add(DYNAMIC_RANGE)
         return float_dequantize(c)
     pair = activation_pair(c.node)
     if pair is not None:
@@ -68,6 +75,9 @@ def integer_plan(node: Any, ctx: Any) -> tuple[str, str]:
     if ctx.options.get("float_quantization"):
         return "float", "--float-quantization: the quantized arithmetic in float ops"
     q = quantized_operands(node)
+    if q.weight is not None and q.weight.meta.get("weight_only"):
+        return "integer", ("hybrid kernel: int8 weight from the converter's dynamic-range quantization, the "
+                           "activation quantized at run time (unless the model fails the check)")
     if q.activation is None or not q.activation_pair:
         return "float", "the input is not a per-tensor 8-bit quantize/dequantize pair"
     if q.weight is None and not (len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].is_const):

@@ -139,5 +139,17 @@ def integer_kernels(path: Path) -> Any:
         it = tf.lite.Interpreter(model_path=str(path))
     types = {t["index"]: np.dtype(t["dtype"]) for t in it.get_tensor_details()}
     ops = [o for o in it._get_ops_details() if o["op_name"] in COMPUTE_OPS]
-    n = sum(1 for o in ops if types.get(int(o["inputs"][0]), np.dtype(np.float32)).kind in "iu")
-    return KernelCount(n, len(ops), f"{n} of {len(ops)} {'/'.join(sorted({o['op_name'] for o in ops}))} read 8/16-bit integers")
+
+    def kind(o: dict) -> str:
+        ins = [types.get(int(i), np.dtype(np.float32)) for i in o["inputs"] if int(i) >= 0]
+        if ins and ins[0].kind in "iu":
+            return "integer"
+        # a float activation with an int8 weight: LiteRT's hybrid kernel, which quantizes the
+        # activation at run time and multiplies in int8 (dynamic-range quantization)
+        return "hybrid" if len(ins) > 1 and ins[1] == np.int8 else "float"
+
+    kinds = [kind(o) for o in ops]
+    n, hybrid = sum(k != "float" for k in kinds), kinds.count("hybrid")
+    how = f"{n} of {len(ops)} {'/'.join(sorted({o['op_name'] for o in ops}))} read 8/16-bit integers"
+    return KernelCount(n, len(ops), how + (f" ({hybrid} hybrid: float activations quantized at run time)"
+                                           if hybrid else ""))

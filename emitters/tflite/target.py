@@ -28,7 +28,16 @@ legal_dtypes = column_dtypes(NAME)
 
 
 def prepare(model: Any, ctx: Any) -> None:
-    """Before legalization: reinterpreting bits cannot survive a width change."""
+    """Before legalization: reinterpreting bits cannot survive a width change. onnxruntime's
+    dynamic quantization of a MatMul becomes the matmul of an int8 weight
+    (``quantized.dynamic_as_weight_only``): the converter writes it as a hybrid kernel, which
+    quantizes the activation at run time (LiteRT's dynamic-range quantization)."""
+    from translator.compile.quantized import dynamic_as_weight_only
+    from translator.compile.pipeline import every_graph
+    from translator.ir.infer import infer
+
+    if not ctx.options.get("float_quantization") and sum(dynamic_as_weight_only(g) for g in every_graph(model.graph)):
+        infer(model.graph, ctx.tables)
     legal = ctx.legal
     for node in model.graph.walk():
         if node.op != "bit_cast":

@@ -330,3 +330,65 @@ def quantized_operands(node: Node) -> QuantizedOperands:
                 c.op == "quantize_linear" for c in u.outputs[0].consumers()):
             out = True
     return QuantizedOperands(act, act is not None and activation_pair(act) is not None, w, out)
+
+
+def dynamic_as_weight_only(g: Graph) -> int:
+    """onnxruntime's dynamic quantization of a MatMul, ``DynamicQuantizeLinear(x) → (xq, sx,
+    zx)``, ``MatMulInteger(xq, Wq, zx, zw) → Cast(float) → Mul(·, sx · sw)``, rewritten as
+    ``MatMul(x, DequantizeLinear(Wq, sw, zw))``: the weight stays 8-bit (a weight-only QDQ
+    island every writer stores as int8: Core ML's ``constexpr_affine_dequantize``; TFLite's
+    converter then writes a hybrid FULLY_CONNECTED/BATCH_MATMUL with int8 weights, which
+    quantizes its activations at run time as the source does), and the activation is no longer
+    rounded to 8 bits by an emulation in float ops. For a target without dynamic-range integer
+    kernels of its own: the result differs from onnxruntime's by the activation's quantization
+    error, as the integer kernels of the target differ. Returns the matmuls rewritten."""
+    done = 0
+    for mmi in list(g.nodes):
+        if mmi.op != "matmul_integer" or mmi.graph is not g:
+            continue
+        ins = list(mmi.inputs) + [None] * (4 - len(mmi.inputs))
+        a, w, za, zw = ins[:4]
+        dql = a.producer if a is not None else None
+        if dql is None or dql.op != "dynamic_quantize_linear" or dql.outputs[0] is not a:
+            continue
+        if za is not None and za is not dql.outputs[2]:
+            continue
+        if not w.is_const or w.type.dtype not in QRANGE8 or (zw is not None and not zw.is_const):
+            continue
+        if w.type.rank != 2 or zw is not None and zw.type.shape not in ((), (1,)):
+            continue
+        uses = mmi.outputs[0].consumers()
+        if len(uses) != 1 or uses[0].op != "cast":
+            continue
+        cast = uses[0]
+        muls = cast.outputs[0].consumers()
+        if len(muls) != 1 or muls[0].op != "mul":
+            continue
+        mul = muls[0]
+        scales = mul.inputs[1] if mul.inputs[0] is cast.outputs[0] else mul.inputs[0]
+        sm = scales.producer
+        if sm is None or sm.op != "mul" or dql.outputs[1] not in sm.inputs:
+            continue
+        sw = sm.inputs[1] if sm.inputs[0] is dql.outputs[1] else sm.inputs[0]
+        if not sw.is_const or _scalar(sw) is None:
+            continue
+        x = dql.inputs[0]
+        if zw is None:
+            zw = g.add_constant(f"{mmi.name}_wzp", np.zeros((), np.dtype(w.type.dtype)), w.type.dtype)
+        sw_f = sw if sw.type.shape == () else g.add_constant(f"{mmi.name}_wscale", np.array(_scalar(sw), np.float32),
+                                                             "float32")
+        dq = g.add_node("dequantize_linear", [w, sw_f, zw], {}, name=f"{mmi.name}_weight",
+                        types=[TensorType("float32", w.type.shape)], before=mul)
+        mm = g.add_node("matmul", [x, dq.outputs[0]], {}, name=f"{mmi.name}_float",
+                        types=[TensorType("float32", mul.outputs[0].type.shape)], before=mul)
+        dq.meta["weight_only"] = True  # a writer may store it as it likes (TFLite: dynamic-range int8)
+        _stamp(dq)
+        _stamp(mm)
+        g.replace_node(mul, [mm.outputs[0]])
+        for n in (cast, mmi, sm, dql):
+            if n.graph is g and all(not v.uses and v not in g.outputs for v in n.outputs):
+                g.remove_node(n)
+        done += 1
+    if done:
+        g.toposort()
+    return done

@@ -342,7 +342,8 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: checking against the NumPy reference and the source's runtime")
                 b = _check_at_sizes(build, t, feeds, rec, artifact, model, saved, opts, check_model, report_json,
                                     random_inputs, check_dims)
-                if b["status"] == "fail" and "fake_quant" in (getattr(artifact, "options", None) or {}).get("features", ()):
+                if b["status"] == "fail" and {"fake_quant", "dynamic_range"} & set(
+                        (getattr(artifact, "options", None) or {}).get("features", ())):
                     # integer kernels requantize every layer their own way: when that strays past the
                     # check, the quantized arithmetic in float ops (exact against the float evaluation)
                     say(f"{t}: the int8 model fails the check; writing its quantized arithmetic in float ops")
