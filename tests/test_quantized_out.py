@@ -492,6 +492,12 @@ def test_a_dynamically_quantized_matmul_stays_int8_on_tflite_and_coreml(tmp_path
     (tl,) = opbridge.convert(str(q), to="tflite", out=str(tmp_path / "strict.tflite"))["targets"]
     assert tl["integer_kernels"]["integer"] == 0 and tl["check"]["outputs"][0]["max_abs"] < 1e-5
     assert any("past the check" in w for w in tl["warnings"]), tl
+    from translator import frontends
+    from translator.run.report import plan_model
+
+    plans = {p.backend: p for p in plan_model(frontends.load(str(q)), ["tflite", "coreml"])}  # report predicts it
+    assert [n.integer for n in plans["tflite"].nodes if n.integer] == ["integer"] * 3
+    assert [n.integer for n in plans["coreml"].nodes if n.integer] == ["int8 weights"] * 3
 
 
 def _size(path: str) -> int:

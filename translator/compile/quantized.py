@@ -382,6 +382,7 @@ def dynamic_as_weight_only(g: Graph) -> int:
         mm = g.add_node("matmul", [x, dq.outputs[0]], {}, name=f"{mmi.name}_float",
                         types=[TensorType("float32", mul.outputs[0].type.shape)], before=mul)
         dq.meta["weight_only"] = True  # a writer may store it as it likes (TFLite: dynamic-range int8)
+        mm.meta["decomposed_root"] = mmi.meta.get("decomposed_root", mmi.name)  # report: the source's node
         _stamp(dq)
         _stamp(mm)
         g.replace_node(mul, [mm.outputs[0]])
