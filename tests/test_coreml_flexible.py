@@ -393,3 +393,35 @@ def test_where_widened_by_its_condition_over_symbolic_dims(tmp_path):
     rec = _convert(model, tmp_path, check_dims={"B": (1, 2), "S": (4, 6)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["m"]) == {"B", "S"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+@pytest.mark.parametrize("ctm", ["half_pixel", "align_corners"])
+@pytest.mark.parametrize("computed", [True, False])
+def test_a_linear_resize_to_sizes_over_symbolic_dims_stays_flexible(tmp_path, ctm, computed):
+    """A detector's decoder resizes a feature map to the size of another one (paddle2onnx:
+    ``Resize(x, sizes=Concat(Shape(x)[:2], Shape(skip)[2:]))``), or to constant sizes of the
+    last two dims (``axes``): iOS17's resize takes the output size at run time, with the
+    sampling mode whose grid is ONNX's (half_pixel: UNALIGN_CORNERS, align_corners:
+    STRICT_ALIGN_CORNERS); checked at two sizes, dims kept."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    if computed:
+        nodes = [h.make_node("Shape", ["x"], ["sx"]), h.make_node("Shape", ["skip"], ["ss"]),
+                 h.make_node("Slice", ["sx", "z", "two"], ["nc"]), h.make_node("Slice", ["ss", "two", "four"], ["hw"]),
+                 h.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+                 h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", coordinate_transformation_mode=ctm)]
+        inits = [_const("z", np.array([0], np.int64)), _const("two", np.array([2], np.int64)),
+                 _const("four", np.array([4], np.int64))]
+        inputs = [_image_input("x"), h.make_tensor_value_info("skip", 1, ["N", 2, "H2", "W2"])]
+        dims = {"N": (1, 2), "H": (4, 6), "W": (5, 7), "H2": (9, 11), "W2": (7, 13)}
+    else:
+        nodes = [h.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear", coordinate_transformation_mode=ctm,
+                             axes=[2, 3])]
+        inits = [_const("sizes", np.array([9, 7], np.int64))]
+        inputs = [_image_input("x")]
+        dims = {"N": (1, 2), "H": (4, 6), "W": (5, 11)}
+    model = _save(tmp_path / "r.onnx", nodes, inputs, inits, opset=18)
+    rec = _convert(model, tmp_path, check_dims=dims)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"} and "fixed_dims" not in rec, rec["warnings"]

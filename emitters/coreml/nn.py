@@ -323,7 +323,7 @@ def _symbolic_resize(node: Node) -> tuple[str, Any]:
     if r is None or r < 3:
         return ("dynamic_shape", f"{node.op} over symbolic dims needs a known rank of at least 3")
     if at["sizes"] is not None and not (at["sizes"].is_const and not const_of(at["sizes"]).size):
-        return ("dynamic_shape", f"{node.op} to target sizes needs a static input shape (MIL upsamples by factors)")
+        return _runtime_sized(node, at, r)
     if at["scales"] is None or not at["scales"].is_const or (at["roi"] is not None and not at["roi"].is_const):
         return ("requires_constant_input", "scales must be a constant for Core ML")
     scales = [float(v) for v in np.asarray(const_of(at["scales"]), np.float64).reshape(-1)]
@@ -354,6 +354,31 @@ def _symbolic_resize(node: Node) -> tuple[str, Any]:
         return ("unsupported_attribute_value", f"mode={at['mode']!r}, coordinate_transformation_mode="
                                                f"{at['ctm']!r}: no MIL upsample samples the same pixels")
     return ("upsample", (sorted(common)[0], int(ks[0]), int(ks[1])))
+
+
+#: ONNX coordinate_transformation_mode → the iOS17 resize sampling_mode with the same grid at every
+#: input and output length when the output length is given (``sizes``: ONNX's scale is out / in):
+#: half_pixel samples (i + 0.5) * in / out - 0.5, align_corners i * (in - 1) / (out - 1), both
+#: clamped to the input, as UNALIGN_CORNERS and STRICT_ALIGN_CORNERS do
+_RUNTIME_SAMPLING = {"half_pixel": "UNALIGN_CORNERS", "align_corners": "STRICT_ALIGN_CORNERS"}
+
+
+def _runtime_sized(node: Node, at: dict[str, Any], r: int) -> tuple[str, Any]:
+    """A linear resize over symbolic dims to ``sizes`` (a constant of the last two dims, or a
+    shape computed at run time, whose last two entries are the output height and width): the
+    iOS17 ``resize`` op, which takes the output size at run time; else (reason code, detail)."""
+    sizes = at["sizes"]
+    n = (sizes.type.shape or [None])[0]
+    axes = None if at["axes"] is None else sorted(norm_axis(int(a), r) for a in at["axes"])
+    if at["mode"] != "linear" or at["ctm"] not in _RUNTIME_SAMPLING or at["antialias"] or at["policy"] != "stretch":
+        return ("dynamic_shape", f"{node.op} to target sizes over a symbolic input: mode {at['mode']!r} / "
+                                 f"{at['ctm']!r} has no MIL resize with a run-time size (linear half_pixel or "
+                                 "align_corners has)")
+    if axes not in (None, [r - 2, r - 1]) or not isinstance(n, int) or n != (2 if axes else r):
+        return ("dynamic_shape", f"{node.op} to target sizes over a symbolic input: Core ML resizes the last two dims")
+    if sizes.is_const and axes is None:  # constant sizes of every dim over symbolic leading dims: unknowable
+        return ("dynamic_shape", f"{node.op} to constant sizes of every dim needs a static input shape")
+    return ("runtime_size", _RUNTIME_SAMPLING[at["ctm"]])
 
 
 def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
@@ -393,7 +418,7 @@ def _resize_choice(node: Node) -> tuple[str, Any] | tuple[str, str]:
 
 def _resize_check(node: Node) -> Refusal | None:
     kind, detail = _resize_choice(node)
-    return None if kind in ("native", "matmul", "upsample") else Refusal(kind, detail)
+    return None if kind in ("native", "matmul", "upsample", "runtime_size") else Refusal(kind, detail)
 
 
 @rule("resize", "upsample", check=_resize_check)
@@ -406,6 +431,18 @@ def _resize(gen: Gen, node: Node) -> None:
     x = node.inputs[0]
     dt = x.type.dtype
     kind, choice = _resize_choice(node)
+    if kind == "runtime_size":  # symbolic dims to sizes known at run time: iOS17 resize
+        sizes = node.inputs[3]
+        hw, hn = gen.tmp(node, "out_hw")
+        n = sizes.type.shape[0]
+        gen.emit(f"{hw} = mb.slice_by_index(x={gen.var(sizes)}, begin=[{n - 2}], end=[{n}], name={hn})")
+        if sizes.type.dtype != "int32":
+            cast, cn = gen.tmp(node, "out_hw_i32")
+            gen.emit(f"{cast} = mb.cast(x={hw}, dtype='int32', name={cn})")
+            hw = cast
+        gen.emit(f"{gen.out(node)} = mb.resize(x={gen.var(x)}, shape={hw}, resized_dims=np.uint32(2), "
+                 f"interpolation_mode='LINEAR', sampling_mode={lit(choice)}, name={gen.name(node)})")
+        return
     if kind == "upsample":  # symbolic dims: by integer factors
         (how, *flags), kh, kw = choice
         if how == "upsample":
