@@ -425,3 +425,24 @@ def test_a_linear_resize_to_sizes_over_symbolic_dims_stays_flexible(tmp_path, ct
     rec = _convert(model, tmp_path, check_dims=dims)
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+def test_a_slice_at_run_time_bounds_over_symbolic_dims_stays_flexible(tmp_path):
+    """T5's relative attention and a TFLite audio front end slice a symbolic-length tensor at
+    bounds computed from its shape (``Slice(x, [0], Shape(x)[1:2] - 1, [1])``, a frame count):
+    the bounds are clamped against the input's run-time shape in the graph, and the dims stay
+    flexible; checked at two sizes."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "one", "two"], ["seq"]),
+             h.make_node("Sub", ["seq", "one"], ["end"]), h.make_node("Neg", ["end"], ["start"]),
+             h.make_node("Slice", ["x", "zero", "end", "one"], ["y"]),
+             h.make_node("Slice", ["x", "start", "big", "one"], ["y_tail"])]
+    inits = [_const("one", np.array([1], np.int64)), _const("two", np.array([2], np.int64)),
+             _const("zero", np.array([0], np.int64)), _const("big", np.array([1 << 40], np.int64))]
+    x = h.make_tensor_value_info("x", T.FLOAT, ["N", "S", 3])
+    model = _save(tmp_path / "s.onnx", nodes, [x], inits, opset=13)
+    rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 7)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]

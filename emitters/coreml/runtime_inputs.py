@@ -215,11 +215,10 @@ def cum_sum_runtime(gen: Gen, node: Node) -> None:
 
 def slice_runtime_why(node: Node) -> str | None:
     """Why ``slice_runtime`` cannot take a slice whose starts or ends are fed at run time
-    (None when it can): it needs a static input shape, constant axes and steps, positive
+    (None when it can): it needs a known input rank, constant axes and steps, positive
     steps, and starts/ends of a static length (one per axis)."""
-    shape = static_shape(node.inputs[0])
-    if shape is None:
-        return "run-time slice bounds need a static input shape"
+    if node.inputs[0].type.shape is None:
+        return "run-time slice bounds need a known input rank"
     ins = list(node.inputs) + [None] * (5 - len(node.inputs))
     for i, what in ((3, "axes"), (4, "steps")):
         if ins[i] is not None and not ins[i].is_const:
@@ -243,8 +242,9 @@ def slice_runtime(gen: Gen, node: Node) -> None:
     """Starts or ends fed at run time (a loop body slicing at its iteration number): ONNX's
     bounds for a positive step computed in the graph on the full rank (a negative bound
     counts from the dim, then clamped to ``[0, dim]``; an end before its start gives an
-    empty slice), then one ``slice_by_index`` with run-time begin and end."""
-    shape = list(static_shape(node.inputs[0]) or ())
+    empty slice), then one ``slice_by_index`` with run-time begin and end. Over symbolic dims
+    the dims are the input's run-time shape."""
+    shape = list(node.inputs[0].type.shape or ())
     r = len(shape)
     ins = list(node.inputs) + [None] * (5 - len(node.inputs))
     k = (static_shape(ins[1]) or (0,))[0]
@@ -255,22 +255,23 @@ def slice_runtime(gen: Gen, node: Node) -> None:
     stride = [1] * r
     for j, (a, st) in enumerate(zip(axes, steps)):
         at[a], sliced[a], stride[a] = j, True, st
-    dims = np_lit(shape, "int32")
-
     step = _stepper(gen, node)
+    static = all(isinstance(d, int) and d >= 0 for d in shape)
+    dims = np_lit(shape, "int32") if static else step("dims", f"mb.shape(x={gen.var(node.inputs[0])}")
 
-    def bound(i: int, key: str, other: list[int]) -> str:
+    def bound(i: int, key: str, other: list[int] | None) -> str:
         v = gen.var(ins[i])
         if ins[i].type.dtype != "int32":
             v = step(f"{key}_int", f"mb.cast(x={v}, dtype='int32'")
+        rest = np_lit(other, "int32") if other is not None else dims
         full = step(f"{key}_full", f"mb.select(cond={np_lit(sliced, 'bool')}, a=" + step(
-            f"{key}_spread", f"mb.gather(x={v}, indices={np_lit(at, 'int32')}, axis=0") + f", b={np_lit(other, 'int32')}")
+            f"{key}_spread", f"mb.gather(x={v}, indices={np_lit(at, 'int32')}, axis=0") + f", b={rest}")
         wrapped = step(f"{key}_wrapped", "mb.select(cond=" + step(f"{key}_negative", f"mb.less(x={full}, y=np.int32(0)") +
                        ", a=" + step(f"{key}_from_end", f"mb.add(x={full}, y={dims}") + f", b={full}")
         return step(key, "mb.minimum(x=" + step(f"{key}_low", f"mb.maximum(x={wrapped}, y=np.int32(0)") + f", y={dims}")
 
     begin = bound(1, "begin", [0] * r)
-    end = step("end_kept", "mb.maximum(x=" + bound(2, "end", shape) + f", y={begin}")
+    end = step("end_kept", "mb.maximum(x=" + bound(2, "end", shape if static else None) + f", y={begin}")
     gen.emit(f"{gen.out(node)} = mb.slice_by_index(x={gen.var(node.inputs[0])}, begin={begin}, end={end}, "
              f"stride={lit(stride)}, name={gen.name(node)})")
 

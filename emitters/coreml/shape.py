@@ -298,11 +298,12 @@ def _runtime_bounds(node: Node) -> bool:
 
 
 def _slice_check(node: Node) -> Refusal | None:
-    if static_shape(node.inputs[0]) is None and (node.inputs[0].type.rank is None or _runtime_bounds(node)):
-        return Refusal("dynamic_shape", "slice needs a static input shape here (or constant bounds and a known rank)")
+    if node.inputs[0].type.rank is None:
+        return Refusal("dynamic_shape", "slice needs an input of known rank")
     if _runtime_bounds(node):  # starts/ends fed at run time: slice_runtime, when it applies
         why = slice_runtime_why(node)
-        return None if why is None else Refusal("requires_constant_input", why)
+        code = "dynamic_shape" if static_shape(node.inputs[0]) is None else "requires_constant_input"
+        return None if why is None else Refusal(code, why)
     return need_const(1, 2, 3, 4)(node)
 
 
