@@ -74,10 +74,10 @@ def same_and_ceil(path: Path) -> Path:
                  ["N", 5, "h", "w"])
 
 
-def db_head(path: Path) -> Path:
+def db_head(path: Path, full_mode: str = "linear") -> Path:
     """A DB text detector's neck and head (paddle2onnx): two stride-2 convs, a ×2 nearest
-    resize by scales, an add, a Resize to the input's own spatial size taken from ``Shape``,
-    a stride-2 ConvTranspose back up, sigmoid."""
+    resize by scales, an add, a Resize (``full_mode``) to the input's own spatial size taken
+    from ``Shape``, a stride-2 ConvTranspose back up, sigmoid."""
     from onnx import helper as h
 
     nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -90,7 +90,7 @@ def db_head(path: Path) -> Path:
              h.make_node("Shape", ["s1"], ["ss"]),
              h.make_node("Slice", ["ss", "z", "st"], ["nc"]),
              h.make_node("Concat", ["nc", "hw"], ["size"], axis=0),
-             h.make_node("Resize", ["s1", "", "", "size"], ["full"], mode="linear"),
+             h.make_node("Resize", ["s1", "", "", "size"], ["full"], mode=full_mode),
              h.make_node("ConvTranspose", ["full", "wt", "bt"], ["ct"], kernel_shape=[2, 2], strides=[2, 2]),
              h.make_node("Sigmoid", ["ct"], ["y"])]
     inits = [_w("w1", (4, 3, 3, 3), 7), _w("w2", (4, 4, 3, 3), 8), _f32("sc", [1, 1, 2, 2]),

@@ -45,8 +45,10 @@ def test_the_users_sizes_win(tmp_path):
 
 
 def test_report_fixes_dims_where_convert_does(tmp_path):
-    """Core ML keeps the CNN's dims flexible; a DB head's resize to the input's run-time size
-    (MIL upsamples by constant factors only) makes it fix them, in report as in convert."""
+    """Core ML keeps the CNN's dims flexible, and a DB head's linear resize to the input's
+    run-time size too (iOS17's resize takes the size at run time); a *nearest* resize to a
+    run-time size (iOS17's nearest samples at half-pixel centres, not ONNX's pixels) makes it
+    fix them, in report as in convert."""
     import opbridge
 
     src = S.cnn_pools(tmp_path / "cnn.onnx")
@@ -55,7 +57,10 @@ def test_report_fixes_dims_where_convert_does(tmp_path):
     assert rec["status"] == "ok" and set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"}, rec
     assert [s["H"] for s in rec["check"]["sizes"]] == res["check_sizes"]["H"], rec
 
-    src = S.db_head(tmp_path / "db.onnx")
+    res = opbridge.convert(str(S.db_head(tmp_path / "db_linear.onnx")), to="coreml", out=str(tmp_path / "l"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and set(rec["dynamic_dims"]["x"]) == {"N", "H", "W"} and "fixed_dims" not in rec, rec
+    src = S.db_head(tmp_path / "db.onnx", full_mode="nearest")
     rep = opbridge.report(str(src), backends=["coreml"])
     res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "d"))
     (rec,) = res["targets"]
@@ -84,7 +89,7 @@ def test_several_input_sets_are_each_checked(tmp_path):
     by = {r["target"]: r for r in res["targets"]}
     for t in ("onnx", "coreml"):
         assert by[t]["check"]["status"] == "pass" and by[t]["check"]["sizes"] == both, by[t]
-    src = S.db_head(tmp_path / "db.onnx")
+    src = S.db_head(tmp_path / "db.onnx", full_mode="nearest")
     res = opbridge.convert(str(src), to="coreml", out=str(tmp_path / "out2"), inputs=sets)
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["fixed_dims"] == {"N": 1, "H": 32, "W": 32}, rec
