@@ -13,7 +13,7 @@ from translator.compile.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
 from .registry import NAME, Refusal, rule
-from .runtime_inputs import (cum_sum_runtime, one_hot_runtime, runtime_axes_count, slice_runtime, slice_runtime_why,
+from .runtime_inputs import (_stepper, cum_sum_runtime, one_hot_runtime, runtime_axes_count, slice_runtime, slice_runtime_why,
                              split_runtime, squeeze_runtime, top_k_runtime, unsqueeze_runtime)
 
 if TYPE_CHECKING:
@@ -100,12 +100,7 @@ def _runtime_zeros_copied(gen: Gen, node: Node, x: str) -> str:
     s = gen.var(shape_in)
     if not isinstance(n, int) or r is None or int(node.attrs.get("allowzero", 0)) or not _may_hold_zero(shape_in):
         return s
-
-    def step(key: str, call: str) -> str:
-        t, tn = gen.tmp(node, key)
-        gen.emit(f"{t} = {call}, name={tn})")
-        return t
-
+    step = _stepper(gen, node)
     if shape_in.type.dtype != "int32":
         s = step("shape_i32", f"mb.cast(x={s}, dtype='int32'")
     dims = step("in_dims", f"mb.shape(x={x}")
@@ -191,10 +186,8 @@ def _squeeze(gen: Gen, node: Node) -> None:
         if len(unknown) <= 1:
             target = lit([-1 if i in unknown else shape[i] for i in kept]) if kept else "np.zeros((0,), dtype=np.int32)"
         else:
-            dims, dn = gen.tmp(node, "in_shape")
-            gen.emit(f"{dims} = mb.shape(x={x}, name={dn})")
-            target, tn = gen.tmp(node, "kept")
-            gen.emit(f"{target} = mb.gather(x={dims}, indices={lit(kept)}, axis=0, name={tn})")
+            step = _stepper(gen, node)
+            target = step("kept", f"mb.gather(x={step('in_shape', f'mb.shape(x={x}')}, indices={lit(kept)}, axis=0")
         gen.emit(f"{gen.out(node)} = mb.reshape(x={x}, shape={target}, name={gen.name(node)})")
     else:
         gen.emit(f"{gen.out(node)} = mb.squeeze(x={x}, axes={lit(axes)}, name={gen.name(node)})")
@@ -525,20 +518,17 @@ def _where(gen: Gen, node: Node) -> None:
     if sa is not None and sb is not None and out is not None:
         if tuple(broadcast_shapes(sa, sb)) != out:
             av = _broadcast_static(gen, node, av, sa, out, "a")
-    elif None not in (a.type.shape, b.type.shape, c.type.shape) and \
-            broadcast_shapes(tuple(a.type.shape), tuple(b.type.shape)) != \
-            broadcast_shapes(broadcast_shapes(tuple(a.type.shape), tuple(b.type.shape)), tuple(c.type.shape)):
-        # over symbolic dims (a BERT attention mask selecting between two scalars): ``a`` is
-        # widened to cond's shape at run time by adding zeros of that shape (or for bool, or-ing
-        # false); an unknown dim counts as widening
-        dt = a.type.dtype or "float32"
-        shape, sn = gen.tmp(node, "cond_shape")
-        gen.emit(f"{shape} = mb.shape(x={gen.var(c)}, name={sn})")
-        zeros, zn = gen.tmp(node, "a_zeros")
-        gen.emit(f"{zeros} = mb.fill(shape={shape}, value={np_lit(False if dt == 'bool' else 0, dt)}, name={zn})")
-        wide, wn = gen.tmp(node, "a_wide")
-        gen.emit(f"{wide} = mb.{'logical_or' if dt == 'bool' else 'add'}(x={av}, y={zeros}, name={wn})")
-        av = wide
+    elif None not in (a.type.shape, b.type.shape, c.type.shape):
+        ab = broadcast_shapes(tuple(a.type.shape), tuple(b.type.shape))
+        if ab != broadcast_shapes(ab, tuple(c.type.shape)):
+            # over symbolic dims (a BERT attention mask selecting between two scalars): ``a`` is
+            # widened to cond's shape at run time by adding zeros of that shape (or for bool,
+            # or-ing false); an unknown dim counts as widening
+            dt = a.type.dtype or "float32"
+            step = _stepper(gen, node)
+            zeros = step("a_zeros", f"mb.fill(shape={step('cond_shape', f'mb.shape(x={gen.var(c)}')}, "
+                                    f"value={np_lit(False if dt == 'bool' else 0, dt)}")
+            av = step("a_wide", f"mb.{'logical_or' if dt == 'bool' else 'add'}(x={av}, y={zeros}")
     gen.emit(f"{gen.out(node)} = mb.select(cond={gen.var(c)}, a={av}, b={gen.var(b)}, name={gen.name(node)})")
 
 
