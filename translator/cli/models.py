@@ -94,6 +94,8 @@ def _write_atomic(path: str, text: str) -> None:
     import os
 
     tmp = f"{path}.{os.getpid()}.tmp"
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
@@ -179,7 +181,9 @@ def cmd_report(args: "argparse.Namespace") -> int:
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
     if args.html:
-        _write_atomic(args.html, R.model_html(args.model, plans, found))
+        _write_atomic(args.html, R.model_html(args.model, plans, found, model))
+    if args.graph or args.serve:
+        _graph(args, model, plans, backends)
     if args.md:
         md = R.model_markdown(args.model, plans)
         if args.md == "-":
@@ -194,6 +198,42 @@ def cmd_report(args: "argparse.Namespace") -> int:
         text = R.model_text(plans) + ("\n" + R.problems_text(found) if found else "")
         print("\n".join(safe(line) for line in text.split("\n")))
     return 0
+
+
+def _graph(args: "argparse.Namespace", model: "Any", plans: "list[Any]", backends: "list[str]") -> None:
+    """``report --graph DIR`` (and ``--serve``): Model Explorer node data, one overlay file per
+    target (``status-<target>.json``) and, with ``--check``, one of each node's numeric error
+    (``error-<target>.json``, from ``check --per-node``); each file written atomically."""
+    import os
+    import tempfile
+
+    from ..run import graph as G
+    from ..table.errors import OpbridgeError
+
+    per_node = None
+    try:
+        if args.check:
+            from ..run.check import check_model, model_loader, report_json
+
+            say = (lambda s: None) if args.json else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))
+            res = report_json(check_model(model_loader(args.model, **source_opts(args)), backends, None, say,
+                                          source=args.model, source_opts=source_opts(args), per_node=True))
+            per_node = {r["backend"]: r["per_node"] for r in res["backends"] if r.get("per_node")}
+        overlays, unmatched = G.explorer_overlays(args.model, model, plans, per_node)
+    except OpbridgeError as exc:
+        raise UserError(str(exc)) from None
+    folder = args.graph or tempfile.mkdtemp(prefix="opbridge-graph-")
+    os.makedirs(folder, exist_ok=True)
+    files = []
+    for name, data in overlays.items():
+        path = os.path.join(folder, f"{name}.json")
+        _write_atomic(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False))
+        files.append(path)
+    if not args.json:
+        print(f"[report] Model Explorer node data: {len(files)} overlay(s) in {folder}"
+              + (f" ({unmatched} node(s) the ONNX adapter does not show)" if unmatched else ""), file=sys.stderr)
+    if args.serve:
+        G.serve(args.model, files, args.port, open_browser=not args.no_browser)
 
 
 def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True) -> None:
@@ -213,6 +253,13 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("--backends", help="comma-separated (default: all six targets)")
     r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
+    r.add_argument("--graph", metavar="DIR", help="write Model Explorer node data (one overlay per target) into DIR "
+                   "(ONNX models; needs the 'graph' extra: ai-edge-model-explorer, model-explorer-onnx)")
+    r.add_argument("--check", action="store_true", help="with --graph: also run check --per-node and write each "
+                   "target's per-node max abs error as an overlay")
+    r.add_argument("--serve", action="store_true", help="open Model Explorer on the model with the overlays loaded")
+    r.add_argument("--port", type=int, default=8080, help="--serve: Model Explorer's port (default 8080)")
+    r.add_argument("--no-browser", action="store_true", dest="no_browser", help="--serve: do not open a browser")
     r.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
                    help="as for convert: judge the model with this symbolic input dim fixed")
     r.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",

@@ -452,18 +452,24 @@ def _problems_html(found: list[Problem]) -> str:
     return "".join(out)
 
 
-def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | None = None) -> str:
+def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | None = None,
+               model: Model | None = None) -> str:
     """Problems first: the summary matrix, the refused groups (with computed remedies), then
-    the per-node table (filterable, sortable), where the nodes every target folds are one
-    collapsed line."""
+    with ``model`` the graph view (``run.graph``: laid out here, drawn offline, coloured per
+    target), then the per-node table (filterable, sortable), where the nodes every target folds
+    are one collapsed line. A graph node's click scrolls to its row (``id='n<i>'``)."""
     out = [_HTML_HEAD.format(title=_e(f"opbridge compatibility report: {source}"))]
     out.append(_summary_matrix_html(plans))
     out.append(_problems_html(found if found is not None else problems(plans)))
+    if model is not None:
+        from . import graph as G
+
+        out.append("<style>" + G.GRAPH_CSS.format() + "</style>" + G.GRAPH_HTML.format(data=G.html_data(model, plans)))
     out.append("<h2>Every node</h2><ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
     nodes = plans[0].nodes if plans else []
     folded = [i for i in range(len(nodes)) if all(p.nodes[i].status == "folded" for p in plans)]
     if folded:
-        out.append(f"<details><summary>{len(folded)} node(s) folded on every target (constants and shape "
+        out.append(f"<details id='folded-all'><summary>{len(folded)} node(s) folded on every target (constants and shape "
                    "arithmetic computed at conversion time)</summary><p>" +
                    ", ".join(_e(f"{nodes[i].node} ({nodes[i].op})") for i in folded) + "</p></details>")
     out.append("<input id='q' placeholder='filter rows (node, op, status…)'>")
@@ -478,7 +484,7 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
                       + (f"<br><small class='q-{_e(p.nodes[i].integer.replace(' ', '-'))}'>quantized: "
                          f"{_e(_integer_text(p.nodes[i]))}</small>" if p.nodes[i].integer else "") + "</td>"
                       for p in plans)
-        out.append(f"<tr><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
+        out.append(f"<tr id='n{i}'><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
     out.append("</tbody></table>")
     out.append(_HTML_SCRIPT)
     return "".join(out)
