@@ -258,3 +258,36 @@ def test_report_over_a_folder_agrees_with_each_models_report(tmp_path):
     assert "&lt;b&gt;copy.onnx" in page and "<b>copy" not in page
     p = cli("report", str(tmp_path / "empty_dir_missing"), "--backends", "onnx")
     assert p.returncode == 2
+
+
+def test_report_over_a_folder_runs_on_a_dask_cluster_and_agrees_with_local_workers(tmp_path):
+    """``report DIR --scheduler tcp://...``: the same per-model jobs on the workers of a Dask
+    ``distributed`` cluster (a local one, started here); the rows equal the process pool's. A
+    scheduler nobody answers at is a one-line ``bad_option``, exit 2."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from distributed import LocalCluster
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(root / "examples" / "models" / "tiny_cnn.onnx", folder / "a.onnx")
+    shutil.copy(root / "examples" / "models" / "tiny_cnn.onnx", folder / "b.onnx")
+    (folder / "broken.onnx").write_bytes(b"not a model")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "translator.cli", *args], capture_output=True, text=True, cwd=root)
+
+    local = cli("report", str(folder), "--backends", "onnx,tflite", "--json", "--workers", "2")
+    assert local.returncode == 0, local.stderr
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        far = cli("report", str(folder), "--backends", "onnx,tflite", "--json", "--scheduler", lc.scheduler_address)
+        assert far.returncode == 0, far.stderr
+        ran = sorted(lc.scheduler.task_prefixes)  # the task names the scheduler handed to its workers
+    assert json.loads(far.stdout) == json.loads(local.stdout)
+    assert ran == ["judge"], ran
+    p = cli("report", str(folder), "--backends", "onnx", "--scheduler", "tcp://127.0.0.1:9")
+    assert p.returncode == 2 and "--scheduler" in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -112,13 +112,18 @@ def _report_many(args: "argparse.Namespace", paths: "list[str]", backends: "list
     from ..ir import dims
     from ..run import report_many as RM
     from ..run.terminal import safe
+    from ..table.errors import OpbridgeError
 
     if not RM.collect(paths):
         raise UserError(f"no model files in {', '.join(paths)} (looked for {', '.join(RM.MODEL_SUFFIXES)} and "
                         "SavedModel folders)")
     quiet = args.json or getattr(args, "quiet", False)
     say = (lambda s: None) if quiet else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))
-    doc = RM.report_many(paths, backends, dims.parse(args.fix_dim), getattr(args, "workers", None), say)
+    try:
+        doc = RM.report_many(paths, backends, dims.parse(args.fix_dim), getattr(args, "workers", None), say,
+                             scheduler=getattr(args, "scheduler", None))
+    except OpbridgeError as exc:
+        raise UserError(str(exc)) from None
     if args.html:
         _write_atomic(args.html, RM.html_page(doc))
     if args.json:
@@ -244,6 +249,8 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("model", nargs="*", help=MODEL_HELP + "; or a folder of models, or several files: one summary "
                    "(model x target) over all of them, judged in parallel")
     r.add_argument("--workers", type=int, help="folders: worker processes (default: every core)")
+    r.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="folders: send the per-model jobs to this Dask "
+                   "distributed scheduler instead of local processes (its workers run opbridge and see the paths)")
     r.add_argument("--example-inputs", metavar="INPUTS.npz",
                    help="PyTorch 'pkg.module:factory' models: the example inputs torch.export traces with")
     r.add_argument("--exact-int8", action="store_true", dest="exact_int8",

@@ -69,23 +69,49 @@ def verdict(refused: int, fixed: dict[str, int]) -> str:
     return "ok" + (", fixes " + ", ".join(f"{k}={v}" for k, v in fixed.items()) if fixed else "")
 
 
+def cluster(address: str) -> Any:
+    """A Dask ``distributed`` client on the scheduler at ``address`` (``tcp://HOST:PORT``); its
+    workers must run this opbridge and see the model paths (a shared filesystem)."""
+    from ..table.errors import OpbridgeError
+
+    try:
+        from distributed import Client
+    except ImportError:
+        raise OpbridgeError("missing_dependency", "--scheduler sends the jobs to a Dask cluster: "
+                            "pip install 'opbridge[cluster]' (dask distributed)") from None
+    try:
+        return Client(address, timeout="20s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise OpbridgeError("bad_option", f"--scheduler {address}: no Dask scheduler answers there "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
 def report_many(paths: list[str], backends: list[str], fix_dims: dict[str, int] | None = None,
-                workers: int | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every model of ``paths`` judged in a process pool; the rows in the given order."""
+                workers: int | None = None, progress: Callable[[str], None] | None = None,
+                scheduler: str | None = None) -> dict[str, Any]:
+    """Every model of ``paths`` judged in a process pool, or with ``scheduler`` by the workers
+    of a Dask cluster (the same jobs through its ``concurrent.futures`` executor); the rows in
+    the given order."""
     files = collect(paths)
     say = progress or (lambda s: None)
     rows: dict[str, dict[str, Any]] = {}
     n = max(1, min(workers or os.cpu_count() or 1, len(files) or 1))
-    if n == 1:
+    if n == 1 and scheduler is None:
         for i, f in enumerate(files):
             rows[f] = judge(f, backends, fix_dims)
             say(f"{i + 1}/{len(files)} {f}")
     else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
+        client = cluster(scheduler) if scheduler is not None else None
+        pool = client.get_executor(pure=False) if client is not None else ProcessPoolExecutor(max_workers=n)
+        try:
             futs = {pool.submit(judge, f, backends, fix_dims): f for f in files}
             for i, fut in enumerate(as_completed(futs)):
                 rows[futs[fut]] = fut.result()
                 say(f"{i + 1}/{len(files)} {futs[fut]}")
+        finally:
+            pool.shutdown(wait=True)
+            if client is not None:
+                client.close()
     ordered = [rows[f] for f in files]
     reasons: Counter[tuple[str, str, str]] = Counter()
     for r in ordered:
