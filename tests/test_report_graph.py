@@ -219,3 +219,63 @@ def test_model_explorer_opens_the_model_with_one_overlay_per_target(tmp_path):
     finally:
         serve.kill()
         serve.wait()
+
+
+#: checks every report page must pass in the browser: the document's language and title, a
+#: label for every control, an accessible name for every button and the graph, headings in
+#: order, colour contrast of text on the status colours, and nothing wider than the window
+#: (wide tables scroll inside their own box)
+A11Y = """(function(){
+  var bad=[];
+  if(!document.documentElement.lang){bad.push('no lang');}
+  if(!document.title.trim()){bad.push('no title');}
+  document.querySelectorAll('input,select').forEach(function(e){
+    var ok=e.getAttribute('aria-label')||e.closest('label')||(e.id&&document.querySelector('label[for="'+e.id+'"]'));
+    if(!ok){bad.push('unlabelled '+e.tagName+'#'+e.id);}});
+  document.querySelectorAll('button').forEach(function(e){
+    if(!(e.textContent.trim()||e.getAttribute('aria-label'))){bad.push('nameless button');}});
+  document.querySelectorAll('svg').forEach(function(e){
+    if(!e.getAttribute('aria-label')){bad.push('svg without aria-label');}});
+  var last=0; document.querySelectorAll('h1,h2,h3,h4').forEach(function(h){
+    var l=+h.tagName[1]; if(l>last+1){bad.push('heading jumps to '+h.tagName);} last=l;});
+  function lum(c){var m=c.match(/\\d+(\\.\\d+)?/g).slice(0,3).map(function(v){v=v/255;
+    return v<=0.03928?v/12.92:Math.pow((v+0.055)/1.055,2.4);}); return 0.2126*m[0]+0.7152*m[1]+0.0722*m[2];}
+  document.querySelectorAll('td,th,li,p,summary,span,label').forEach(function(e){
+    if(!e.textContent.trim()||e.offsetParent===null){return;}
+    var s=getComputedStyle(e), bg=null, n=e;
+    while(n&&n.nodeType===1){var b=getComputedStyle(n).backgroundColor; if(b&&b!=='rgba(0, 0, 0, 0)'&&b!=='transparent'){bg=b;break;} n=n.parentElement;}
+    bg=bg||'rgb(255, 255, 255)';
+    var a=lum(s.color), b2=lum(bg), r=(Math.max(a,b2)+0.05)/(Math.min(a,b2)+0.05);
+    if(r<4.5){bad.push('contrast '+r.toFixed(2)+' '+e.tagName+': '+e.textContent.trim().slice(0,30));}});
+  if(document.documentElement.scrollWidth>window.innerWidth+1){bad.push('page wider than the window: '+document.documentElement.scrollWidth);}
+  return JSON.stringify(bad.slice(0,20));
+})()"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["model", "table", "folder"])
+def test_every_report_page_passes_the_accessibility_and_layout_checks_at_two_widths(tmp_path, page):
+    from browser import Page
+
+    out = tmp_path / f"{page}.html"
+    if page == "model":
+        p = tmp_path / "m.onnx"
+        onnx.save(_refusing(), p)
+        r = cli("report", str(p), "--html", str(out))
+    elif page == "table":
+        r = cli("report", "--table", "--html", str(out))
+    else:
+        folder = tmp_path / "models"
+        folder.mkdir()
+        onnx.save(_refusing(), folder / "a.onnx")
+        onnx.save(_blocks(5), folder / "b.onnx")
+        r = cli("report", str(folder), "--html", str(out), "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    with Page(tmp_path) as br:
+        br.open(out.as_uri())
+        br.wait("document.readyState === 'complete'")
+        for width in (1400, 800):
+            br.screenshot(tmp_path / f"{page}-{width}.png", width=width)
+            problems = json.loads(br.eval(A11Y))
+            assert problems == [], (width, problems)
+        assert br.console_errors == []

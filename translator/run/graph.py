@@ -274,13 +274,15 @@ GRAPH_HTML = """<h2>Graph</h2>
     v.k=Math.min(1,Math.max(0.45,W/(G.width+20))); v.x=Math.max(10,(W-G.width*v.k)/2);
     if(G.width*v.k>W){{var c=0; for(var i=0;i<N.length&&i<50;i++){{c+=N[i][0];}} v.x=W/2-(c/Math.max(1,Math.min(50,N.length))+w/2)*v.k;}}
     v.y=10; apply();}}
-  function zoom(f,cx,cy){{var k=Math.min(4,Math.max(0.01,v.k*f)); v.x=cx-(cx-v.x)*k/v.k; v.y=cy-(cy-v.y)*k/v.k; v.k=k; apply();}}
+  var touched=false;  // the first view follows the window's size until the user zooms or pans
+  window.addEventListener('resize',function(){{if(!touched){{start();}}}});
+  function zoom(f,cx,cy){{touched=true; var k=Math.min(4,Math.max(0.01,v.k*f)); v.x=cx-(cx-v.x)*k/v.k; v.y=cy-(cy-v.y)*k/v.k; v.k=k; apply();}}
   svg.addEventListener('wheel',function(e){{e.preventDefault(); var b=svg.getBoundingClientRect();
     zoom(e.deltaY<0?1.2:1/1.2,e.clientX-b.left,e.clientY-b.top);}},{{passive:false}});
   var drag=null;
   svg.addEventListener('mousedown',function(e){{drag={{x:e.clientX,y:e.clientY,vx:v.x,vy:v.y,moved:false}};}});
   window.addEventListener('mousemove',function(e){{if(!drag){{return;}} var dx=e.clientX-drag.x, dy=e.clientY-drag.y;
-    if(Math.abs(dx)+Math.abs(dy)>3){{drag.moved=true;}} v.x=drag.vx+dx; v.y=drag.vy+dy; apply();}});
+    if(Math.abs(dx)+Math.abs(dy)>3){{drag.moved=true; touched=true;}} v.x=drag.vx+dx; v.y=drag.vy+dy; apply();}});
   window.addEventListener('mouseup',function(e){{var m=drag&&drag.moved; drag=null; if(m){{return;}}
     var t=e.target&&e.target.closest?e.target.closest('g.gv-n'):null; if(t){{show(+t.getAttribute('data-i'));}}}});
   document.getElementById('gv-in').addEventListener('click',function(){{zoom(1.5,svg.clientWidth/2,svg.clientHeight/2);}});

@@ -391,9 +391,9 @@ h1{{font-size:18px}} .sum li{{margin:2px 0}}
 table{{border-collapse:collapse;font-size:12px}} th,td{{border:1px solid #ccc;padding:2px 6px;vertical-align:top}}
 th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
 .native{{background:#e3f6e3}} .folded{{background:#f0f0f0}} .decomposed,.composite{{background:#eef3ff}} .legalized{{background:#fff6d6}}
-.unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#999}}
+.unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#6b6b6b}}
 #q{{margin:8px 0;padding:4px;width:320px}}
-h2{{font-size:15px;margin:14px 0 6px}} details{{margin:2px 0}} #s td{{text-align:right}}
+h2{{font-size:15px;margin:14px 0 6px}} .wrap{{overflow:auto;max-height:85vh;max-width:100%}} details{{margin:2px 0}} #s td{{text-align:right}}
 .q-integer{{color:#176117}} .q-int8-weights{{color:#8a5a00}} .q-float{{color:#a11}}
 </style></head><body>
 <h1>{title}</h1>
@@ -472,8 +472,8 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
         out.append(f"<details id='folded-all'><summary>{len(folded)} node(s) folded on every target (constants and shape "
                    "arithmetic computed at conversion time)</summary><p>" +
                    ", ".join(_e(f"{nodes[i].node} ({nodes[i].op})") for i in folded) + "</p></details>")
-    out.append("<input id='q' placeholder='filter rows (node, op, status…)'>")
-    out.append("<table id='m'><thead><tr><th>node</th><th>op</th>" +
+    out.append("<input id='q' aria-label='filter the rows' placeholder='filter rows (node, op, status…)'>")
+    out.append("<div class='wrap'><table id='m'><thead><tr><th>node</th><th>op</th>" +
                "".join(f"<th>{_e(p.backend)}</th>" for p in plans) + "</tr></thead><tbody>")
     skip = set(folded)
     for i, n in enumerate(nodes):
@@ -485,7 +485,7 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
                          f"{_e(_integer_text(p.nodes[i]))}</small>" if p.nodes[i].integer else "") + "</td>"
                       for p in plans)
         out.append(f"<tr id='n{i}'><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     out.append(_HTML_SCRIPT)
     return "".join(out)
 
@@ -496,8 +496,8 @@ def table_html(m: dict[str, Any]) -> str:
     cov = m["coverage"]
     out.append("<p>✓ native · ≈ composite · ✗ unavailable · blank unknown; "
                "ᵛ verified by execution, ˢ built and serialized only.</p>")
-    out.append("<input id='q' placeholder='filter ops (id, category, name…)'>")
-    out.append("<table id='m'><thead><tr><th>op</th><th>category</th>" +
+    out.append("<input id='q' aria-label='filter the ops' placeholder='filter ops (id, category, name…)'>")
+    out.append("<div class='wrap'><table id='m'><thead><tr><th>op</th><th>category</th>" +
                "".join(f"<th>{_e(m['titles'][a])}<br><small>{cov[a]['available_pct']}%</small></th>" for a in apis) +
                "</tr></thead><tbody>")
     mark = {"native": "✓", "composite": "≈", "unavailable": "✗", "unknown": ""}
@@ -508,7 +508,7 @@ def table_html(m: dict[str, Any]) -> str:
             v = {"numeric": "ᵛ", "structural": "ˢ"}.get(c.get("verified", ""), "")
             tds.append(f"<td class='{_e(c['status'])}' title='{_e(', '.join(c['name']))}'>{mark[c['status']]}{v}</td>")
         out.append(f"<tr><td>{_e(r['id'])}</td><td>{_e(r['category'])}</td>{''.join(tds)}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     out.append(_HTML_SCRIPT)
     return "".join(out)
 

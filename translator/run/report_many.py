@@ -153,7 +153,7 @@ def html_page(doc: dict[str, Any]) -> str:
 
     backends = doc["backends"]
     out = [_HTML_HEAD.format(title="opbridge compatibility report: " + _e(f"{len(doc['models'])} models"))]
-    out.append("<table id='m'><thead><tr><th>model</th><th>nodes</th>" + "".join(f"<th>{_e(b)}</th>" for b in backends)
+    out.append("<div class='wrap'><table id='m'><thead><tr><th>model</th><th>nodes</th>" + "".join(f"<th>{_e(b)}</th>" for b in backends)
                + "</tr></thead><tbody>")
     for r in doc["models"]:
         if "error" in r:
@@ -170,7 +170,7 @@ def html_page(doc: dict[str, Any]) -> str:
             tds.append(f"<td class='{'native' if cell['verdict'].startswith('ok') else 'unsupported'}' "
                        f"title='{_e(why)}'>{_e(cell['verdict'])}</td>")
         out.append(f"<tr><td>{_e(r['model'])}</td><td>{r['nodes']}</td>{''.join(tds)}</tr>")
-    out.append("</tbody></table><h2>Top refusals</h2><ul class='sum'>" +
+    out.append("</tbody></table></div><h2>Top refusals</h2><ul class='sum'>" +
                "".join(f"<li>{_e(t['backend'])}: {t['nodes']} {_e(t['op'])} node(s) [{_e(t['reason'])}]</li>"
                        for t in doc["top_reasons"]) + "</ul></body></html>")
     return "".join(out)
