@@ -77,3 +77,37 @@ def test_model_converts_to_all_six_backends_and_checks(models_dir, tmp_path, nam
 
 def _tree_bytes(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_per_node_names_the_checks_first_diverging_node_when_one_op_is_broken(models_dir, monkeypatch, name):
+    """Issue 26's acceptance on the suite models: one op broken on purpose (the reference of the
+    float op at the middle of the model: +0.5 on its output), ``check --per-node`` finds its
+    first differing value at the node the check's own divergence search names, that node has
+    the broken op, and every value compared before it agrees."""
+    import numpy as np
+
+    from translator import reference
+    from translator.run.check import check_model, model_loader
+
+    build = model_loader(str(models_dir / f"{name}.onnx"))
+    nodes = [n for n in build().graph.walk() if reference.get(n.op) is not None and n.outputs
+             and str(n.outputs[0].type.dtype).startswith("float") and n.op not in ("constant", "identity")]
+    op = nodes[len(nodes) // 2].op
+    real = reference.get(op)
+
+    def broken(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if isinstance(out, tuple):
+            return (np.asarray(out[0]) + np.asarray(0.5, np.asarray(out[0]).dtype),) + tuple(out[1:])
+        return np.asarray(out) + np.asarray(0.5, np.asarray(out).dtype)
+
+    monkeypatch.setitem(reference.REGISTRY, op, broken)
+    plain = check_model(build, ["onnx"])["backends"][0]
+    per = check_model(build, ["onnx"], per_node=True)["backends"][0]
+    assert plain.status == per.status == "fail", (op, plain.status)
+    first = next(p for p in per.per_node if not p["ok"])
+    assert first["node"] == plain.first_divergence["node"] == per.first_divergence["node"], (op, first)
+    assert first["op"] == op
+    before = per.per_node[:per.per_node.index(first)]
+    assert all(p["ok"] for p in before)

@@ -396,12 +396,15 @@ def fit_inputs(feeds: Any, names: list[str]) -> tuple[Any, list[str]]:
 
 def _mark_outputs(model: Model, start: int = 0) -> list[str]:
     """Make every intermediate tensor of the main graph's nodes from ``start`` on an output;
-    returns the names of all outputs, the model's first."""
+    returns the names of all outputs, the model's first. A value whose rank is not known
+    before conversion (a reshape to a shape computed at run time, before folding) stays
+    internal: a model output needs its rank declared (ONNX's checker rejects one without),
+    and the values after it are still compared."""
     g = model.graph
     names = [v.name for v in g.outputs]
     for n in g.nodes[start:]:
         for v in n.outputs:
-            if v.type.kind == "tensor" and v not in g.outputs:
+            if v.type.kind == "tensor" and v.type.shape is not None and v not in g.outputs:
                 g.outputs.append(v)
                 names.append(v.name)
     return names
