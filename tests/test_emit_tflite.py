@@ -202,3 +202,37 @@ def test_a_large_graph_converts_in_segments_joined_into_one_model(monkeypatch, t
         assert g.dtype == e.dtype and compare(e, g, rtol=1e-6, atol=1e-6).ok and np.array_equal(g, w)
     assert got[2].tolist() == [5 + 3 * 8]
     assert tflite.emit(load_onnx(path)).tflite == art.tflite  # deterministic
+
+
+def test_allow_select_tf_ops_keeps_an_op_without_builtin_as_a_flex_op_and_report_computes_that_remedy(tmp_path):
+    """``bitwise_and`` has no TFLite builtin and no decomposition: refused by default; report's
+    remedy, computed by re-planning with the option, is ``--allow-select-tf-ops``; applied, the
+    conversion keeps TensorFlow's BitwiseAnd as a Flex op. This interpreter has no Flex
+    delegate: the check says so (structural_only), it does not fail the model."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+    from translator import frontends
+    from translator.run import report as R
+
+    g = h.make_graph([h.make_node("BitwiseAnd", ["a", "b"], ["c"], name="band"),
+                      h.make_node("Cast", ["c"], ["f"], to=T.FLOAT, name="tofloat"),
+                      h.make_node("Relu", ["f"], ["y"], name="relu")], "g",
+                     [h.make_tensor_value_info("a", T.INT32, [4]), h.make_tensor_value_info("b", T.INT32, [4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [4])])
+    path = tmp_path / "band.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), str(path))
+    model = frontends.load(str(path))
+    plans = R.plan_model(model, ["tflite"])
+    (pr,) = R.problems(plans, model)
+    assert (pr.op, pr.nodes, pr.remedy) == ("bitwise_and", ["band"], "--allow-select-tf-ops"), pr
+    (again,) = R.plan_model(model, ["tflite"], allow_select_tf_ops=True)
+    assert all(n.status != "unsupported" for n in again.nodes)
+    (no,) = opbridge.convert(str(path), to="tflite", out=str(tmp_path / "no.tflite"))["targets"]
+    assert no["status"] != "ok" and no["reason"] == "unsupported_op" and not (tmp_path / "no.tflite").exists(), no
+    res = opbridge.convert(str(path), to="tflite", out=str(tmp_path / "m.tflite"), options={"allow_select_tf_ops": True})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and b"FlexBitwiseAnd" in (tmp_path / "m.tflite").read_bytes()
+    assert rec["check"]["reason"] == "structural_only" and "Flex delegate" in rec["check"]["detail"], rec["check"]

@@ -58,11 +58,26 @@ FLOAT_QUANTIZATION = Option("--float-quantization", "float_quantization",
                             "(exact against the float evaluation; convert falls back to it when the "
                             "int8 model fails the check)", action="store_true", default=False)
 
+def flex_ops(ctx: Any) -> frozenset[str]:
+    """With ``--allow-select-tf-ops``, the ops TensorFlow emits natively that TFLite has no
+    builtin for are kept as TensorFlow ops (LiteRT's Flex delegate runs them) instead of being
+    refused or decomposed."""
+    if not ctx.options.get("allow_select_tf_ops"):
+        return frozenset()
+    from translator.compile.registry import supported
+
+    return supported(tensorflow.TARGET, ctx.tables)
+
+
 #: TensorFlow's target (its layout, folding and node check: the same generated module), converted
 TARGET = dataclasses.replace(
     tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime), integer_plan=quant.integer_plan,
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
     prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION),
+    extra={**tensorflow.TARGET.extra, "also_supports": flex_ops,
+           # report's remedies: an option that, re-planned, converts refused nodes
+           "remedies": (("--allow-select-tf-ops", {"allow_select_tf_ops": True},
+                         "keeps them as TensorFlow ops (LiteRT's Flex delegate runs them)"),)},
     doc="a .tflite flatbuffer (builtin ops; select TF ops only with --allow-select-tf-ops), "
         "converted from the generated TensorFlow module",
 )

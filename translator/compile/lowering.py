@@ -90,6 +90,9 @@ def lower(graph: Graph, ctx: Any) -> None:
 
     own = ctx.target.extra.get("supports") if ctx.target.extra else None
     supported = own(ctx.tables) if own is not None else supported_ops(ctx.target, ctx.tables)
+    also = ctx.target.extra.get("also_supports") if ctx.target.extra else None
+    if also is not None:  # ops an option lets the target keep (TFLite's select TF ops)
+        supported = supported | also(ctx)
     have = rules(ctx.target.columns)
     with gc_paused():
         _lower_in(graph, ctx, supported, have)

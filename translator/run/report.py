@@ -205,6 +205,8 @@ class Problem:
     detail: str
     nodes: list[str]
     remedy: str = ""
+    #: what the remedy does, said after it (default: "makes them convertible")
+    remedy_says: str = "makes them convertible"
 
 
 def problems(plans: list[BackendPlan], model: Model | None = None, tables: Tables | None = None,
@@ -222,6 +224,7 @@ def problems(plans: list[BackendPlan], model: Model | None = None, tables: Table
         if not groups:
             continue
         fixed_plan = _with_dims_fixed(model, bp, tables, options) if model is not None else None
+        by_option = _with_remedy_options(model, bp, tables, options) if model is not None else []
         for (reason, op), ns in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             pr = Problem(bp.backend, reason, op, ns[0].detail, [n.node for n in ns])
             if fixed_plan is not None:
@@ -229,7 +232,29 @@ def problems(plans: list[BackendPlan], model: Model | None = None, tables: Table
                 ok = {n.node for n in plan_.nodes if n.status != "unsupported"}
                 if fixed and all(name in ok for name in pr.nodes):
                     pr.remedy = " ".join(f"--fix-dim {k}={v}" for k, v in fixed.items())
+            for flag, ok, what in by_option:
+                if not pr.remedy and all(name in ok for name in pr.nodes):
+                    pr.remedy, pr.remedy_says = flag, what
             out.append(pr)
+    return out
+
+
+def _with_remedy_options(model: Model, bp: BackendPlan, tables: Tables | None,
+                         options: dict[str, Any]) -> list[tuple[str, set[str], str]]:
+    """``bp``'s backend re-planned with each option its target offers as a remedy (the target's
+    ``extra["remedies"]``: flag, pipeline options, what it does): the flag, the nodes that
+    convert with it, and what it does."""
+    from ..compile.target import get
+
+    out = []
+    for flag, opts, what in (get(bp.backend).extra or {}).get("remedies", ()):
+        if all(options.get(k) == v for k, v in opts.items()):
+            continue  # already given
+        try:
+            (again,) = plan_model(model, [bp.backend], tables, **{**options, **opts})
+        except Exception:  # noqa: BLE001 - no remedy when the re-plan itself fails
+            continue
+        out.append((flag, {n.node for n in again.nodes if n.status != "unsupported"}, what))
     return out
 
 
@@ -322,7 +347,7 @@ def problems_text(found: list[Problem], show: int = 12) -> str:
         names = ", ".join(pr.nodes[:3]) + (f" and {len(pr.nodes) - 3} more" if len(pr.nodes) > 3 else "")
         line = f"  {pr.backend}: {len(pr.nodes)} {pr.op} node(s) refused [{pr.reason}]: {pr.detail} ({names})"
         if pr.remedy:
-            line += f"; {pr.remedy} makes them convertible"
+            line += f"; {pr.remedy} {pr.remedy_says}"
         lines.append(line)
     if len(found) > show:
         lines.append(f"  … {len(found) - show} more groups (--json lists all)")
@@ -445,7 +470,7 @@ def _problems_html(found: list[Problem]) -> str:
         return "<p>No node is refused on any target.</p>"
     out = ["<h2>Refused nodes, by reason and op</h2>"]
     for pr in found:
-        remedy = f" <b>{_e(pr.remedy)}</b> makes them convertible." if pr.remedy else ""
+        remedy = f" <b>{_e(pr.remedy)}</b> {_e(pr.remedy_says)}." if pr.remedy else ""
         out.append(f"<details class='unsupported'><summary>{_e(pr.backend)}: {len(pr.nodes)} {_e(pr.op)} node(s) "
                    f"[{_e(pr.reason)}] {_e(pr.detail)}.{remedy}</summary><ul>" +
                    "".join(f"<li>{_e(n)}</li>" for n in pr.nodes) + "</ul></details>")
