@@ -1,0 +1,287 @@
+"""Converted models as fast as the target allows (issue 25): every ONNX model of a corpus,
+opbridge's artifact per target timed against the source runtime on the original file and
+against the peer's artifact for that target, same inputs, same thread count, one run.
+
+Per model (a child process with a timeout, so a crash or a hang is one row):
+
+| target | timed against | how |
+|---|---|---|
+| onnx | onnxruntime on the source file | both sessions in this process, same SessionOptions, alternately |
+| tensorflow | onnxruntime on the source file | the generated ``tf.function`` (prepared runner) and the source session, alternately |
+| pytorch | onnxruntime; onnx2torch | ours and onnx2torch's module in the peers venv (``peers.compare_pytorch``) |
+| tflite | onnxruntime; onnx2tf | both flatbuffers in onnx2tf's venv, one TFLite build (``peers.compare_tflite``) |
+| openvino | onnxruntime; OpenVINO's own reader | both ``ov.Model``s compiled with the same CPU config (``peers.compare_openvino``) |
+
+The source runtime is timed in this process with ``intra_op_num_threads`` = ``--threads``;
+every latency is a median of ``-n`` runs after a warm-up (``peers.samples``: the callables of
+one process alternate, so a burst of load hits them alike). Conversion seconds are
+frontend → in-memory artifact for opbridge, the peer's own conversion for the peer.
+
+Printed per target: the median and the worst ratio of our latency to the fastest of (source
+runtime, peer), the worst five models, the median conversion-time ratio to the peer; the
+acceptance bounds of issue 25 are printed beside them. Corpora: ``wild`` (the ONNX files of
+bench/wild, their first check inputs where the wild run saved them), ``zoo`` (static
+variants, their cached meaningful inputs), ``suite`` (bench/.cache/models). Non-ONNX sources
+are not timed yet (said in the notes).
+
+    python bench/latency.py [--corpus wild|zoo|suite] [--only a,b] [--targets onnx,tflite,...]
+                            [--threads 1] [-n 20] [--timeout 900] [--json out.json] [--render out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino")
+#: issue 25's bounds on the ratio ours / fastest(source, peer), per target
+BOUND = {"onnx": 1.0, "openvino": 1.0, "tflite": 1.2, "pytorch": 1.3, "tensorflow": 1.3}
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR", "PYTHONWARNINGS": "ignore",
+             "OPENVINO_TELEMETRY_DISABLE": "1", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def peers_py() -> Any:
+    """bench/peers.py (the per-target comparisons with the peers and the shared timing), by
+    file: the bench/peers/ package shadows its module name."""
+    from peers import timing
+
+    return timing()
+
+
+def corpus(name: str) -> list[tuple[str, Path, Path | None]]:
+    """(model id, ONNX file, inputs .npz or None) of a corpus, in its order."""
+    if name == "suite":
+        MODELS, SUITE = peers_py().MODELS, peers_py().SUITE
+        return [(m, MODELS / f"{m}.onnx", None) for m in SUITE if (MODELS / f"{m}.onnx").exists()]
+    if name == "zoo":
+        from zoo_models import CACHE, MODELS
+
+        out = []
+        for m in MODELS:
+            for ex in ("ts", "dynamo"):
+                f = CACHE / m / f"{ex}.onnx"
+                if f.exists():
+                    out.append((f"{m}/{ex}", f, CACHE / m / "inputs.npz"))
+        return out
+    if name == "wild":
+        sys.path.insert(0, str(HERE / "wild"))
+        import fetch
+
+        outs = HERE / ".cache" / "wild" / "out"
+        rows = []
+        for e in fetch.load_corpus(fetch.CORPUS):
+            f = fetch.model_path(e)
+            if f.suffix == ".onnx" and f.exists():
+                npz = outs / e["id"] / "inputs_a.npz"
+                rows.append((e["id"], f, npz if npz.exists() else None))
+        return rows
+    raise SystemExit(f"unknown corpus {name!r} (wild, zoo, suite)")
+
+
+def _feeds(path: Path, npz: Path | None) -> dict[str, np.ndarray]:
+    inputs_for = peers_py().inputs_for
+    if npz is not None:
+        with np.load(npz, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    return inputs_for(path)
+
+
+def source_session(path: Path, threads: int) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads: int, work: Path) -> dict[str, Any]:
+    """One model's row: the source runtime's latency, and per target ours and the peer's
+    (latency, conversion seconds, or the error)."""
+    peers = peers_py()
+    feeds = _feeds(path, npz)
+    src = source_session(path, threads)
+    names = [i.name for i in src.get_inputs()]
+    feeds = {k: v for k, v in feeds.items() if k in names}
+    src_call = lambda: src.run(None, feeds)  # noqa: E731
+    row: dict[str, Any] = {"source_s": peers.timed({"source": src_call}, n)["source"], "targets": {}}
+    for t in targets:
+        out_dir = work / t
+        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if t in peers.COMPARE:
+                ours, theirs = peers.COMPARE[t](path, feeds, n, out_dir, threads)
+                cell = {"ours": _slim(ours), "peer": _slim(theirs), "peer_name": peers.PEER_OF[t]}
+            elif t == "onnx":
+                target, art, convert_s = peers.convert_ours("onnx", path, out_dir)
+                import onnxruntime as ort
+
+                so = ort.SessionOptions()
+                so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+                so.log_severity_level = 3
+                written = out_dir / "ours_onnx"
+                mine = ort.InferenceSession(str(written if written.is_file() else written / "model.onnx"), so,
+                                            providers=["CPUExecutionProvider"])
+                lat = peers.timed({"ours": lambda: mine.run(None, feeds), "source": src_call}, n)
+                cell = {"ours": {"ok": True, "convert_s": convert_s, "latency_s": lat["ours"]},
+                        "source_alongside_s": lat["source"]}
+            elif t == "tensorflow":
+                target, art, convert_s = peers.convert_ours("tensorflow", path, out_dir)
+                call = target.prepared(art)
+                lat = peers.timed({"ours": lambda: call(feeds), "source": src_call}, n)
+                cell = {"ours": {"ok": True, "convert_s": convert_s, "latency_s": lat["ours"]},
+                        "source_alongside_s": lat["source"]}
+            else:
+                cell = {"ours": {"ok": False, "error": f"{t}: not timed here (no runtime on this machine)"}}
+        except Exception as exc:  # noqa: BLE001 - one target's failure is its cell
+            cell = {"ours": peers.failed(exc)}
+        row["targets"][t] = cell
+    return row
+
+
+def _slim(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if k in ("ok", "error", "convert_s", "latency_s", "save_s")}
+
+
+def child_main(path: str, npz: str, targets: str, n: str, threads: str, result: str) -> None:
+    """The child's work: one model, its row written to ``result``."""
+    os.environ.update(QUIET_ENV)
+    t = int(threads)
+    try:
+        import torch
+
+        torch.set_num_threads(t)
+    except ImportError:
+        pass
+    try:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(t)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except ImportError:
+        pass
+    with tempfile.TemporaryDirectory(prefix="opbridge-latency-") as work:
+        row = time_model(Path(path), Path(npz) if npz else None, targets.split(","), int(n), t, Path(work))
+    Path(result).write_text(json.dumps(row, default=float))
+
+
+def fastest_other(row: dict[str, Any], t: str) -> tuple[float | None, str]:
+    """The fastest of (source runtime, the peer's artifact) for target ``t``, and which."""
+    cell = row["targets"].get(t, {})
+    options = [(cell.get("source_alongside_s") or row.get("source_s"), "source")]
+    peer = cell.get("peer") or {}
+    if peer.get("ok") and peer.get("latency_s"):
+        options.append((peer["latency_s"], cell.get("peer_name", "peer")))
+    options = [o for o in options if o[0]]
+    return min(options) if options else (None, "")
+
+
+def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
+    lines = []
+    for t in targets:
+        ratios, conv = [], []
+        failed = 0
+        for r in rows:
+            cell = r.get("targets", {}).get(t)
+            if not cell:
+                continue
+            ours = cell["ours"]
+            if not ours.get("ok") or not ours.get("latency_s"):
+                failed += 1
+                continue
+            best, who = fastest_other(r, t)
+            if best:
+                ratios.append((ours["latency_s"] / best, r["model"], who))
+            peer = cell.get("peer") or {}
+            if peer.get("ok") and peer.get("convert_s") and ours.get("convert_s"):
+                conv.append(ours["convert_s"] / peer["convert_s"])
+        if not ratios:
+            lines.append(f"{t:11s} no timed model" + (f" ({failed} failed)" if failed else ""))
+            continue
+        med = statistics.median(r for r, _, _ in ratios)
+        worst = sorted(ratios, reverse=True)[:5]
+        over = sum(1 for r, _, _ in ratios if r > 1.5)
+        lines.append(f"{t:11s} latency / fastest(source, peer): median {med:.2f} (bound {BOUND[t]:.1f}: "
+                     f"{'met' if med <= BOUND[t] else 'NOT met'}), worst {worst[0][0]:.2f}, above 1.5: {over}/{len(ratios)}"
+                     + (f"; {failed} not timed" if failed else "")
+                     + (f"; conversion time / peer's: median {statistics.median(conv):.2f} over {len(conv)}" if conv else ""))
+        lines.append("            worst five: " + ", ".join(f"{m} {x:.2f} (vs {who})" for x, m, who in worst))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.update({k: v for k, v in QUIET_ENV.items() if k not in os.environ})
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default="wild", choices=("wild", "zoo", "suite"))
+    ap.add_argument("--only", help="comma-separated model ids")
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--threads", type=int, default=1, help="inference threads for every runtime (default 1)")
+    ap.add_argument("-n", type=int, default=20, help="timed runs per artifact (median)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per model's child process")
+    ap.add_argument("--json", help="write the rows here (rewritten after every model)")
+    ap.add_argument("--render", metavar="JSON", help="print the summary of an earlier --json run; no run")
+    a = ap.parse_args(argv)
+    targets = [t for t in a.targets.split(",") if t]
+    if a.render:
+        doc = json.loads(Path(a.render).read_text())
+        print("\n".join(summary(doc["rows"], targets)))
+        return 0
+    from keras_models import child, say
+
+    models = corpus(a.corpus)
+    if a.only:
+        keep = set(a.only.split(","))
+        models = [m for m in models if m[0] in keep]
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="opbridge-latency-") as tmp:
+        for i, (mid, path, npz) in enumerate(models):
+            result = Path(tmp) / f"{i}.json"
+            say(f"[{i + 1}/{len(models)}] {mid}")
+            rc, last = child(["--_model", str(path), str(npz or ""), ",".join(targets), str(a.n), str(a.threads),
+                              str(result)], a.timeout, __file__, QUIET_ENV)
+            if result.exists():
+                row = json.loads(result.read_text())
+            else:
+                row = {"error": "timeout" if rc is None else f"crash: {last[-200:]}", "targets": {}}
+            row["model"] = mid
+            rows.append(row)
+            cells = []
+            for t in targets:
+                c = row["targets"].get(t)
+                if not c or not c["ours"].get("latency_s"):
+                    cells.append(f"{t} -")
+                    continue
+                best, who = fastest_other(row, t)
+                cells.append(f"{t} {1e3 * c['ours']['latency_s']:.2f}ms" + (f" x{c['ours']['latency_s'] / best:.2f} vs {who}"
+                                                                          if best else ""))
+            say(f"    source {1e3 * row.get('source_s', float('nan')):.2f}ms  " + "  ".join(cells))
+            if a.json:
+                Path(a.json).write_text(json.dumps({"rows": rows, "threads": a.threads, "n": a.n, "corpus": a.corpus,
+                                                    "partial": True}, indent=1, default=float))
+    print("\n".join(summary(rows, targets)))
+    print(f"{len(rows)} models, {a.threads} thread(s), {a.n} runs each, {time.perf_counter() - t0:.0f} s")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"rows": rows, "threads": a.threads, "n": a.n, "corpus": a.corpus,
+                                            "partial": False}, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--_model"]:
+        child_main(*sys.argv[2:8])
+    else:
+        sys.exit(main())
