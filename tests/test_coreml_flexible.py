@@ -446,3 +446,27 @@ def test_a_slice_at_run_time_bounds_over_symbolic_dims_stays_flexible(tmp_path):
     rec = _convert(model, tmp_path, check_dims={"N": (1, 2), "S": (4, 7)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert set(rec["dynamic_dims"]["x"]) == {"N", "S"} and "fixed_dims" not in rec, rec["warnings"]
+
+
+@pytest.mark.parametrize("axis,outs", [(-1, 3), (1, 2)])
+def test_an_even_split_along_a_static_axis_over_symbolic_dims_stays_flexible(tmp_path, axis, outs):
+    """The dynamo exporter writes attention's q, k, v as ``Split(num_outputs=3)`` of a
+    [batch, seq, 3C] along the static channel axis: only the split axis needs its size, the
+    symbolic batch and sequence stay flexible. Split along a symbolic axis still fixes them."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    names = [f"o{i}" for i in range(outs)]
+    nodes = [h.make_node("Split", ["x"], names, axis=axis, num_outputs=outs)]
+    nodes += [h.make_node("Add", [names[0], names[-1]], ["y"])]
+    shape = ["B", "S", 12] if axis == -1 else ["B", 6, "S"]
+    x = h.make_tensor_value_info("x", T.FLOAT, shape)
+    model = _save(tmp_path / "split.onnx", nodes, [x], [], opset=18)
+    rec = _convert(model, tmp_path)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert "fixed_dims" not in rec, rec
+    bad = _save(tmp_path / "split_s.onnx", [h.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=2),
+                                             h.make_node("Add", ["a", "b"], ["y"])],
+                [h.make_tensor_value_info("x", T.FLOAT, ["B", "S", 4])], [], opset=18)
+    rec = _convert(bad, tmp_path / "s2")
+    assert rec["status"] == "ok" and rec["fixed_dims"], rec

@@ -259,9 +259,12 @@ def _split_check(node: Node) -> Refusal | None:
     if why:
         return why
     if len(node.inputs) < 2 or node.inputs[1] is None:
-        shape = static_shape(node.inputs[0])
-        if shape is None:
-            return Refusal("dynamic_shape", "an even split needs a static input shape")
+        # an even split needs the size of the split axis only: the other dims may be symbolic
+        # (the dynamo exporter splits q, k, v along a static channel axis of a [batch, seq, 3C])
+        shape = node.inputs[0].type.shape
+        axis = norm_axis(int(node.attrs.get("axis", 0)), len(shape))
+        if not isinstance(shape[axis], int):
+            return Refusal("dynamic_shape", "an even split of a symbolic dim needs its size")
     return None
 
 
@@ -276,7 +279,7 @@ def _split(gen: Gen, node: Node) -> None:
         split_runtime(gen, node, axis)
         return
     if sizes is None:
-        dim = static_shape(x)[axis]
+        dim = x.type.shape[axis]
         per = -(-dim // n)
         sizes = [min(per, dim - i * per) for i in range(n)]
     outs = ", ".join(gen.var(v) for v in node.outputs)
