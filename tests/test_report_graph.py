@@ -116,14 +116,19 @@ def test_model_explorer_overlays_carry_every_report_node_its_status_and_reason(t
         .startswith("refused: ")
 
 
-def test_the_graph_overlay_of_numeric_errors_comes_from_check_per_node(tmp_path):
+def test_report_check_puts_each_nodes_numeric_error_in_the_table_and_the_overlays(tmp_path):
     p = tmp_path / "m.onnx"
     onnx.save(_blocks(4), p)
-    r = cli("report", str(p), "--backends", "onnx", "--graph", str(tmp_path / "g"), "--check", "--json")
+    r = cli("report", str(p), "--backends", "onnx,tflite", "--graph", str(tmp_path / "g"), "--check", "--json",
+            "--html", str(tmp_path / "r.html"))
     assert r.returncode == 0, r.stderr
-    err = json.loads((tmp_path / "g" / "error-onnx.json").read_text())["blocks"]
-    assert len(err["results"]) == 12 and all(isinstance(v["value"], float) for v in err["results"].values())
-    assert err["gradient"][0]["stop"] == 0
+    for backend in ("onnx", "tflite"):
+        err = json.loads((tmp_path / "g" / f"error-{backend}.json").read_text())["blocks"]
+        assert len(err["results"]) == 12 and all(isinstance(v["value"], float) for v in err["results"].values())
+        assert err["gradient"][0]["stop"] == 0
+    # the HTML table shows each node's error on each target (12 nodes x 2 targets), none differing
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("class='err-ok'>max abs") == 24 and "err-bad" not in html.split("</style>")[-1]
 
 
 def test_graph_on_a_non_onnx_model_is_a_clear_error(tmp_path):

@@ -185,10 +185,11 @@ def cmd_report(args: "argparse.Namespace") -> int:
         found = R.problems(plans, model, **opts)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
+    per_node = _per_node(args, plans, backends) if args.check else None
     if args.html:
-        _write_atomic(args.html, R.model_html(args.model, plans, found, model))
+        _write_atomic(args.html, R.model_html(args.model, plans, found, model, per_node))
     if args.graph or args.serve:
-        _graph(args, model, plans, backends)
+        _graph(args, model, plans, per_node)
     if args.md:
         md = R.model_markdown(args.model, plans)
         if args.md == "-":
@@ -205,7 +206,25 @@ def cmd_report(args: "argparse.Namespace") -> int:
     return 0
 
 
-def _graph(args: "argparse.Namespace", model: "Any", plans: "list[Any]", backends: "list[str]") -> None:
+def _per_node(args: "argparse.Namespace", plans: "list[Any]", backends: "list[str]") -> "dict[str, Any]":
+    """``report --check``: ``check --per-node`` on every backend that converts the model; each
+    one's records (node, value, max abs/rel/ULP error, ok) by backend."""
+    from ..run.check import check_model, model_loader, report_json
+    from ..table.errors import OpbridgeError
+
+    runs = [p.backend for p in plans if not any(n.status == "unsupported" for n in p.nodes) and p.backend in backends]
+    if not runs:
+        return {}
+    say = (lambda s: None) if args.json else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))
+    try:
+        res = report_json(check_model(model_loader(args.model, **source_opts(args)), runs, None, say,
+                                      source=args.model, source_opts=source_opts(args), per_node=True))
+    except OpbridgeError as exc:
+        raise UserError(str(exc)) from None
+    return {r["backend"]: r["per_node"] for r in res["backends"] if r.get("per_node")}
+
+
+def _graph(args: "argparse.Namespace", model: "Any", plans: "list[Any]", per_node: "dict[str, Any] | None") -> None:
     """``report --graph DIR`` (and ``--serve``): Model Explorer node data, one overlay file per
     target (``status-<target>.json``) and, with ``--check``, one of each node's numeric error
     (``error-<target>.json``, from ``check --per-node``); each file written atomically."""
@@ -215,15 +234,7 @@ def _graph(args: "argparse.Namespace", model: "Any", plans: "list[Any]", backend
     from ..run import graph as G
     from ..table.errors import OpbridgeError
 
-    per_node = None
     try:
-        if args.check:
-            from ..run.check import check_model, model_loader, report_json
-
-            say = (lambda s: None) if args.json else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))
-            res = report_json(check_model(model_loader(args.model, **source_opts(args)), backends, None, say,
-                                          source=args.model, source_opts=source_opts(args), per_node=True))
-            per_node = {r["backend"]: r["per_node"] for r in res["backends"] if r.get("per_node")}
         overlays, unmatched = G.explorer_overlays(args.model, model, plans, per_node)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
@@ -262,8 +273,8 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
     r.add_argument("--graph", metavar="DIR", help="write Model Explorer node data (one overlay per target) into DIR "
                    "(ONNX models; needs the 'graph' extra: ai-edge-model-explorer, model-explorer-onnx)")
-    r.add_argument("--check", action="store_true", help="with --graph: also run check --per-node and write each "
-                   "target's per-node max abs error as an overlay")
+    r.add_argument("--check", action="store_true", help="also run check --per-node on every target that converts: "
+                   "each node's max abs error in the HTML table (--html) and as an overlay (--graph)")
     r.add_argument("--serve", action="store_true", help="open Model Explorer on the model with the overlays loaded")
     r.add_argument("--port", type=int, default=8080, help="--serve: Model Explorer's port (default 8080)")
     r.add_argument("--no-browser", action="store_true", dest="no_browser", help="--serve: do not open a browser")

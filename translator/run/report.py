@@ -419,7 +419,7 @@ th{{background:#f3f3f3;cursor:pointer;position:sticky;top:0}}
 .unsupported,.unavailable{{background:#fde2e2}} .unknown{{color:#6b6b6b}}
 #q{{margin:8px 0;padding:4px;width:320px}}
 h2{{font-size:15px;margin:14px 0 6px}} .wrap{{overflow:auto;max-height:85vh;max-width:100%}} details{{margin:2px 0}} #s td{{text-align:right}}
-.q-integer{{color:#176117}} .q-int8-weights{{color:#8a5a00}} .q-float{{color:#a11}}
+.err-ok{{color:#176117}} .err-bad{{color:#a11;font-weight:bold}} .q-integer{{color:#176117}} .q-int8-weights{{color:#8a5a00}} .q-float{{color:#a11}}
 </style></head><body>
 <h1>{title}</h1>
 """
@@ -478,7 +478,7 @@ def _problems_html(found: list[Problem]) -> str:
 
 
 def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | None = None,
-               model: Model | None = None) -> str:
+               model: Model | None = None, per_node: dict[str, list[dict[str, Any]]] | None = None) -> str:
     """Problems first: the summary matrix, the refused groups (with computed remedies), then
     with ``model`` the graph view (``run.graph``: laid out here, drawn offline, coloured per
     target), then the per-node table (filterable, sortable), where the nodes every target folds
@@ -492,6 +492,9 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
         out.append("<style>" + G.GRAPH_CSS.format() + "</style>" + G.GRAPH_HTML.format(data=G.html_data(model, plans)))
     out.append("<h2>Every node</h2><ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
     nodes = plans[0].nodes if plans else []
+    # ``report --check``: each node's max abs error per target, by its first output value
+    err: dict[str, dict[str, dict[str, Any]]] = {b: {r["value"]: r for r in recs} for b, recs in (per_node or {}).items()}
+    values = [n.outputs[0].name if n.outputs else None for n in model.graph.walk()] if model is not None and err else []
     folded = [i for i in range(len(nodes)) if all(p.nodes[i].status == "folded" for p in plans)]
     if folded:
         out.append(f"<details id='folded-all'><summary>{len(folded)} node(s) folded on every target (constants and shape "
@@ -507,12 +510,21 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
         tds = "".join(f"<td class='{_e(p.nodes[i].status)}' title='{_e(p.nodes[i].evidence)}'>"
                       f"{_e(_cell_text(p.nodes[i]))}<br><small>{_e(p.nodes[i].evidence)}</small>"
                       + (f"<br><small class='q-{_e(p.nodes[i].integer.replace(' ', '-'))}'>quantized: "
-                         f"{_e(_integer_text(p.nodes[i]))}</small>" if p.nodes[i].integer else "") + "</td>"
+                         f"{_e(_integer_text(p.nodes[i]))}</small>" if p.nodes[i].integer else "")
+                      + _error_html(err.get(p.backend, {}).get(values[i]) if values else None) + "</td>"
                       for p in plans)
         out.append(f"<tr id='n{i}'><td>{_e(n.node)}</td><td>{_e(n.op)}</td>{tds}</tr>")
     out.append("</tbody></table></div>")
     out.append(_HTML_SCRIPT)
     return "".join(out)
+
+
+def _error_html(rec: dict[str, Any] | None) -> str:
+    """A node's numeric error on one target (``check --per-node``'s record), or nothing."""
+    if rec is None or rec.get("max_abs") is None:
+        return ""
+    return (f"<br><small class='{'err-ok' if rec.get('ok') else 'err-bad'}'>max abs {rec['max_abs']:.3g}"
+            f"{'' if rec.get('ok') else ' (differs)'}</small>")
 
 
 def table_html(m: dict[str, Any]) -> str:
