@@ -230,6 +230,16 @@ def test_allow_select_tf_ops_keeps_an_op_without_builtin_as_a_flex_op_and_report
     assert (pr.op, pr.nodes, pr.remedy) == ("bitwise_and", ["band"], "--allow-select-tf-ops"), pr
     (again,) = R.plan_model(model, ["tflite"], allow_select_tf_ops=True)
     assert all(n.status != "unsupported" for n in again.nodes)
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    for extra, refused in (([], 1), (["--allow-select-tf-ops"], 0)):  # report takes the remedy as convert does
+        p = subprocess.run([sys.executable, "-m", "translator.cli", "report", str(path), "--backends", "tflite",
+                            "--json", *extra], capture_output=True, text=True, cwd=root)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["backends"]["tflite"]["counts"]["unsupported"] == refused, extra
     (no,) = opbridge.convert(str(path), to="tflite", out=str(tmp_path / "no.tflite"))["targets"]
     assert no["status"] != "ok" and no["reason"] == "unsupported_op" and not (tmp_path / "no.tflite").exists(), no
     res = opbridge.convert(str(path), to="tflite", out=str(tmp_path / "m.tflite"), options={"allow_select_tf_ops": True})

@@ -203,7 +203,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     o.add_argument("--missing", action="store_true", help="only ops the backend has no native name for")
     add("backends", cmd_backends, "the APIs in the tables and their coverage")
     for extra in _extra_commands():
-        extra(sub, add, target_options=argv is None or list(argv[:1]) == ["convert"])
+        extra(sub, add, target_options=argv is None or list(argv[:1]) in (["convert"], ["report"]))
     return p
 
 

@@ -180,7 +180,8 @@ def cmd_report(args: "argparse.Namespace") -> int:
             from ..run.convert import settle_frozen
 
             model = settle_frozen(freeze(model.clone(), frozen))
-        opts = R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim), model, backends)
+        opts = {**R.dim_options(dims.parse(args.fix_dim), dims.parse_check(args.check_dim), model, backends),
+                **given_target_options(args)}
         plans = R.plan_model(model, backends, **opts)
         found = R.problems(plans, model, **opts)
     except OpbridgeError as exc:
@@ -253,8 +254,8 @@ def _graph(args: "argparse.Namespace", model: "Any", plans: "list[Any]", per_nod
 
 
 def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True) -> None:
-    """``target_options``: add every target's own ``convert`` options (importing each backend
-    package); the CLI asks for them only when the command is ``convert``."""
+    """``target_options``: add every target's own options to ``convert`` and ``report``
+    (importing each backend package); the CLI asks for them only for those two commands."""
     register_convert(sub, add, target_options)
     r = add("report", cmd_report, "pre-flight compatibility of a model on every backend, or of the whole table")
     r.add_argument("model", nargs="*", help=MODEL_HELP + "; or a folder of models, or several files: one summary "
@@ -278,6 +279,8 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
     r.add_argument("--serve", action="store_true", help="open Model Explorer on the model with the overlays loaded")
     r.add_argument("--port", type=int, default=8080, help="--serve: Model Explorer's port (default 8080)")
     r.add_argument("--no-browser", action="store_true", dest="no_browser", help="--serve: do not open a browser")
+    if target_options:  # planned with them, as convert would (a remedy such as --allow-select-tf-ops, applied)
+        add_target_options(r)
     r.add_argument("--fix-dim", action="append", metavar="NAME=SIZE", dest="fix_dim",
                    help="as for convert: judge the model with this symbolic input dim fixed")
     r.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
@@ -463,11 +466,23 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
     c.add_argument("--check-dim", action="append", metavar="NAME=A,B", dest="check_dim",
                    help="the two sizes a dynamic dim is checked at (default 1,3; e.g. samples=400,800 for an audio "
                         "length a conv needs); a target that must fix the dim uses A")
-    for flag, (o, owners) in (_target_options() if target_options else {}).items():  # Target.options
+    if target_options:
+        add_target_options(c)
+    c.add_argument("--quiet", "-q", action="store_true")
+
+
+def add_target_options(c: "Any") -> None:
+    """Every target's own options (``Target.options``) on a subcommand's parser."""
+    for flag, (o, owners) in _target_options().items():
         kw: dict = {"dest": o.dest, "help": f"{', '.join(owners)}: {o.help}"}
         if o.action:
             kw["action"] = o.action
         else:
             kw.update(type=o.type or str, default=o.default, metavar=o.metavar)
         c.add_argument(flag, **kw)
-    c.add_argument("--quiet", "-q", action="store_true")
+
+
+def given_target_options(args: "argparse.Namespace") -> "dict[str, Any]":
+    """The target options the user gave (``report`` plans with them, as ``convert`` would)."""
+    return {o.dest: getattr(args, o.dest) for o, _ in _target_options().values()
+            if getattr(args, o.dest, None) not in (None, False)}
