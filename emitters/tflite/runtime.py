@@ -54,15 +54,8 @@ def runner(artifact: TFArtifact) -> Callable[[Mapping[str, Any]], list[Any]]:
         try:
             with quiet_stderr():  # the XNNPACK delegate announces itself on stderr
                 interp = tf.lite.Interpreter(model_content=artifact.tflite)
-                interp.allocate_tensors()  # a select TF op without the Flex delegate fails here
         except (RuntimeError, ValueError) as exc:
-            if "Flex" in str(exc) or "Select TensorFlow op" in str(exc):
-                flex = sorted(set(re.findall(r"\((Flex\w+)\)", str(exc)))) or ["select TF ops"]
-                # written as asked (--allow-select-tf-ops) and verified as far as the converter
-                # goes; a runtime that is not here is a reasoned status, never a failure of the model
-                raise Unsupported("tflite", NAME, "structural_only",
-                                  f"built, converted and saved with {', '.join(flex)}; the TFLite interpreter here "
-                                  "has no Flex delegate, so it was not run") from None
+            _no_flex(exc)
             raise
     signature = interp.get_signature_runner()
 
@@ -71,13 +64,25 @@ def runner(artifact: TFArtifact) -> Callable[[Mapping[str, Any]], list[Any]]:
         with quiet_stderr():
             try:
                 res = signature(**{k: np.asarray(v) for k, v in feeds.items()})
-            except ValueError as exc:
+            except (RuntimeError, ValueError) as exc:  # a select TF op fails to prepare here
+                _no_flex(exc)
                 if "Invalid tensor size" not in str(exc):
                     raise
                 res = _outputs_with_empty(interp, signature)
         return restore_outputs(artifact, [res[p.key] for p in artifact.outputs])
 
     return call
+
+
+def _no_flex(exc: BaseException) -> None:
+    """A select TF op the interpreter cannot run (no Flex delegate here): the model was written
+    as asked (``--allow-select-tf-ops``) and verified as far as the converter goes; a runtime
+    that is not here is a reasoned status (``structural_only``), never a failure of the model."""
+    if "Flex" in str(exc) or "Select TensorFlow op" in str(exc):
+        flex = sorted(set(re.findall(r"\((Flex\w+)\)", str(exc)))) or ["select TF ops"]
+        raise Unsupported("tflite", NAME, "structural_only",
+                          f"built, converted and saved with {', '.join(flex)}; the TFLite interpreter here "
+                          "has no Flex delegate, so it was not run") from None
 
 
 def _outputs_with_empty(interp: Any, signature: Any) -> dict[str, Any]:
