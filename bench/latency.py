@@ -99,7 +99,8 @@ def _feeds(path: Path, npz: Path | None) -> dict[str, np.ndarray]:
     return inputs_for(path)
 
 
-def source_session(path: Path, threads: int) -> Any:
+def session(path: Path, threads: int) -> Any:
+    """An onnxruntime session on ``path`` with ``threads`` intra-op threads (sequential)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -113,7 +114,7 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
     (latency, conversion seconds, or the error)."""
     peers = peers_py()
     feeds = _feeds(path, npz)
-    src = source_session(path, threads)
+    src = session(path, threads)
     names = [i.name for i in src.get_inputs()]
     feeds = {k: v for k, v in feeds.items() if k in names}
     src_call = lambda: src.run(None, feeds)  # noqa: E731
@@ -127,14 +128,8 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
                 cell = {"ours": _slim(ours), "peer": _slim(theirs), "peer_name": peers.PEER_OF[t]}
             elif t == "onnx":
                 target, art, convert_s = peers.convert_ours("onnx", path, out_dir)
-                import onnxruntime as ort
-
-                so = ort.SessionOptions()
-                so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
-                so.log_severity_level = 3
-                written = out_dir / "ours_onnx"
-                mine = ort.InferenceSession(str(written if written.is_file() else written / "model.onnx"), so,
-                                            providers=["CPUExecutionProvider"])
+                written = out_dir / "ours_onnx"  # the saved file, in a session set up as the source's
+                mine = session(written if written.is_file() else written / "model.onnx", threads)
                 lat = peers.timed({"ours": lambda: mine.run(None, feeds), "source": src_call}, n)
                 cell = {"ours": {"ok": True, "convert_s": convert_s, "latency_s": lat["ours"]},
                         "source_alongside_s": lat["source"]}

@@ -76,7 +76,7 @@ def inputs_for(path: Path) -> dict[str, np.ndarray]:
         if i.name in inits:
             continue
         tt = i.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        shape = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim]  # -1, 0: unknown
         if tt.elem_type == onnx.TensorProto.INT64:
             feeds[i.name] = rng.integers(0, 200, size=shape).astype(np.int64)
         else:

@@ -170,6 +170,10 @@ def cmd_report(args: "argparse.Namespace") -> int:
     from ..run.check import model_loader
 
     try:
+        if args.graph or args.serve:  # refused before any planning or checking is done
+            from ..run.graph import require_onnx
+
+            require_onnx(args.model)
         from ..ir import dims
         from ..ir.freeze import parse as freeze_parse
 
@@ -186,7 +190,7 @@ def cmd_report(args: "argparse.Namespace") -> int:
         found = R.problems(plans, model, **opts)
     except OpbridgeError as exc:
         raise UserError(str(exc)) from None
-    per_node = _per_node(args, plans, backends) if args.check else None
+    per_node = _per_node(args, plans) if args.check else None
     if args.html:
         _write_atomic(args.html, R.model_html(args.model, plans, found, model, per_node))
     if args.graph or args.serve:
@@ -207,13 +211,13 @@ def cmd_report(args: "argparse.Namespace") -> int:
     return 0
 
 
-def _per_node(args: "argparse.Namespace", plans: "list[Any]", backends: "list[str]") -> "dict[str, Any]":
+def _per_node(args: "argparse.Namespace", plans: "list[Any]") -> "dict[str, Any]":
     """``report --check``: ``check --per-node`` on every backend that converts the model; each
     one's records (node, value, max abs/rel/ULP error, ok) by backend."""
     from ..run.check import check_model, model_loader, report_json
     from ..table.errors import OpbridgeError
 
-    runs = [p.backend for p in plans if not any(n.status == "unsupported" for n in p.nodes) and p.backend in backends]
+    runs = [p.backend for p in plans if not any(n.status == "unsupported" for n in p.nodes)]
     if not runs:
         return {}
     say = (lambda s: None) if args.json else (lambda s: print(f"[report] {s}", file=sys.stderr, flush=True))

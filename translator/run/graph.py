@@ -21,10 +21,12 @@ from typing import Any, Iterable
 
 from ..ir.graph import Model
 
-#: status → (short code used in the HTML data, colour); ``unsupported`` is shown as "refused"
-STATUSES = ("native", "decomposed", "legalized", "folded", "unsupported")
-COLOURS = {"native": "#bfe8bf", "decomposed": "#c9d8ff", "legalized": "#ffe9a8", "folded": "#e4e4e4",
-           "unsupported": "#f7a8a8"}
+#: status → (the letter the HTML data spells it with, the word shown, its colour): the one
+#: table the graph view, its legend and the Model Explorer overlays all read
+STATUSES = {"native": ("n", "native", "#bfe8bf"), "decomposed": ("d", "decomposed", "#c9d8ff"),
+            "legalized": ("l", "legalized", "#ffe9a8"), "folded": ("f", "folded", "#e4e4e4"),
+            "unsupported": ("r", "refused", "#f7a8a8")}
+COLOURS = {k: v[2] for k, v in STATUSES.items()}
 NODE_W, NODE_H, GAP_X, GAP_Y = 150, 26, 24, 44
 SWEEPS = 5  # odd: the last sweep is downwards, so a chain sits under its producer
 
@@ -46,16 +48,21 @@ def edges_of(model: Model) -> tuple[list[Any], list[tuple[int, int]]]:
     return nodes, sorted(edges)
 
 
-def layers(n: int, edges: list[tuple[int, int]]) -> list[int]:
+def adjacency(n: int, edges: list[tuple[int, int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """(producers, consumers) of each of the ``n`` nodes."""
+    pred: list[list[int]] = [[] for _ in range(n)]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        pred[b].append(a)
+        succ[a].append(b)
+    return pred, succ
+
+
+def layers(pred: list[list[int]], succ: list[list[int]]) -> list[int]:
     """Longest path from the sources (Kahn's order, so a cycle cannot hang it: a node left
     over keeps layer 0); a source with consumers moves down to just above its first consumer."""
-    succ: list[list[int]] = [[] for _ in range(n)]
-    pred: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for a, b in edges:
-        succ[a].append(b)
-        pred[b].append(a)
-        indeg[b] += 1
+    n = len(pred)
+    indeg = [len(p) for p in pred]
     layer = [0] * n
     ready = [i for i in range(n) if indeg[i] == 0]
     k = 0
@@ -78,16 +85,12 @@ def layout(model: Model) -> dict[str, Any]:
     the report's node order; x and y are the node's top-left corner."""
     nodes, edges = edges_of(model)
     n = len(nodes)
-    layer = layers(n, edges)
+    pred, succ = adjacency(n, edges)
+    layer = layers(pred, succ)
     depth = max(layer, default=-1) + 1
     rows: list[list[int]] = [[] for _ in range(depth)]
     for i in range(n):
         rows[layer[i]].append(i)
-    pred: list[list[int]] = [[] for _ in range(n)]
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in edges:
-        pred[b].append(a)
-        succ[a].append(b)
     step = NODE_W + GAP_X
     x = [0.0] * n
     for row in rows:
@@ -126,13 +129,18 @@ def html_data(model: Model, plans: Iterable[Any]) -> str:
     each refused node."""
     plans = list(plans)
     g = layout(model)
-    letter = {"native": "n", "decomposed": "d", "legalized": "l", "folded": "f", "unsupported": "r"}
+    g["key"] = {letter: [word, colour] for letter, word, colour in STATUSES.values()}
     g["targets"] = [p.backend for p in plans]
-    g["status"] = {p.backend: "".join(letter.get(q.status, "n") for q in p.nodes) for p in plans}
+    g["status"] = {p.backend: "".join(STATUSES.get(q.status, STATUSES["native"])[0] for q in p.nodes) for p in plans}
     g["why"] = {p.backend: {str(i): f"{q.reason}: {q.detail}" for i, q in enumerate(p.nodes) if q.status == "unsupported"}
                 for p in plans}
     # ``</script>`` inside a name must not end the data block: every "<" is escaped
     return json.dumps(g, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+
+
+def legend_html() -> str:
+    """The graph view's legend, from ``STATUSES``."""
+    return " ".join(f"<i style='background:{colour}'></i>{word}" for _, word, colour in STATUSES.values())
 
 
 # --- Model Explorer -------------------------------------------------------------------------------
@@ -146,6 +154,15 @@ def _adapter() -> Any:
         raise OpbridgeError("missing_dependency", "--graph writes Model Explorer node data through its ONNX adapter: "
                             "pip install 'opbridge[graph]' (ai-edge-model-explorer, model-explorer-onnx)") from None
     return ONNXAdapter()
+
+
+def require_onnx(source: str) -> None:
+    """Model Explorer overlays name nodes as its ONNX adapter does: ``--graph`` takes ONNX only."""
+    if not source.lower().endswith(".onnx"):
+        from ..table.errors import OpbridgeError
+
+        raise OpbridgeError("bad_option", f"--graph needs an ONNX model (Model Explorer's ONNX adapter names the nodes); "
+                            f"{os.path.basename(source)} is not one: use the HTML report's graph view (--html)")
 
 
 def explorer_ids(source: str) -> dict[str, tuple[str, str]]:
@@ -173,11 +190,7 @@ def explorer_overlays(source: str, model: Model, plans: Iterable[Any],
     coloured by its status, the reason in its value) and, with ``per_node`` (``check
     --per-node``'s records by target), ``error-<target>`` (each compared node's max abs error,
     on a gradient). Also the number of report nodes the adapter's graph has no node for."""
-    if not source.lower().endswith(".onnx"):
-        from ..table.errors import OpbridgeError
-
-        raise OpbridgeError("bad_option", f"--graph needs an ONNX model (Model Explorer's ONNX adapter names the nodes); "
-                            f"{os.path.basename(source)} is not one: use the HTML report's graph view (--html)")
+    require_onnx(source)
     ids = explorer_ids(source)
     nodes = list(model.graph.walk())
     where = [ids.get(n.outputs[0].name) if n.outputs else None for n in nodes]
@@ -233,8 +246,7 @@ GRAPH_HTML = """<h2>Graph</h2>
 <div id='gv-bar'><label>target <select id='gv-t'></select></label>
 <button id='gv-in' aria-label='zoom in'>+</button><button id='gv-out' aria-label='zoom out'>&minus;</button>
 <button id='gv-fit'>fit</button>
-<span class='gv-key'><i class='k-n'></i>native <i class='k-d'></i>decomposed <i class='k-l'></i>legalized
-<i class='k-f'></i>folded <i class='k-r'></i>refused</span></div>
+<span class='gv-key'>{legend}</span></div>
 <div id='gv-info' aria-live='polite'>Click a node to see it on every target.</div>
 <svg id='gv' role='img' aria-label='the model graph, nodes coloured by their status on the chosen target'></svg>
 <script type='application/json' id='gv-data'>{data}</script>
@@ -242,8 +254,8 @@ GRAPH_HTML = """<h2>Graph</h2>
 (function(){{
   var t0=performance.now(), svg=document.getElementById('gv'), NS=svg.namespaceURI;
   var G=JSON.parse(document.getElementById('gv-data').textContent);
-  var C={{n:'#bfe8bf',d:'#c9d8ff',l:'#ffe9a8',f:'#e4e4e4',r:'#f7a8a8'}};
-  var WORD={{n:'native',d:'decomposed',l:'legalized',f:'folded',r:'refused'}};
+  var C={{}}, WORD={{}};
+  for(var key in G.key){{WORD[key]=G.key[key][0]; C[key]=G.key[key][1];}}
   var root=document.createElementNS(NS,'g'); svg.appendChild(root);
   var d=[], N=G.nodes, w=G.w, h=G.h;
   for(var k=0;k<G.edges.length;k++){{
@@ -313,6 +325,5 @@ GRAPH_CSS = """#gv{{width:100%;height:560px;border:1px solid #ccc;background:#fc
 #gv-bar{{margin:6px 0;display:flex;gap:8px;align-items:center;flex-wrap:wrap}} #gv-bar button{{min-width:28px}}
 .gv-key i{{display:inline-block;width:12px;height:12px;border:1px solid #999;margin:0 3px 0 8px;vertical-align:middle}}
 #gv-info{{margin:4px 0;min-height:20px}} .gv-s{{display:inline-block;margin:2px 6px 2px 0;padding:1px 5px;border-radius:3px}}
-tr.hit td{{outline:2px solid #000}} .k-n{{background:#bfe8bf}} .k-d{{background:#c9d8ff}} .k-l{{background:#ffe9a8}}
-.k-f{{background:#e4e4e4}} .k-r{{background:#f7a8a8}}
+tr.hit td{{outline:2px solid #000}}
 """

@@ -489,7 +489,7 @@ def model_html(source: str, plans: list[BackendPlan], found: list[Problem] | Non
     if model is not None:
         from . import graph as G
 
-        out.append("<style>" + G.GRAPH_CSS.format() + "</style>" + G.GRAPH_HTML.format(data=G.html_data(model, plans)))
+        out.append("<style>" + G.GRAPH_CSS.format() + "</style>" + G.GRAPH_HTML.format(data=G.html_data(model, plans), legend=G.legend_html()))
     out.append("<h2>Every node</h2><ul class='sum'>" + "".join(f"<li>{_e(p.summary())}</li>" for p in plans) + "</ul>")
     nodes = plans[0].nodes if plans else []
     # ``report --check``: each node's max abs error per target, by its first output value
