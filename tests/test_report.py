@@ -291,3 +291,90 @@ def test_report_over_a_folder_runs_on_a_dask_cluster_and_agrees_with_local_worke
     assert ran == ["judge"], ran
     p = cli("report", str(folder), "--backends", "onnx", "--scheduler", "tcp://127.0.0.1:9")
     assert p.returncode == 2 and "--scheduler" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def _switch_model(path, against_input=False):
+    """y = erf(x) unless mode == 7 (then relu(x)); the condition goes through Not, the
+    compared value is a Constant node, as exporters write a sample-rate switch."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    erf = h.make_graph([h.make_node("Erf", ["x"], ["e"])], "erf", [], [h.make_tensor_value_info("e", T.FLOAT, [2, 4])])
+    relu = h.make_graph([h.make_node("Relu", ["x"], ["r"])], "relu", [], [h.make_tensor_value_info("r", T.FLOAT, [2, 4])])
+    nodes = [] if against_input else [h.make_node("Constant", [], ["seven"], value=h.make_tensor("v", T.INT64, [], [7]))]
+    nodes += [h.make_node("Equal", ["mode", "seven"], ["is7"]), h.make_node("Not", ["is7"], ["not7"]),
+              h.make_node("If", ["not7"], ["y"], then_branch=erf, else_branch=relu)]
+    ins = [h.make_tensor_value_info("x", T.FLOAT, [2, 4]), h.make_tensor_value_info("mode", T.INT64, [])]
+    ins += [h.make_tensor_value_info("seven", T.INT64, [])] if against_input else []
+    g = h.make_graph(nodes, "g", ins, [h.make_tensor_value_info("y", T.FLOAT, [2, 4])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+
+
+def test_a_setting_input_that_decides_an_if_gets_a_computed_freeze_remedy(tmp_path, monkeypatch):
+    """An If a target refuses, on a setting input compared with a constant (``Equal(mode,
+    7)``, through Not): report re-plans with the input frozen to the value the
+    model tests, and says ``--freeze mode=7`` only because that plan converts every node."""
+    import dataclasses
+
+    import emitters.openvino as ov
+    from translator import frontends
+    from translator.compile import target as TG
+    from translator.compile.registry import Refusal
+    from translator.ir.freeze import freeze
+    from translator.run import report as R
+    from translator.run.convert import settle_frozen
+
+    path = tmp_path / "switch.onnx"
+    _switch_model(path)
+    real_accepts = ov.TARGET.accepts
+
+    def accepts(node, ctx):
+        if node.op == "if":  # as Core ML refused control flow before it was lowered to MIL cond
+            return Refusal("unsupported_op", "pretend control flow is not lowered")
+        return real_accepts(node, ctx) if real_accepts is not None else None
+
+    real = TG.get
+    monkeypatch.setattr(TG, "get", lambda name: dataclasses.replace(ov.TARGET, accepts=accepts) if name == "openvino"
+                        else real(name))
+    model = frontends.load(str(path))
+    assert R.setting_inputs(model) == [("mode", 7)]
+    plans = R.plan_model(model, ["onnx", "openvino"])
+    found = R.problems(plans, model)
+    assert found and {p.backend for p in found} == {"openvino"}, found
+    assert all(p.remedy == "--freeze mode=7" for p in found), found
+    assert "--freeze mode=7" in R.problems_text(found)
+    (again,) = R.plan_model(settle_frozen(freeze(model.clone(), {"mode": 7})), ["openvino"])
+    assert not any(n.status == "unsupported" for n in again.nodes)
+    # no pattern, no remedy: compared with another input, mode is not a setting with a known value
+    _switch_model(path, against_input=True)
+    model = frontends.load(str(path))
+    assert R.setting_inputs(model) == []
+    found = R.problems(R.plan_model(model, ["openvino"]), model)
+    assert found and not any(p.remedy for p in found), found
+
+
+def test_a_backend_that_refuses_the_whole_model_is_one_problem_naming_the_node(tmp_path, monkeypatch):
+    """A refusal of the model as a whole (a pipeline step raised) is one line naming where it
+    arose, not one group per op type all saying the same."""
+    from translator.compile import pipeline
+    from translator.ir.infer import VerifyError
+    from translator.run import report as R
+    from translator import frontends
+
+    path = tmp_path / "switch.onnx"
+    _switch_model(path)
+    real = pipeline.plan
+
+    def plan(model, backend, *a, **k):
+        if backend == "openvino":
+            raise VerifyError("bad_model", "pretend the branch cannot be typed", node="the_node", op="relu")
+        return real(model, backend, *a, **k)
+
+    monkeypatch.setattr(pipeline, "plan", plan)
+    model = frontends.load(str(path))
+    plans = R.plan_model(model, ["onnx", "openvino"])
+    (found,) = R.problems(plans, model)
+    assert found.backend == "openvino" and found.op == "" and len(found.nodes) == len(plans[1].nodes) > 3
+    assert found.what.startswith("the whole model") and "at node 'the_node' (relu)" in found.detail
+    assert "openvino: the whole model (" in R.problems_text(found and [found])

@@ -137,6 +137,8 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
                 raise  # the user's options, not the model: convert refuses them the same way
             code = exc.code if isinstance(exc, OpbridgeError) else "internal_error"
             detail = getattr(exc, "detail", None) or f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if getattr(exc, "node", None):  # where the whole-model refusal arose
+                detail = f"at node {exc.node!r}" + (f" ({exc.op})" if getattr(exc, "op", None) else "") + f": {detail}"
             bp = BackendPlan(b)
             for node in order:
                 first = next((v for v in node.inputs if v is not None), None)
@@ -208,6 +210,12 @@ class Problem:
     #: what the remedy does, said after it (default: "makes them convertible")
     remedy_says: str = "makes them convertible"
 
+    @property
+    def what(self) -> str:
+        """``12 conv node(s)``; ``the whole model (689 nodes)`` when the backend refused the model
+        as a whole (``op`` empty: every node, one reason)."""
+        return f"{len(self.nodes)} {self.op} node(s)" if self.op else f"the whole model ({len(self.nodes)} nodes)"
+
 
 def problems(plans: list[BackendPlan], model: Model | None = None, tables: Tables | None = None,
              **options: Any) -> list[Problem]:
@@ -221,10 +229,14 @@ def problems(plans: list[BackendPlan], model: Model | None = None, tables: Table
         for n in bp.nodes:
             if n.status == "unsupported":
                 groups.setdefault((n.reason, n.op), []).append(n)
+        if len(groups) > 1 and all(n.status == "unsupported" for n in bp.nodes) \
+                and len({(n.reason, n.detail) for n in bp.nodes}) == 1:
+            groups = {(bp.nodes[0].reason, ""): list(bp.nodes)}  # refused as a whole: one line, not one per op
         if not groups:
             continue
         fixed_plan = _with_dims_fixed(model, bp, tables, options) if model is not None else None
         by_option = _with_remedy_options(model, bp, tables, options) if model is not None else []
+        frozen = _with_a_setting_frozen(model, bp, tables, options) if model is not None else None
         for (reason, op), ns in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             pr = Problem(bp.backend, reason, op, ns[0].detail, [n.node for n in ns])
             if fixed_plan is not None:
@@ -235,8 +247,85 @@ def problems(plans: list[BackendPlan], model: Model | None = None, tables: Table
             for flag, ok, what in by_option:
                 if not pr.remedy and all(name in ok for name in pr.nodes):
                     pr.remedy, pr.remedy_says = flag, what
+            if not pr.remedy and frozen is not None:
+                pr.remedy, pr.remedy_says = frozen
             out.append(pr)
     return out
+
+
+#: what may stand between a setting input and the If it decides
+_CONDITION_OPS = frozenset({"logical_not", "logical_and", "logical_or", "logical_xor", "cast", "identity", "reshape",
+                            "squeeze", "unsqueeze"})
+
+
+def setting_inputs(model: Model) -> list[tuple[str, int | float]]:
+    """Graph inputs that are settings, each with the value the model tests it against: a
+    one-element input compared by ``Equal`` with a one-element constant whose result decides
+    an ``If`` (directly or through not / and / or / casts / reshapes), as a sample-rate switch
+    is (``sr == 16000``). Freezing the input to that value (``--freeze``) inlines the branch."""
+    out: list[tuple[str, int | float]] = []
+    for v in model.graph.inputs:
+        shape = v.type.shape
+        if shape is None or any(d != 1 for d in shape):
+            continue
+        for c in v.consumers():
+            if c.op != "equal" or len(c.inputs) != 2:
+                continue
+            other = c.inputs[1] if c.inputs[0] is v else c.inputs[0]
+            const = _constant(other)
+            if const is None or const.size != 1 or not _decides_an_if(c.outputs[0]):
+                continue
+            value = const.reshape(()).item()
+            if isinstance(value, (bool, int, float)) and (v.name, value) not in out:
+                out.append((v.name, value))
+    return out
+
+
+def _constant(v: Any) -> Any:
+    """``v``'s array when it is a constant (an initializer or a ``Constant`` node's output)."""
+    import numpy as np
+
+    if v is None:
+        return None
+    if v.is_const:
+        return v.const
+    p = v.producer
+    if p is not None and p.op == "constant" and isinstance(p.attrs.get("value"), np.ndarray):
+        return p.attrs["value"]
+    return None
+
+
+def _decides_an_if(v: Any, depth: int = 4) -> bool:
+    for c in v.consumers():
+        if c.op == "if" and c.inputs and c.inputs[0] is v:
+            return True
+        if depth and c.op in _CONDITION_OPS and any(_decides_an_if(o, depth - 1) for o in c.outputs):
+            return True
+    return False
+
+
+def _with_a_setting_frozen(model: Model, bp: BackendPlan, tables: Tables | None,
+                           options: dict[str, Any]) -> tuple[str, str] | None:
+    """``bp``'s backend re-planned with a setting input frozen (``setting_inputs``) to the
+    value the model tests: the ``--freeze`` flag and what it does, when the whole model then
+    converts (the branch not taken is gone, so the refused nodes' names may be too)."""
+    from ..ir.freeze import freeze
+    from .convert import settle_frozen
+
+    given = dict(options.get("freeze") or {})
+    for name, value in setting_inputs(model):
+        if name in given:
+            continue
+        try:
+            frozen = settle_frozen(freeze(model.clone(), {name: value}))
+            (again,) = plan_model(frozen, [bp.backend], tables, **options)
+        except Exception:  # noqa: BLE001 - no remedy when the re-plan itself fails
+            continue
+        if not any(n.status == "unsupported" for n in again.nodes):
+            flag = f"--freeze {name}={int(value) if isinstance(value, bool) else value}"
+            return flag, (f"(the value its If tests {name} against: that branch is inlined) makes the whole model "
+                          f"convertible on {bp.backend}")
+    return None
 
 
 def _with_remedy_options(model: Model, bp: BackendPlan, tables: Tables | None,
@@ -345,7 +434,7 @@ def problems_text(found: list[Problem], show: int = 12) -> str:
     lines = []
     for pr in found[:show]:
         names = ", ".join(pr.nodes[:3]) + (f" and {len(pr.nodes) - 3} more" if len(pr.nodes) > 3 else "")
-        line = f"  {pr.backend}: {len(pr.nodes)} {pr.op} node(s) refused [{pr.reason}]: {pr.detail} ({names})"
+        line = f"  {pr.backend}: {pr.what} refused [{pr.reason}]: {pr.detail} ({names})"
         if pr.remedy:
             line += f"; {pr.remedy} {pr.remedy_says}"
         lines.append(line)
@@ -471,7 +560,7 @@ def _problems_html(found: list[Problem]) -> str:
     out = ["<h2>Refused nodes, by reason and op</h2>"]
     for pr in found:
         remedy = f" <b>{_e(pr.remedy)}</b> {_e(pr.remedy_says)}." if pr.remedy else ""
-        out.append(f"<details class='unsupported'><summary>{_e(pr.backend)}: {len(pr.nodes)} {_e(pr.op)} node(s) "
+        out.append(f"<details class='unsupported'><summary>{_e(pr.backend)}: {_e(pr.what)} "
                    f"[{_e(pr.reason)}] {_e(pr.detail)}.{remedy}</summary><ul>" +
                    "".join(f"<li>{_e(n)}</li>" for n in pr.nodes) + "</ul></details>")
     return "".join(out)
