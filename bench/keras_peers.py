@@ -194,10 +194,10 @@ def _onnx_peer(peer: str, src: str, fmt: str, feeds: list[Any], ref: list[Any], 
 def _openvino_peer(src: str, fmt: str, feeds: list[Any], ref: list[Any]) -> dict[str, Any]:
     import sys
 
-    import openvino as ov
-
     sys.path.insert(0, str(HERE.parent))
-    from emitters.openvino.runtime import compile_model, infer
+    from emitters.openvino.runtime import compile_model, infer, openvino
+
+    ov = openvino()  # telemetry off (see runtime.openvino)
 
     t0 = time.perf_counter()
     try:

@@ -221,7 +221,9 @@ def runner(target: str, path: Path, x: np.ndarray) -> Any:
             it.invoke()
         return once
     if target == "openvino":
-        import openvino as ov
+        from emitters.openvino.runtime import openvino
+
+        ov = openvino()  # telemetry off (see runtime.openvino)
 
         core = ov.Core()
         xml = next(path.rglob("*.xml")) if path.is_dir() else path
@@ -268,7 +270,9 @@ def _ov_reader(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) 
     """The peer on the same file: OpenVINO's own ONNX reader (``ov.convert_model``) saved as
     IR (weights compressed to int8 where it can, its default), then the same inspection, size
     ratio against our float conversion, latency and error against onnxruntime on the file."""
-    import openvino as ov
+    from emitters.openvino.runtime import openvino
+
+    ov = openvino()  # telemetry off (see runtime.openvino)
 
     out = work / f"{Path(e['file']).stem}_ov_reader"
     out.mkdir(exist_ok=True)

@@ -222,7 +222,9 @@ def peer_coreml(module: Any, x: Any) -> dict[str, Any]:
 def peer_openvino(module: Any, x: Any) -> tuple[dict[str, Any], Any]:
     """``ov.convert_model(module, example_input=x)`` (its TorchScript path); when that fails,
     ``ov.convert_model`` on the ``torch.export`` program (marked ``via``)."""
-    import openvino as ov
+    from emitters.openvino.runtime import openvino
+
+    ov = openvino()  # telemetry off (see runtime.openvino)
     import torch
 
     t = time.perf_counter()

@@ -475,7 +475,9 @@ def _ordered(names: list[str], outs: list[Any], ref_names: list[str]) -> list[An
 
 
 def _ov_model(fmt: str, src: str) -> Any:
-    import openvino as ov
+    from emitters.openvino.runtime import openvino
+
+    ov = openvino()  # telemetry off (see runtime.openvino)
 
     if fmt == "onnx":
         from openvino.frontend import FrontEndManager

@@ -169,6 +169,9 @@ def _run_peer(peer: str, src: str, feeds: dict[str, Any], work: Path, timeout: f
     import numpy as np
 
     if peer == "openvino_fe":
+        from emitters.openvino.runtime import openvino
+
+        openvino()  # telemetry off (see runtime.openvino)
         from openvino.frontend import FrontEndManager
 
         from emitters.openvino import compile_model, infer

@@ -92,7 +92,7 @@ def report(model: Any = None, example_inputs: Any = None, backends: Iterable[str
     from translator.compile.target import names
 
     opts = {"example_inputs": example_inputs} if example_inputs is not None else {}
-    ir = model_loader(model, **opts)()
+    ir = model_loader(model, **opts, keep_unread=True)()  # an unreadable op: one refused node
     if freeze:
         from translator.ir.freeze import freeze as freeze_inputs
         from translator.run.convert import settle_frozen

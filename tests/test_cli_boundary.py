@@ -57,7 +57,7 @@ def test_an_internal_error_is_one_line_with_its_code_and_writes_nothing(tmp_path
 def test_an_exception_outside_any_target_is_caught_at_the_boundary(capsys, monkeypatch, tmp_path):
     import translator.run.check as C
 
-    def boom(path):
+    def boom(path, **opts):
         raise ZeroDivisionError("integer division or modulo by zero")
 
     monkeypatch.setattr(C, "model_loader", boom)

@@ -337,3 +337,18 @@ def test_bfloat16_constants_keep_their_bits():
     assert "constant_bits(w[" in art.source
     (got,) = ovb.run(art, {"x": np.zeros(6, ml_dtypes.bfloat16)})
     assert got.astype(np.float32).tolist() == table.astype(np.float32).tolist()
+
+
+def test_openvino_is_imported_with_its_usage_telemetry_off():
+    """Importing OpenVINO imports its converter, which sends a usage event from a thread that
+    forks (a fork that deadlocked against OpenBLAS in a check's reference matmul). Imported
+    through ``runtime.openvino()`` (as the emitter, the runner and the benches do) OpenVINO binds
+    its no-op stub, outside CI too, and the telemetry package stays importable afterwards."""
+    code = ("import sys\nfrom emitters.openvino.runtime import openvino\nov = openvino()\n"
+            "import openvino_telemetry\n"
+            "print(sys.modules['openvino.tools.ovc.telemetry_utils'].tm.__name__, "
+            "sys.modules['openvino.tools.ovc.convert_impl'].tm.__name__, openvino_telemetry.__name__)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["openvino.tools.ovc.telemetry_stub"] * 2 + ["openvino_telemetry"], p.stdout

@@ -631,3 +631,66 @@ def test_an_fft_front_end_reads_through_every_target(reader, tmp_path):
     src = _tflite(spec, [tf.TensorSpec([None, 256], tf.float32)], tmp_path / "m.tflite")
     res = opbridge.convert(str(src), to="all", out=str(tmp_path / "out"))
     _assert_ok(res, ["onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml"])
+
+
+# ---------------------------------------------------------------------------- an unread custom op
+def _with_an_unknown_custom_op(src: Path, dst: Path, builtin: str = "TANH", custom: str = "AcmeFrob") -> Path:
+    """``src`` with its ``builtin`` op rewritten as a custom op no one has a kernel for (as
+    MediaPipe's TransformLandmarks / Landmarks2TransformMatrix are to everyone but MediaPipe)."""
+    from translator.frontends.tflite import read_model
+
+    s, model, _ = read_model(src)
+    names = {v: k for k, v in vars(s.BuiltinOperator).items() if not k.startswith("_")}
+    code = s.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = s.BuiltinOperator.CUSTOM
+    code.customCode, code.version = custom, 1
+    model.operatorCodes.append(code)
+    done = 0
+    for op in model.subgraphs[0].operators:
+        c = model.operatorCodes[op.opcodeIndex]
+        if names.get(max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0))) == builtin:
+            op.opcodeIndex = len(model.operatorCodes) - 1
+            op.builtinOptionsType, op.builtinOptions = 0, None
+            done += 1
+    assert done == 1
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    dst.write_bytes(bytes(b.Output()))
+    return dst
+
+
+def test_an_unknown_custom_op_is_one_refused_node_in_the_report_and_a_load_error_elsewhere(tmp_path):
+    """convert (and any load) refuses the file naming the custom op; report keeps that node as
+    an opaque one, typed as the file declares, refuses it on every target with the reason, and
+    judges every other node (the conv before it and the pool after it convert)."""
+    import json
+    import subprocess
+    import sys
+
+    from translator.frontends import tflite
+    from translator.table.errors import FrontendError
+
+    @tf.function
+    def net(x):
+        y = tf.math.tanh(tf.nn.conv2d(x, tf.ones([3, 3, 3, 4]), 1, "SAME"))
+        return tf.nn.avg_pool2d(y, 2, 2, "VALID")
+
+    src = _tflite(net, [tf.TensorSpec([1, 8, 8, 3], tf.float32, name="x")], tmp_path / "net.tflite")
+    path = _with_an_unknown_custom_op(src, tmp_path / "custom.tflite")
+    with pytest.raises(FrontendError, match=r"custom op AcmeFrob.*\[unsupported_op\]"):
+        tflite.load(str(path))
+    m = tflite.load(str(path), keep_unread=True)
+    (opaque,) = [n for n in m.graph.nodes if n.op == "opaque"]
+    assert opaque.attrs["source_op"] == "custom op AcmeFrob" and opaque.outputs[0].type.shape == (1, 8, 8, 4)
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-m", "translator.cli", "report", str(path), "--json"], capture_output=True,
+                       text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    for backend, b in doc["backends"].items():
+        refused = [n for n in b["nodes"] if n["status"] == "unsupported"]
+        assert [(n["op"], n["reason"]) for n in refused] == [("custom op AcmeFrob", "unsupported_op")], (backend, refused)
+        assert {n["op"] for n in b["nodes"] if n["status"] != "unsupported"} >= {"conv", "average_pool"}, backend
+    r = subprocess.run([sys.executable, "-m", "translator.cli", "convert", str(path), "--to", "onnx", "-o",
+                        str(tmp_path / "out.onnx")], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "AcmeFrob" in r.stderr and not (tmp_path / "out.onnx").exists(), r.stderr[-500:]

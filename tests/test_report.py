@@ -378,3 +378,36 @@ def test_a_backend_that_refuses_the_whole_model_is_one_problem_naming_the_node(t
     assert found.backend == "openvino" and found.op == "" and len(found.nodes) == len(plans[1].nodes) > 3
     assert found.what.startswith("the whole model") and "at node 'the_node' (relu)" in found.detail
     assert "openvino: the whole model (" in R.problems_text(found and [found])
+
+
+def test_ops_no_frontend_reads_are_refused_nodes_in_the_report_not_a_failed_load(tmp_path):
+    """An op of a domain we do not read (onnxruntime-extensions' ``ai.onnx.contrib``) and a
+    ``com.microsoft`` op with no IR op: report keeps each as one refused node, typed by the
+    file's value_info, under the op the file names, and judges the nodes after them; the load
+    convert does still refuses the file with exit 2, naming the first."""
+    import json
+
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("Relu", ["x"], ["r"], name="relu"),
+             h.make_node("StringNormalizer2", ["r"], ["c"], name="contrib", domain="ai.onnx.contrib"),
+             h.make_node("NoSuchContribOp", ["c"], ["m"], name="ms", domain="com.microsoft"),
+             h.make_node("Sigmoid", ["m"], ["y"], name="sig")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])], [h.make_tensor_value_info("y", T.FLOAT, [2, 3])],
+                     value_info=[h.make_tensor_value_info("c", T.FLOAT, [2, 3]), h.make_tensor_value_info("m", T.FLOAT, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.onnx.contrib", 1),
+                                             h.make_opsetid("com.microsoft", 1)]), str(path))
+    r = cli("report", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    for backend, b in doc["backends"].items():
+        status = {n["node"]: (n["op"], n["status"], n["reason"]) for n in b["nodes"]}
+        assert status["contrib"] == ("ai.onnx.contrib::StringNormalizer2", "unsupported", "unknown_domain"), (backend, status)
+        assert status["ms"][0] == "com.microsoft::NoSuchContribOp" and status["ms"][1] == "unsupported", (backend, status)
+        assert status["relu"][1] != "unsupported" and status["sig"][1] != "unsupported", (backend, status)
+    r = cli("convert", str(path), "--to", "onnx", "-o", str(tmp_path / "out.onnx"))
+    assert r.returncode == 2 and "contrib" in r.stderr and "unknown_domain" in r.stderr, r.stderr
+    assert not (tmp_path / "out.onnx").exists()

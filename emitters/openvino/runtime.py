@@ -63,8 +63,42 @@ def ov_message(exc: BaseException) -> str:
     return text[:300]
 
 
+#: OpenVINO's modules that bind its usage-telemetry package when imported
+_TELEMETRY_USERS = ("openvino.tools.ovc", "openvino.tools.ovc.convert_impl", "openvino.tools.ovc.utils")
+
+
+def openvino() -> Any:
+    """``import openvino``, with its usage telemetry off. Importing OpenVINO imports its model
+    converter, which sends an event from a worker thread that forks a process to do it: traffic
+    nobody converting a model asked for, and a fork that can deadlock against OpenBLAS threads
+    busy in the same process (a check's reference matmul hung that way). While these modules are
+    first imported the telemetry package is hidden, so OpenVINO binds its own no-op stub; the
+    package is visible again afterwards, to anything else that imports it."""
+    import importlib
+    import sys
+
+    if "openvino" not in sys.modules:
+        missing = object()
+        saved = sys.modules.get("openvino_telemetry", missing)
+        sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # import raises ImportError
+        try:
+            for name in ("openvino", *_TELEMETRY_USERS):
+                try:
+                    importlib.import_module(name)
+                except ImportError:
+                    if name == "openvino":
+                        raise
+        finally:
+            if saved is missing:
+                del sys.modules["openvino_telemetry"]
+            else:
+                sys.modules["openvino_telemetry"] = saved  # type: ignore[assignment]
+    return sys.modules["openvino"]
+
+
 def build_from_source(source: str, weights: Mapping[str, np.ndarray]) -> Any:
     """Execute a builder script (as a module, not as __main__) and call its ``build(w)``."""
+    openvino()  # imported with its telemetry off before the script imports it
     ns: dict[str, Any] = {"__name__": "opbridge_openvino_builder"}
     exec(compile(source, "<builder.py>", "exec"), ns)  # noqa: S102 - our own rendered script
     try:
@@ -91,8 +125,7 @@ def save(artifact: Artifact, folder: str | os.PathLike[str]) -> Path:
     Everything is produced in a temporary sibling folder first, then moved into place
     file by file (``os.replace``): a failure leaves no partial output behind.
     """
-    import openvino as ov
-
+    ov = openvino()
     out = Path(folder)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -113,9 +146,7 @@ def save(artifact: Artifact, folder: str | os.PathLike[str]) -> Path:
 # ----------------------------------------------------------------------------- running
 @lru_cache(maxsize=None)
 def core() -> Any:
-    import openvino as ov
-
-    return ov.Core()
+    return openvino().Core()
 
 
 def compile_model(ov_model: Any) -> Any:
@@ -125,8 +156,7 @@ def compile_model(ov_model: Any) -> Any:
 
 def infer(compiled: Any, feeds: list[Any], request: Any = None) -> list[np.ndarray]:
     """Run a compiled model on positional inputs; outputs as NumPy arrays, in order."""
-    import openvino as ov
-
+    ov = openvino()
     req = request if request is not None else compiled.create_infer_request()
     tensors = {}
     for i, (port, x) in enumerate(zip(compiled.inputs, feeds)):

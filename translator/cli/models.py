@@ -177,7 +177,8 @@ def cmd_report(args: "argparse.Namespace") -> int:
         from ..ir import dims
         from ..ir.freeze import parse as freeze_parse
 
-        model = model_loader(args.model, **source_opts(args))()
+        # an op no frontend reading exists for is one refused node, the rest is still judged
+        model = model_loader(args.model, **source_opts(args), keep_unread=True)()
         frozen = freeze_parse(getattr(args, "freeze", None))
         if frozen:
             from ..ir.freeze import freeze

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..table.errors import Unsupported
 from ..ir.gcpause import gc_paused
 from ..table.index import thaw as _thaw
-from ..ir.graph import Graph, Node, TensorType, Value
+from ..ir.graph import OPAQUE, Graph, Node, TensorType, Value
 from ..table.loader import Op, Tables
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ def judge(node: Node, ctx: Any, supported: frozenset[str], have: "Mapping[str, R
     from .registry import Refusal, refusal
 
     target, tables = ctx.target, ctx.tables
+    if node.op == OPAQUE:
+        return Refusal(node.attrs.get("reason", "unsupported_op"), node.attrs.get("detail", "the frontend could not read it"))
     op = tables.ops.get(node.op)
     if op is None:
         return Refusal("unsupported_op", "op is not in optable.yaml")

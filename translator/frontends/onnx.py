@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..table.errors import FrontendError, OpbridgeError
-from ..ir.graph import Graph, Model, TensorType, Value
+from ..ir.graph import OPAQUE, Graph, Model, TensorType, Value
 from ..table.dtypes import numpy_dtype
 from ..table.dtypes import onnx_dtype_map  # noqa: F401 - re-exported (the one map lives in translator.table.dtypes)
 from ..ir.gcpause import gc_paused
@@ -67,6 +67,7 @@ class _Ctx:
         self.opsets = opsets
         self.base_dir = base_dir
         self.path = path
+        self.keep_unread = False  # an op of an unknown domain or name becomes an OPAQUE node (report)
         self.dtype_of = onnx_dtype_map(tables)
         self.op_index = onnx_op_index(tables)
         self.graph: Graph = Graph()
@@ -241,13 +242,40 @@ def _fill_graph(ctx: _Ctx, g: Any) -> None:
 
 
 def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
-    import onnx.defs
-
     ctx.node_name = node.name or (node.output[0] if node.output else node.op_type)
     domain = node.domain or ""
     if (domain, node.op_type) in ctx.functions:
         _inline_function(ctx, node, ctx.functions[(domain, node.op_type)], value_types)
         return
+    try:
+        fn = _handler(ctx, node, domain)
+        inputs = [ctx.lookup(n) if n else None for n in node.input]
+        attrs = {a.name: _attr(ctx, a) for a in node.attribute}
+        outs = fn(ctx, node, inputs, attrs)
+    except FrontendError as exc:
+        # an op this frontend has no reading of: refused, or (report) kept as an OPAQUE node; the
+        # generic handler fails before it emits anything, so nothing half-converted is left
+        if not ctx.keep_unread or exc.code not in ("unknown_domain", "unsupported_op") or exc.node != ctx.node_name:
+            raise
+        op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+        outs = ctx.emit(OPAQUE, [ctx.lookup(n) if n else None for n in node.input],
+                        {"source_op": op, "reason": exc.code, "detail": exc.detail}, len(node.output),
+                        [o or f"{ctx.node_name}_unused{i}" for i, o in enumerate(node.output)])
+    scope = ctx.scopes[-1]
+    for name, v in zip(node.output, outs):
+        if not name:
+            continue
+        if name in value_types:
+            t = _type_from_proto(ctx, value_types[name])
+            if t.dtype is not None or t.kind != "tensor":
+                v.type = t
+        scope[name] = v
+
+
+def _handler(ctx: _Ctx, node: Any, domain: str) -> Any:
+    """The function that converts ``node``: its contrib or version handler, else the generic one."""
+    import onnx.defs
+
     if domain not in SUPPORTED_DOMAINS:
         raise ctx.fail("unknown_domain", f"domain {domain!r} is not supported (op {node.op_type})")
     if domain == MS_DOMAIN:  # one version (1) of each contrib op: no version handlers
@@ -265,18 +293,7 @@ def _convert_node(ctx: _Ctx, node: Any, value_types: dict[str, Any]) -> None:
             except Exception:  # noqa: BLE001 - SchemaError: unknown op or too new for the opset
                 raise ctx.fail("unsupported_op", f"ONNX op {node.op_type!r} does not exist at opset {opset}") from None
         fn = pick_handler(node.op_type, since) or _generic
-    inputs = [ctx.lookup(n) if n else None for n in node.input]
-    attrs = {a.name: _attr(ctx, a) for a in node.attribute}
-    outs = fn(ctx, node, inputs, attrs)
-    scope = ctx.scopes[-1]
-    for name, v in zip(node.output, outs):
-        if not name:
-            continue
-        if name in value_types:
-            t = _type_from_proto(ctx, value_types[name])
-            if t.dtype is not None or t.kind != "tensor":
-                v.type = t
-        scope[name] = v
+    return fn
 
 
 def _inline_function(ctx: _Ctx, node: Any, fn: Any, value_types: dict[str, Any]) -> None:
@@ -666,9 +683,12 @@ def _stale_value_info(proto: Any, exc: Exception) -> list[str]:
 
 
 def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "<model>",
-               tables: Tables | None = None, infer_shapes: bool = True, validate: bool = True) -> Model:
+               tables: Tables | None = None, infer_shapes: bool = True, validate: bool = True,
+               keep_unread: bool = False) -> Model:
     """The IR of ``proto``. ``validate`` (default) first runs the validation stage
-    (``frontends/validate.py``); a caller converting the same proto again may skip it."""
+    (``frontends/validate.py``); a caller converting the same proto again may skip it.
+    ``keep_unread``: an op of an unknown domain, or one with no IR op, becomes an ``OPAQUE``
+    node that every target refuses with the reason (``report``) instead of failing the load."""
     import onnx
 
     dropped: list[str] = []
@@ -701,6 +721,7 @@ def from_proto(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str = "
         except Exception:  # noqa: BLE001 - inference is best effort; types then come from our rules
             pass
     ctx = _Ctx(tables, opsets, Path(base_dir), path)
+    ctx.keep_unread = keep_unread
     ctx.functions = {(f.domain, f.name): f for f in proto.functions}
     ctx.graph = Graph(proto.graph.name or "main")
     ctx.scopes.append({})
@@ -742,11 +763,13 @@ def matches(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".onnx")
 
 
-def load(source: str | os.PathLike[str], **opts: Any) -> Model:
-    """The validated IR of an ONNX file (``opts`` are not used by this frontend)."""
+def load(source: str | os.PathLike[str], keep_unread: bool = False, **opts: Any) -> Model:
+    """The validated IR of an ONNX file (``keep_unread``: see ``from_proto``; other ``opts``
+    are not used by this frontend)."""
     p = Path(source)
     proto = read_model_proto(p)
-    return from_proto(proto, p.resolve().parent, str(source))  # validated: fails early, with a one-line reason
+    # validated: fails early, with a one-line reason
+    return from_proto(proto, p.resolve().parent, str(source), keep_unread=keep_unread)
 
 
 def run_source(source: str | os.PathLike[str], feeds: dict[str, Any], names: list[str], **opts: Any) -> list[Any]:

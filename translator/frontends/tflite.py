@@ -42,7 +42,7 @@ import numpy as np
 
 from ..table.errors import FrontendError, OpbridgeError
 from ..ir.infer import infer_node
-from ..ir.graph import Graph, Model, TensorType, Value
+from ..ir.graph import OPAQUE, Graph, Model, TensorType, Value
 from . import tflite_state
 from .tflite_sparse import densify
 from .tflite_state import STATE_OPS
@@ -150,6 +150,7 @@ class Ctx:
         self.made: set[int] = set()  # the values the current op's handler created
         self.op: Any = None  # the operator being converted
         self.stack: list[int] = []  # the subgraphs being converted (a loop's cond/body inside the model's)
+        self.keep_unread = False  # unmapped ops become OPAQUE nodes (report), not a load failure
         self.rounding = False  # a hybrid kernel quantizes at run time (metadata "opbridge.rounding")
         self.opcode_name = lambda op: _opcode_name(self, op)  # (builtin or custom code, is_custom)
         self.produced = {int(t) for o in self.sg.operators or [] for t in _seq(o.outputs)}
@@ -499,9 +500,20 @@ def reachable(model: Any, sg_index: int, builtin_names: dict[int, str]) -> list[
     return seen
 
 
+def _mapped(ctx: Ctx, name: str, custom: bool) -> bool:
+    """Whether the op (builtin or custom ``name``) has a handler and a reverse-index entry."""
+    from . import tflite_ops
+    from .tflite_custom import CUSTOM_HANDLERS
+
+    if custom:
+        return name in CUSTOM_HANDLERS
+    return name in STATE_OPS or (tflite_ops.HANDLERS.get(name) is not None and name in ctx.reverse)
+
+
 def _check_mapped(ctx: Ctx, sg_index: int) -> None:
     """Every op of the model's subgraph and of the subgraphs its loops run must have a handler
-    and a reverse-index entry: all unmapped op types are reported together, naming the first node."""
+    and a reverse-index entry: all unmapped op types are reported together, naming the first node.
+    With ``ctx.keep_unread`` (report) they are kept as ``OPAQUE`` nodes instead (``run_ops``)."""
     from . import tflite_ops
     from .tflite_custom import CUSTOM_HANDLERS
 
@@ -515,7 +527,7 @@ def _check_mapped(ctx: Ctx, sg_index: int) -> None:
                 continue
             if (name not in CUSTOM_HANDLERS) if custom else (tflite_ops.HANDLERS.get(name) is None or name not in ctx.reverse):
                 unmapped.setdefault(("custom op " if custom else "") + name, first or name)
-    if unmapped:
+    if unmapped and not ctx.keep_unread:
         kinds = sorted(unmapped)
         node = next(iter(unmapped.values()))  # the first unmapped node in graph order
         raise FrontendError("unsupported_op", f"{len(kinds)} TFLite op type(s) have no IR mapping: {', '.join(kinds)}",
@@ -538,11 +550,26 @@ def run_ops(ctx: Ctx, out_names: dict[int, str]) -> None:
                            f"{', '.join(sorted(tflite_ops.COMPLEX_READERS))} only)")
         if not custom and name in STATE_OPS:  # resource variables: state inputs/outputs (tflite_state)
             results = tflite_state.handle(ctx, op, name)
+        elif ctx.keep_unread and not _mapped(ctx, name, custom):
+            results = _opaque(ctx, op, ("custom op " if custom else "") + name)
         else:
             results = (CUSTOM_HANDLERS if custom else tflite_ops.HANDLERS)[name](ctx, op)
         for ti, v in zip(list(op.outputs), results):
             if ti >= 0 and v is not None:
                 _bind(ctx, int(ti), v, ctx.made, out_names)
+
+
+def _opaque(ctx: Ctx, op: Any, what: str) -> list[Value]:
+    """An op with no IR mapping kept as an ``OPAQUE`` node, typed as the file declares its outputs."""
+    outs = [int(t) for t in _seq(op.outputs)]
+    ins = [ctx.input(int(i)) if int(i) >= 0 else None for i in _seq(op.inputs)]
+    node = ctx.graph.add_node(OPAQUE, ins, {"source_op": what, "reason": "unsupported_op",
+                                            "detail": f"TFLite {what} has no IR mapping"},
+                              outputs=len(outs), name=ctx.node_name or what)
+    for v, t in zip(node.outputs, outs):
+        v.type = TensorType("float32" if ctx.quant(t) is not None else ctx.dtype(t), ctx.dims(t))
+        ctx.made.add(id(v))
+    return list(node.outputs)
 
 
 def convert_subgraph(ctx: Ctx, sg_index: int, graph: Graph, inputs: list[Value]) -> list[Value]:
@@ -576,12 +603,14 @@ def convert_subgraph(ctx: Ctx, sg_index: int, graph: Graph, inputs: list[Value])
          ctx.made, ctx.op) = saved
 
 
-def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = None) -> Model:
+def convert(s: Any, model: Any, buf: bytes, path: str, signature: str | None = None,
+            keep_unread: bool = False) -> Model:
     ins, outs, sd = io_names(model, signature)
     sg_index = int(sd.subgraphIndex) if sd is not None else 0
     if sg_index >= len(model.subgraphs):
         raise FrontendError("bad_model", f"signature subgraph {sg_index} does not exist", where=path)
     ctx = Ctx(s, model, buf, sg_index, path)
+    ctx.keep_unread = keep_unread
     g = ctx.graph
     out_names = {ti: n for ti, n in outs}
     ctx.reserved = {n for _, n in ins} | set(out_names.values())
@@ -646,14 +675,16 @@ def matches(source: Any) -> bool:
 
 
 def load(source: str | os.PathLike[str], signature: str | None = None, exact_int8: bool = False,
-         **opts: Any) -> Model:
+         keep_unread: bool = False, **opts: Any) -> Model:
     """The validated IR of a ``.tflite`` file (``signature``: which signature, default the first).
 
     Quantized tensors are read as what they are: int8/uint8 values with ``dequantize_linear`` /
     ``quantize_linear`` around the ops that compute on them (the QDQ form every target writes
     as integer kernels). ``exact_int8`` (``--exact-int8``) instead rewrites 8-bit convolutions,
     fully connected layers, average pools and hard swish into LiteRT's integer arithmetic in
-    float ops (``passes.requantize``): bit-exact against the interpreter, but a float model."""
+    float ops (``passes.requantize``): bit-exact against the interpreter, but a float model.
+    ``keep_unread``: an op with no IR mapping (a custom op) becomes an ``OPAQUE`` node every
+    target refuses (``report``), instead of failing the load."""
     from ..ir.gcpause import gc_paused
     from ..compile.passes import requantize, verify
 
@@ -661,7 +692,7 @@ def load(source: str | os.PathLike[str], signature: str | None = None, exact_int
     s, model, buf = read_model(path)
     with gc_paused():
         try:
-            m = convert(s, model, buf, path, signature)
+            m = convert(s, model, buf, path, signature, keep_unread)
             if exact_int8:  # 8-bit conv, fully connected, average pool, hard swish as LiteRT computes them
                 requantize.run(m.graph)
                 m.metadata["opbridge.exact_int8"] = "1"

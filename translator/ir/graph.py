@@ -28,6 +28,12 @@ if TYPE_CHECKING:  # numpy is imported only by code that touches constants
 
 Dim = "int | str | None"
 
+#: A node a frontend could not read into table ops (an op of an unknown domain, a custom op),
+#: kept only when asked (``frontends.load(..., keep_unread=True)``: ``report`` judges the rest of
+#: the model around it). Not a table op: the verifier lets it through and every target refuses
+#: it with the frontend's reason (``attrs``: ``source_op``, ``reason``, ``detail``).
+OPAQUE = "opaque"
+
 
 @dataclass(frozen=True)
 class TensorType:

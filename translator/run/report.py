@@ -20,7 +20,7 @@ from typing import Any
 
 from ..table.constants import API_KEYS, API_TITLES
 from ..table.errors import OpbridgeError
-from ..ir.graph import Model
+from ..ir.graph import OPAQUE, Model
 from ..table.loader import Tables, load_tables
 
 
@@ -142,7 +142,7 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             bp = BackendPlan(b)
             for node in order:
                 first = next((v for v in node.inputs if v is not None), None)
-                bp.nodes.append(NodePlan(node.name, node.op, first.type.dtype if first is not None else None,
+                bp.nodes.append(NodePlan(node.name, _op_of(node), first.type.dtype if first is not None else None,
                                          "unsupported", detail, code))
             plans.append(bp)
             continue
@@ -164,11 +164,11 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             dtype = first.type.dtype if first is not None else (node.outputs[0].type.dtype if node.outputs else None)
             how = ctx.how.get(node.name, "native")
             if how == "folded":
-                bp.nodes.append(NodePlan(node.name, node.op, node.outputs[0].type.dtype if node.outputs else None,
+                bp.nodes.append(NodePlan(node.name, _op_of(node), node.outputs[0].type.dtype if node.outputs else None,
                                          "folded", "computed at conversion time (constant or static shape)",
                                          evidence="reference"))
                 continue
-            plan_ = NodePlan(node.name, node.op, dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
+            plan_ = NodePlan(node.name, _op_of(node), dtype, "native", evidence=_evidence(verified, node.op, b, dtype))
             refusal = (ctx.refusals or {}).get(node.name)
             cell = tables.ops[node.op].backends.get(b) if node.op in tables.ops else None
             if refusal is not None:
@@ -195,6 +195,11 @@ def plan_model(model: Model, backends: list[str], tables: Tables | None = None,
             bp.nodes.append(plan_)
         plans.append(bp)
     return plans
+
+
+def _op_of(node: Any) -> str:
+    """The op a report names: a table op, or what the source called a node no frontend could read."""
+    return str(node.attrs.get("source_op", node.op)) if node.op == OPAQUE else node.op
 
 
 @dataclass
@@ -324,7 +329,7 @@ def _with_a_setting_frozen(model: Model, bp: BackendPlan, tables: Tables | None,
         if not any(n.status == "unsupported" for n in again.nodes):
             flag = f"--freeze {name}={int(value) if isinstance(value, bool) else value}"
             return flag, (f"(the value its If tests {name} against: that branch is inlined) makes the whole model "
-                          f"convertible on {bp.backend}")
+                          "convertible")
     return None
 
 
@@ -429,17 +434,29 @@ def model_json(source: str, plans: list[BackendPlan], found: list[Problem] | Non
     return out
 
 
+def across_targets(found: list[Problem]) -> list[tuple[list[str], Problem]]:
+    """The groups that are the same on several targets (same nodes, reason, detail and remedy:
+    a custom op every target refuses) as one, with the targets they stand for, in first-seen order."""
+    merged: dict[tuple[Any, ...], tuple[list[str], Problem]] = {}
+    for pr in found:
+        key = (pr.reason, pr.op, pr.detail, tuple(pr.nodes), pr.remedy, pr.remedy_says)
+        merged.setdefault(key, ([], pr))[0].append(pr.backend)
+    return list(merged.values())
+
+
 def problems_text(found: list[Problem], show: int = 12) -> str:
-    """The refused groups, one line each (the first ``show``), with the remedy when one computes."""
+    """The refused groups, one line each (the first ``show``; one line for a group several
+    targets share), with the remedy when one computes."""
     lines = []
-    for pr in found[:show]:
+    groups = across_targets(found)
+    for backends, pr in groups[:show]:
         names = ", ".join(pr.nodes[:3]) + (f" and {len(pr.nodes) - 3} more" if len(pr.nodes) > 3 else "")
-        line = f"  {pr.backend}: {pr.what} refused [{pr.reason}]: {pr.detail} ({names})"
+        line = f"  {', '.join(backends)}: {pr.what} refused [{pr.reason}]: {pr.detail} ({names})"
         if pr.remedy:
             line += f"; {pr.remedy} {pr.remedy_says}"
         lines.append(line)
-    if len(found) > show:
-        lines.append(f"  … {len(found) - show} more groups (--json lists all)")
+    if len(groups) > show:
+        lines.append(f"  … {len(groups) - show} more groups (--json lists all)")
     return ("problems (refused nodes by reason and op):\n" + "\n".join(lines)) if lines else ""
 
 
@@ -558,9 +575,9 @@ def _problems_html(found: list[Problem]) -> str:
     if not found:
         return "<p>No node is refused on any target.</p>"
     out = ["<h2>Refused nodes, by reason and op</h2>"]
-    for pr in found:
+    for backends, pr in across_targets(found):
         remedy = f" <b>{_e(pr.remedy)}</b> {_e(pr.remedy_says)}." if pr.remedy else ""
-        out.append(f"<details class='unsupported'><summary>{_e(pr.backend)}: {_e(pr.what)} "
+        out.append(f"<details class='unsupported'><summary>{_e(', '.join(backends))}: {_e(pr.what)} "
                    f"[{_e(pr.reason)}] {_e(pr.detail)}.{remedy}</summary><ul>" +
                    "".join(f"<li>{_e(n)}</li>" for n in pr.nodes) + "</ul></details>")
     return "".join(out)

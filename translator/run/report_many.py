@@ -44,7 +44,7 @@ def judge(path: str, backends: list[str], fix_dims: dict[str, int] | None = None
     from .check import model_loader
 
     try:
-        model = model_loader(path)()
+        model = model_loader(path, keep_unread=True)()  # an unreadable op: one refused node
         opts = R.dim_options(fix_dims, None, model, backends)
         plans = R.plan_model(model, backends, **opts)
         found = R.problems(plans, model, **opts)
