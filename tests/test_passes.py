@@ -121,3 +121,86 @@ def test_random_and_quantize_ops_never_fold():
 
     assert foldable("resize") and foldable("matmul") and foldable("shape")
     assert not foldable("random_normal") and not foldable("dequantize_linear") and not foldable("loop")
+
+
+# --- passes/fuse: a convolution's affine tail folded into its weights --------------------------------
+def _conv_tail(tail: str, c: int = 4, bias: bool = True, conv_dims: int = 2, twice: bool = False,
+               add_shape: tuple[int, ...] | None = None) -> Graph:
+    """x → conv (constant weights, optional bias) → ``tail`` (batch_normalization, or an add of a
+    constant of ``add_shape``); ``twice``: the conv's output also feeds a relu that is an output."""
+    rng = np.random.default_rng(c + conv_dims)
+    g = Graph()
+    sp = (6,) * conv_dims
+    x = g.add_input("x", TensorType("float32", (2, 3) + sp))
+    w = g.add_constant("w", rng.standard_normal((c, 3) + (3,) * conv_dims).astype(np.float32), "float32")
+    ins = [x, w] + ([g.add_constant("b", rng.standard_normal(c).astype(np.float32), "float32")] if bias else [])
+    y = g.add_node("conv", ins, {"pads": [1] * (2 * conv_dims)}, outputs=["y"], name="the_conv").outputs[0]
+    if tail == "batch_normalization":
+        stats = [rng.standard_normal(c), rng.standard_normal(c), rng.standard_normal(c), rng.uniform(0.5, 2.0, c)]
+        params = [g.add_constant(f"p{i}", s.astype(np.float32), "float32") for i, s in enumerate(stats)]
+        z = g.add_node("batch_normalization", [y, *params], {"epsilon": 1e-3}, outputs=["z"], name="bn").outputs[0]
+    else:
+        k = g.add_constant("k", rng.standard_normal(add_shape).astype(np.float32), "float32")
+        z = g.add_node("add", [k, y], outputs=["z"], name="bias_add").outputs[0]
+    g.outputs = [z]
+    if twice:
+        g.outputs.append(g.add_node("relu", [y], outputs=["r"]).outputs[0])
+    from translator.ir.infer import infer
+
+    infer(g)
+    return g
+
+
+@pytest.mark.parametrize("tail,kw", [
+    ("batch_normalization", {}), ("batch_normalization", {"bias": False}), ("batch_normalization", {"conv_dims": 1}),
+    ("batch_normalization", {"conv_dims": 3}), ("add", {"add_shape": (1, 4, 1, 1)}), ("add", {"add_shape": (4, 1, 1)}),
+    ("add", {"add_shape": (1,), "bias": False}), ("add", {"add_shape": ()}),
+])
+def test_a_convolutions_batch_norm_or_per_channel_add_becomes_its_weights(tail, kw):
+    from translator.compile.passes import fuse
+
+    g = _conv_tail(tail, **kw)
+    feeds = {"x": np.random.default_rng(0).standard_normal(g.inputs[0].type.shape).astype(np.float32)}
+    before = run(_model(g), feeds)[0]
+    assert fuse.run(g) == 1
+    assert [n.op for n in g.nodes] == ["conv"] and g.nodes[0].name == "the_conv" and len(g.nodes[0].inputs) == 3
+    assert g.outputs[0].name == "z"  # the result keeps what the model calls it
+    np.testing.assert_allclose(run(_model(g), feeds)[0], before, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("why,tail,kw", [
+    ("the conv's output is used twice", "batch_normalization", {"twice": True}),
+    ("a constant along the last axis is not per channel", "add", {"add_shape": (6,)}),
+    ("a full-size constant is not a bias", "add", {"add_shape": (1, 4, 6, 6)}),
+])
+def test_what_is_not_a_per_channel_affine_tail_stays(why, tail, kw):
+    from translator.compile.passes import fuse
+
+    g = _conv_tail(tail, **kw)
+    assert fuse.run(g) == 0, why
+    assert [n.op for n in g.nodes][:2] == ["conv", tail], why
+
+
+def test_quantized_weights_are_not_folded_into_float_ones():
+    from translator.compile.passes import fuse
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 3, 5, 5)))
+    q = g.add_constant("wq", np.ones((2, 3, 1, 1), np.int8), "int8")
+    s = g.add_constant("s", np.asarray(0.1, np.float32), "float32")
+    z = g.add_constant("zp", np.asarray(0, np.int8), "int8")
+    w = g.add_node("dequantize_linear", [q, s, z], outputs=["w"]).outputs[0]
+    y = g.add_node("conv", [x, w], outputs=["y"]).outputs[0]
+    k = g.add_constant("k", np.ones((1, 2, 1, 1), np.float32), "float32")
+    g.outputs = [g.add_node("add", [y, k], outputs=["out"]).outputs[0]]
+    assert fuse.run(g) == 0
+
+
+def test_the_report_says_the_batch_norm_is_folded_and_the_reference_computes_it_as_written():
+    from translator.run import report as R
+
+    g = _conv_tail("batch_normalization")
+    plans = {p.backend: p for p in R.plan_model(_model(g), ["numpy", "pytorch", "openvino"])}
+    for b in ("pytorch", "openvino"):
+        assert {n.node: n.status for n in plans[b].nodes} == {"the_conv": "native", "bn": "folded"}, b
+    assert {n.node: n.status for n in plans["numpy"].nodes}["bn"] != "folded"

@@ -9,7 +9,8 @@
 * **verify** (``passes/verify``): op known, inputs/attributes per signature, dtypes, shapes.
 * **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph;
   shape arithmetic under symbolic dims where its entries are known (``passes/shape_values``);
-  an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``).
+  an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``);
+  a convolution's batch norm or per-channel bias add become its weights (``passes/fuse``).
 * **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
   become the first legal substitute, reported.
 * **lower** (``translator.compile.lowering.lower``): per node, the target's rule or snippet when the
@@ -153,6 +154,10 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
 
         ctx.warn(control.inline_typed_branches(model, fold, tables))
     _sink_transposes(g, ctx)
+    if target.fold:  # a convolution's batch norm / bias add become its weights (reported folded)
+        from .passes import fuse
+
+        fuse.run(g)
     kept = {id(n) for n in g.walk()}
     kept_names = {n.name for n in g.walk()}  # a frontend may expand one source node into several of its name
     ctx.how.update({name: "folded" for i, name in before.items() if i not in kept and name not in kept_names})
