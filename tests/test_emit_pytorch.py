@@ -538,8 +538,8 @@ def test_recurrence_kernel_choice_matches_onnxruntime(tmp_path, op, gates, attrs
     body = _forward(art)
     assert ("_rnn_native(" in body) is native and ("_recurrence(" in body) is not native
     got, want = pt.run(art, feeds), _ort_run(path, feeds)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and np.abs(g - w).max() <= 1e-5
+    for g, w in zip(got, want):  # float32 rounding grows with the values (a ReLU recurrence reaches ~5)
+        assert g.shape == w.shape and np.abs(g - w).max() <= 1e-5 * max(1.0, float(np.abs(w).max()))
 
 
 # ----------------------------------------------------------------------------- symbolic spatial dims

@@ -63,10 +63,16 @@ def _refit(graph: Graph, conv: Node, tail: Node, weight: np.ndarray, bias: np.nd
                          name=conv.name, before=tail)
     new.meta.update(conv.meta)
     name = out.name  # the result keeps the tail's name: what the model calls it, and what checks compare
+    old_b = conv.inputs[2] if len(conv.inputs) > 2 else None
     graph.replace_node(tail, [new.outputs[0]])
     if new.outputs[0].name != name:
         out.name, new.outputs[0].name = f"{name}__replaced", name
     graph.remove_node(conv)
+    for old, fused in ((w, nw), (old_b, nb)):  # the weights keep the model's names when nothing else reads them
+        if old is not None and not old.uses and graph.constants.get(old.name) is old:
+            del graph.constants[old.name], graph.constants[fused.name]
+            fused.name = old.name
+            graph.constants[fused.name] = fused
 
 
 def _batch_norm(graph: Graph, bn: Node) -> int:
