@@ -106,10 +106,9 @@ def test_reshape_to_shape_arithmetic_keeps_the_declared_static_dims(tmp_path):
 
 
 # ---------------------------------------------------------------------------- 2. Convolution2DTransposeBias
-def _as_mediapipe_custom(src: Path, dst: Path) -> Path:
-    """``src`` (TensorFlow's TFLite converter output) with its TRANSPOSE_CONV rewritten as
-    MediaPipe writes it: custom op Convolution2DTransposeBias, inputs (x, OHWI weights, bias), the
-    raw TfLiteTransposeConvParams struct (padding SAME = 1, stride_width, stride_height) as options."""
+def _to_custom(src: Path, dst: Path, builtin: str, custom: str, edit=None) -> Path:
+    """``src`` (TensorFlow's TFLite converter output) with its one ``builtin`` op rewritten as the
+    custom op ``custom`` (``edit(op, options)`` then rewrites its inputs and custom options)."""
     from translator.frontends.tflite import read_model
 
     s, model, _ = read_model(src)
@@ -117,29 +116,40 @@ def _as_mediapipe_custom(src: Path, dst: Path) -> Path:
     names = {v: k for k, v in vars(s.BuiltinOperator).items() if not k.startswith("_")}
     code = s.OperatorCodeT()
     code.builtinCode = code.deprecatedBuiltinCode = s.BuiltinOperator.CUSTOM
-    code.customCode = "Convolution2DTransposeBias"
-    code.version = 1
+    code.customCode, code.version = custom, 1
     codes.append(code)
     done = 0
     for op in model.subgraphs[0].operators:
         c = codes[op.opcodeIndex]
-        if names.get(max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0))) != "TRANSPOSE_CONV":
+        if names.get(max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0))) != builtin:
             continue
-        shape_i, w_i, x_i, b_i = (list(op.inputs) + [-1])[:4]
-        assert b_i >= 0, "TensorFlow's converter fused the bias into TRANSPOSE_CONV"
-        o = op.builtinOptions
-        pad = {s.Padding.SAME: 1, s.Padding.VALID: 2}[o.padding]
+        options = op.builtinOptions
         op.opcodeIndex = len(codes) - 1
-        op.inputs = [x_i, w_i, b_i]
         op.builtinOptionsType, op.builtinOptions = 0, None
-        op.customOptions = list(struct.pack("<iii", pad, o.strideW, o.strideH))
-        op.customOptionsFormat = 0
+        if edit is not None:
+            edit(op, options, s)
         done += 1
     assert done == 1
     b = flatbuffers.Builder(1024)
     b.Finish(model.Pack(b), file_identifier=b"TFL3")
     dst.write_bytes(bytes(b.Output()))
     return dst
+
+
+def _as_mediapipe_custom(src: Path, dst: Path) -> Path:
+    """``src`` with its TRANSPOSE_CONV rewritten as MediaPipe writes it: custom op
+    Convolution2DTransposeBias, inputs (x, OHWI weights, bias), the raw
+    TfLiteTransposeConvParams struct (padding SAME = 1, stride_width, stride_height) as options."""
+
+    def edit(op, o, s):
+        shape_i, w_i, x_i, b_i = (list(op.inputs) + [-1])[:4]
+        assert b_i >= 0, "TensorFlow's converter fused the bias into TRANSPOSE_CONV"
+        pad = {s.Padding.SAME: 1, s.Padding.VALID: 2}[o.padding]
+        op.inputs = [x_i, w_i, b_i]
+        op.customOptions = list(struct.pack("<iii", pad, o.strideW, o.strideH))
+        op.customOptionsFormat = 0
+
+    return _to_custom(src, dst, "TRANSPOSE_CONV", "Convolution2DTransposeBias", edit)
 
 
 def _mediapipe_kernel(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: tuple[int, int], same: bool) -> np.ndarray:
@@ -637,26 +647,7 @@ def test_an_fft_front_end_reads_through_every_target(reader, tmp_path):
 def _with_an_unknown_custom_op(src: Path, dst: Path, builtin: str = "TANH", custom: str = "AcmeFrob") -> Path:
     """``src`` with its ``builtin`` op rewritten as a custom op no one has a kernel for (as
     MediaPipe's TransformLandmarks / Landmarks2TransformMatrix are to everyone but MediaPipe)."""
-    from translator.frontends.tflite import read_model
-
-    s, model, _ = read_model(src)
-    names = {v: k for k, v in vars(s.BuiltinOperator).items() if not k.startswith("_")}
-    code = s.OperatorCodeT()
-    code.builtinCode = code.deprecatedBuiltinCode = s.BuiltinOperator.CUSTOM
-    code.customCode, code.version = custom, 1
-    model.operatorCodes.append(code)
-    done = 0
-    for op in model.subgraphs[0].operators:
-        c = model.operatorCodes[op.opcodeIndex]
-        if names.get(max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0))) == builtin:
-            op.opcodeIndex = len(model.operatorCodes) - 1
-            op.builtinOptionsType, op.builtinOptions = 0, None
-            done += 1
-    assert done == 1
-    b = flatbuffers.Builder(1024)
-    b.Finish(model.Pack(b), file_identifier=b"TFL3")
-    dst.write_bytes(bytes(b.Output()))
-    return dst
+    return _to_custom(src, dst, builtin, custom)
 
 
 def test_an_unknown_custom_op_is_one_refused_node_in_the_report_and_a_load_error_elsewhere(tmp_path):
