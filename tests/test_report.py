@@ -170,21 +170,35 @@ def test_one_backends_internal_error_does_not_refuse_the_model_on_the_others(mon
     assert [(n.status, n.reason) for n in plans["coreml"].nodes] == [("unsupported", "internal_error")]
 
 
+def _openvino_refusing(monkeypatch, refuses, why) -> None:
+    """The openvino target, for this test, refuses the nodes ``refuses(node)`` picks with ``why``."""
+    import dataclasses
+
+    import emitters.openvino as ov
+    from translator.compile import target as TG
+
+    real_accepts, real = ov.TARGET.accepts, TG.get
+
+    def accepts(node, ctx):
+        if refuses(node):
+            return why
+        return real_accepts(node, ctx) if real_accepts is not None else None
+
+    monkeypatch.setattr(TG, "get", lambda name: dataclasses.replace(ov.TARGET, accepts=accepts) if name == "openvino"
+                        else real(name))
+
+
 def test_problems_come_first_grouped_with_a_computed_remedy(tmp_path, monkeypatch):
     """A target that refuses nodes for a reason fixing a dim settles (here openvino's relu,
     refused over a symbolic dim with a code convert does not fix by itself): report groups
     the refused nodes by reason and op, computes the remedy by re-planning with the dims
     fixed, and that remedy, applied, converts them; the HTML opens on the summary matrix and
     the groups, and the nodes every target folds are one collapsed line."""
-    import dataclasses
-
     import numpy as np
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
 
-    import emitters.openvino as ov
-    from translator.compile import target as TG
     from translator.compile.registry import Refusal
     from translator import frontends
     from translator.run import report as R
@@ -197,16 +211,9 @@ def test_problems_come_first_grouped_with_a_computed_remedy(tmp_path, monkeypatc
     path = tmp_path / "m.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
 
-    real_accepts = ov.TARGET.accepts
-
-    def accepts(node, ctx):
-        if node.op not in ("shape", "add") and not all(isinstance(d, int) for d in node.inputs[0].type.shape):
-            return Refusal("unsupported_attribute_value", "pretend relu needs static dims")
-        return real_accepts(node, ctx) if real_accepts is not None else None
-
-    real = TG.get
-    monkeypatch.setattr(TG, "get", lambda name: dataclasses.replace(ov.TARGET, accepts=accepts) if name == "openvino"
-                        else real(name))
+    _openvino_refusing(monkeypatch, lambda node: node.op not in ("shape", "add") and not all(
+        isinstance(d, int) for d in node.inputs[0].type.shape),
+        Refusal("unsupported_attribute_value", "pretend relu needs static dims"))
     model = frontends.load(str(path))
     plans = R.plan_model(model, ["onnx", "openvino"])
     found = R.problems(plans, model)
@@ -315,11 +322,7 @@ def test_a_setting_input_that_decides_an_if_gets_a_computed_freeze_remedy(tmp_pa
     """An If a target refuses, on a setting input compared with a constant (``Equal(mode,
     7)``, through Not): report re-plans with the input frozen to the value the
     model tests, and says ``--freeze mode=7`` only because that plan converts every node."""
-    import dataclasses
-
-    import emitters.openvino as ov
     from translator import frontends
-    from translator.compile import target as TG
     from translator.compile.registry import Refusal
     from translator.ir.freeze import freeze
     from translator.run import report as R
@@ -327,16 +330,9 @@ def test_a_setting_input_that_decides_an_if_gets_a_computed_freeze_remedy(tmp_pa
 
     path = tmp_path / "switch.onnx"
     _switch_model(path)
-    real_accepts = ov.TARGET.accepts
-
-    def accepts(node, ctx):
-        if node.op == "if":  # as Core ML refused control flow before it was lowered to MIL cond
-            return Refusal("unsupported_op", "pretend control flow is not lowered")
-        return real_accepts(node, ctx) if real_accepts is not None else None
-
-    real = TG.get
-    monkeypatch.setattr(TG, "get", lambda name: dataclasses.replace(ov.TARGET, accepts=accepts) if name == "openvino"
-                        else real(name))
+    # as Core ML refused control flow before it was lowered to MIL cond
+    _openvino_refusing(monkeypatch, lambda node: node.op == "if",
+                       Refusal("unsupported_op", "pretend control flow is not lowered"))
     model = frontends.load(str(path))
     assert R.setting_inputs(model) == [("mode", 7)]
     plans = R.plan_model(model, ["onnx", "openvino"])
