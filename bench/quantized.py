@@ -9,7 +9,14 @@ weights, no downloads):
   channel and QOperator, and the MLP by ``quantize_dynamic`` too;
 * a Keras CNN converted by TensorFlow's converter to a full-int8 ``.tflite`` (representative
   data, int8 kernels, float I/O);
-* the quantized QDQ models of the wild corpus that are in its cache (``bench/.cache/wild``).
+* nine architectures of the zoo (``ZOO``: five timm CNNs, ConvNeXt, ViT, BERT, an LSTM; the
+  static torch.onnx exports of ``bench/zoo_models.py``) quantized by onnxruntime: per-channel
+  QDQ and QOperator for the CNNs, per-channel QDQ and ``quantize_dynamic`` for the
+  transformers, QDQ and dynamic for the LSTM;
+* four Keras applications (``KERAS``, from ``bench/keras_zoo.py``) as TensorFlow's converter
+  quantizes them: full int8 with float I/O and dynamic-range (int8 weights);
+* every quantized model of the wild corpus in its cache (QDQ, dynamic, int8; ``bench/.cache/wild``),
+  on the corpus' own inputs (no float original: no size ratio).
 
 Each quantized model and its float original go to every target with ``opbridge convert``
 (the check against the source runtime). Per cell: ``q`` when the artifact is quantized —
@@ -19,10 +26,13 @@ u8/i8 (runtime precision); ONNX: onnxruntime's optimized session graph has integ
 (QLinearConv, QLinearMatMul, QGemm, MatMulInteger, ConvInteger, DynamicQuantize*); PyTorch:
 the weights file holds int8 tensors; Core ML: int8 weights (``constexpr_affine_dequantize``
 or int8 constants; structural only: Core ML does not run on Linux) — else ``f`` (float) —
-then the artifact's size as a ratio of the float model's conversion to the same target, and
+then the artifact's size as a ratio of the float model's conversion to the same target (one float
+conversion per model and target, shared by its forms), and
 the check (``ok``; for an output a DequantizeLinear computes, the error in quantization steps
-and the share of exact values the check notes). Totals per target: how many conversions come
-out quantized, the size ratios, the checks.
+and the share of exact values the check notes). Totals per target, the acceptance's figures:
+how many conversions come out quantized, the size ratios (and how many are <= 0.35x), how many
+quantized outputs are within 1 step and >= 99% exact, and the share of the counted compute ops
+that run as integer kernels (TFLite: those XNNPACK takes, plus LiteRT's hybrid kernels).
 
 Latency (issue 24's acceptance): on onnx, tflite and openvino the int8 artifact and the float
 conversion of the same model are timed on the same input, one thread, called alternately, median
@@ -99,6 +109,104 @@ def calibration_reader(rng: np.random.Generator, shape: tuple[int, ...], count: 
     return Data()
 
 
+def feeds_reader(rng: np.random.Generator, feeds: dict[str, np.ndarray], count: int = 8) -> Any:
+    """onnxruntime's calibration data for a model with named inputs ``feeds`` (the zoo's
+    ``inputs.npz``): float inputs redrawn from a normal of the same mean and spread, integer
+    inputs (token ids, masks) shuffled along their last axis, ``count`` samples from ``rng``."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    def one() -> dict[str, np.ndarray]:
+        out = {}
+        for k, v in feeds.items():
+            if v.dtype.kind == "f":
+                out[k] = (v.mean() + v.std() * rng.standard_normal(v.shape)).astype(v.dtype)
+            else:
+                out[k] = np.take(v, rng.permutation(v.shape[-1]), axis=-1) if v.ndim else v
+        return out
+
+    class Data(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = [one() for _ in range(count)]
+
+        def get_next(self):  # noqa: ANN201
+            return self.left.pop() if self.left else None
+
+    return Data()
+
+
+#: architectures of the zoo (``bench/zoo_models.py``, torch.onnx static exports with seeded
+#: weights) and the onnxruntime forms each is quantized in: per-channel QDQ (onnxruntime's
+#: advice for CNNs) and QOperator for the CNNs, per-channel QDQ and dynamic quantization for
+#: the transformers, both static and dynamic for the LSTM
+ZOO = {"resnet18": ("qdq_pc", "qop"), "mobilenetv3_small_100": ("qdq_pc", "qop"), "efficientnet_b0": ("qdq_pc", "qop"),
+       "ghostnet_100": ("qdq_pc", "qop"), "repvgg_a0": ("qdq_pc", "qop"), "convnext": ("qdq_pc", "qop"),
+       "vit": ("qdq_pc", "dynamic"), "bert": ("qdq_pc", "dynamic"), "lstm_2layer": ("qdq", "dynamic")}
+#: Keras applications of ``bench/keras_zoo.py`` (random weights, seeded) as TensorFlow's
+#: converter quantizes them: full int8 with float I/O, and dynamic-range (int8 weights)
+KERAS = ("mobilenet_v3_small", "resnet50", "efficientnet_v2_b0", "convnext_tiny")
+ZOO_CACHE = HERE / ".cache" / "zoo"
+FORMS = {"qdq": ("QDQ", False), "qdq_pc": ("QDQ", True), "qop": ("QOperator", False)}
+
+
+def _zoo(only: set[str] | None) -> list[dict[str, Any]]:
+    """The zoo architectures quantized by onnxruntime (built once into the cache). A zoo model
+    that is not built here (``bench/zoo_models.py build``) is said, not skipped silently."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    out: list[dict[str, Any]] = []
+    for name, forms in ZOO.items():
+        if only and name not in only:
+            continue
+        fp, feeds = ZOO_CACHE / name / "ts.onnx", ZOO_CACHE / name / "inputs.npz"
+        if not fp.exists():
+            print(f"{name:<24} not in the zoo cache ({fp}): build it with bench/zoo_models.py build", flush=True)
+            continue
+        for form in forms:
+            q = CACHE / f"zoo_{name}_{form}.onnx"
+            if not q.exists():
+                if form == "dynamic":
+                    quantize_dynamic(str(fp), str(q), weight_type=QuantType.QInt8)
+                else:
+                    fmt, per_channel = FORMS[form]
+                    with np.load(feeds, allow_pickle=False) as z:
+                        data = {k: z[k] for k in z.files}
+                    quantize_static(str(fp), str(q), feeds_reader(np.random.default_rng(1), data),
+                                    quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
+                                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            out.append({"model": name, "form": form, "file": str(q), "float": str(fp), "inputs": str(feeds),
+                        "family": "zoo"})
+    return out
+
+
+def _keras_apps(only: set[str] | None) -> list[dict[str, Any]]:
+    """The Keras applications as TensorFlow's converter quantizes them (built once, each
+    conversion in a child process as ``bench/keras_zoo.py`` makes them)."""
+    import keras_zoo
+
+    out: list[dict[str, Any]] = []
+    for name in KERAS:
+        if only and name not in only:
+            continue
+        meta = keras_zoo.build(name)
+        fp = keras_zoo.paths(name)["tflite"]
+        feeds = CACHE / f"keras_{name}.npz"
+        for form, mode in (("tflite int8", "int8_float_io"), ("tflite dynamic", "int8_weights_only")):
+            q = CACHE / f"keras_{name}_{mode}.tflite"
+            if not q.exists():
+                err = keras_zoo._tflite_child(name, mode, q, tuple(meta["input_shape"]))
+                if err:
+                    print(f"{name:<24} {form}: TensorFlow's converter failed: {err}", flush=True)
+                    continue
+            if not feeds.exists():
+                from translator import frontends
+
+                iname = frontends.load(str(q)).graph.inputs[0].name
+                np.savez(feeds, **{iname: keras_zoo.calibration(tuple(meta["input_shape"]), seed=7)[0]})
+            out.append({"model": name, "form": form, "file": str(q), "float": str(fp), "inputs": str(feeds),
+                        "family": "keras"})
+    return out
+
+
 def build(only: set[str] | None) -> list[dict[str, Any]]:
     """The corpus entries (built once into the cache): name, form, quantized file, float file, inputs."""
     import torch
@@ -136,12 +244,35 @@ def build(only: set[str] | None) -> list[dict[str, Any]]:
             out.append({"model": name, "form": "dynamic", "file": str(q), "float": str(fp), "inputs": str(feeds)})
     if not only or "keras_cnn" in only:
         out.append(_keras_int8())
-    wild = HERE / "wild" / "corpus.json"
+    out += _zoo(only) + _keras_apps(only)
+    return out + _wild(only)
+
+
+def _wild(only: set[str] | None) -> list[dict[str, Any]]:
+    """Every quantized model of the wild corpus (QDQ, dynamic, int8; not the float16 ones) that
+    is in its cache (``bench/wild/fetch.py``), with the corpus' own inputs at its first size,
+    named as opbridge reads the file. There is no float original to compare sizes with."""
+    import wild
+
+    from translator import frontends
+
     models = HERE / ".cache" / "wild" / "models"
-    for m in json.loads(wild.read_text())["models"] if wild.exists() else []:
-        path = models / f"{m['id']}.onnx"
-        if m.get("quantized") == "qdq" and path.exists() and (not only or m["id"] in only):
-            out.append({"model": m["id"], "form": "qdq (wild)", "file": str(path), "float": None, "inputs": None})
+    out: list[dict[str, Any]] = []
+    for m in wild.load_corpus():
+        if m.get("quantized") not in ("qdq", "dynamic", "int8") or (only and m["id"] not in only):
+            continue
+        path = next(iter(sorted(models.glob(f"{m['id']}.*"))), None)
+        if path is None:
+            print(f"{m['id']:<24} not in the wild cache: fetch it with bench/wild/fetch.py", flush=True)
+            continue
+        feeds = CACHE / f"wild_{m['id']}.npz"
+        if not feeds.exists():
+            arrays = wild.make_inputs(m, "a")
+            have = [i.name for i in frontends.load(str(path)).graph.inputs]
+            names = {h: w for w, h in wild.match_names(have, list(arrays)).items()}  # in the model's order
+            np.savez(feeds, **{h: arrays[names[h]] for h in have if h in names})
+        out.append({"model": m["id"], "form": f"{m['quantized']} (wild)", "file": str(path), "float": None,
+                    "inputs": str(feeds), "family": "wild"})
     return out
 
 
@@ -191,11 +322,12 @@ def quantized(target: str, path: Path) -> tuple[bool, str]:
     """(whether the artifact runs / stores integers, how that was read): the target's own
     ``integer_kernels`` (what ``convert`` records). Integer kernels must be all of them; int8
     storage (PyTorch, Core ML), at least half of the weight tensors."""
-    from translator.compile.target import get
+    k = _kernels(target, path)
+    return _verdict(k), k.how
 
-    k = get(target).integer_kernels(path)
-    ok = k.integer * 2 >= k.total > 0 if k.stored else k.integer == k.total > 0
-    return ok, k.how
+
+def _verdict(k: Any) -> bool:
+    return k.integer * 2 >= k.total > 0 if k.stored else k.integer == k.total > 0
 
 
 # ---------------------------------------------------------------------------- how fast?
@@ -203,21 +335,29 @@ def quantized(target: str, path: Path) -> tuple[bool, str]:
 TIMED = ("onnx", "tflite", "openvino")
 
 
-def runner(target: str, path: Path, x: np.ndarray) -> Any:
-    """One inference of the artifact at ``path`` on input ``x`` (the model's single input) as a
-    zero-argument callable: one thread, in the runtime a user deploys it with and its default
-    settings (LiteRT with XNNPACK; OpenVINO's CPU plugin; onnxruntime with every graph
-    optimization)."""
+def runner(target: str, path: Path, feeds: dict[str, np.ndarray] | np.ndarray) -> Any:
+    """One inference of the artifact at ``path`` on ``feeds`` (the model's inputs by name, in
+    its order; an array for a one-input model) as a zero-argument callable: one thread, in the
+    runtime a user deploys it with and its default settings (LiteRT with XNNPACK; OpenVINO's
+    CPU plugin; onnxruntime with every graph optimization). An input is matched by its name,
+    else by its position (converters rename inputs)."""
+    arrays = list(feeds.values()) if isinstance(feeds, dict) else [feeds]
+    named = feeds if isinstance(feeds, dict) else {}
+
+    def pick(names: list[str]) -> list[np.ndarray]:
+        return [named[n] if n in named else arrays[i] for i, n in enumerate(names)]
+
     if target == "tflite":
         from ai_edge_litert.interpreter import Interpreter
 
         it = Interpreter(str(path), num_threads=1)
         it.allocate_tensors()
-        d = it.get_input_details()[0]
-        xin = _as_input(x, d["dtype"], d.get("quantization"))
+        ds = it.get_input_details()
+        xs = [_as_input(v, d["dtype"], d.get("quantization")) for v, d in zip(pick([d["name"] for d in ds]), ds)]
 
         def once() -> None:
-            it.set_tensor(d["index"], xin)
+            for d, v in zip(ds, xs):
+                it.set_tensor(d["index"], v)
             it.invoke()
         return once
     if target == "openvino":
@@ -228,25 +368,28 @@ def runner(target: str, path: Path, x: np.ndarray) -> Any:
         core = ov.Core()
         xml = next(path.rglob("*.xml")) if path.is_dir() else path
         req = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).create_infer_request()
-        return lambda: req.infer([x])
+        xs = pick([p.get_any_name() for p in req.model_inputs])
+        return lambda: req.infer(xs)
     if target == "onnx":
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = so.inter_op_num_threads = 1
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        name = sess.get_inputs()[0].name
-        return lambda: sess.run(None, {name: x})
+        names = [i.name for i in sess.get_inputs()]
+        fd = dict(zip(names, pick(names)))
+        return lambda: sess.run(None, fd)
     raise ValueError(target)
 
 
-def latency(target: str, paths: dict[str, Path], x: np.ndarray, runs: int = 30) -> dict[str, float]:
-    """Median seconds of one inference of each artifact (by key) on ``x``: ``runner`` each,
+def latency(target: str, paths: dict[str, Path], feeds: dict[str, np.ndarray] | np.ndarray,
+            runs: int = 30) -> dict[str, float]:
+    """Median seconds of one inference of each artifact (by key) on ``feeds``: ``runner`` each,
     timed by the benches' shared ``timed`` (warm-up, then the artifacts called alternately
     ``runs`` times, so a burst of load from elsewhere hits all of them alike)."""
     from peers import timing
 
-    return timing().timed({k: runner(target, p, x) for k, p in paths.items()}, runs)
+    return timing().timed({k: runner(target, p, feeds) for k, p in paths.items()}, runs)
 
 
 def _as_input(x: np.ndarray, dtype: Any, quant: Any) -> np.ndarray:
@@ -258,12 +401,17 @@ def _as_input(x: np.ndarray, dtype: Any, quant: Any) -> np.ndarray:
     return np.clip(np.rint(x / scale) + zp, info.min, info.max).astype(dtype)
 
 
-def _one_input(inputs: str | None) -> np.ndarray | None:
+def _feeds(inputs: str | None) -> dict[str, np.ndarray] | None:
+    """The inputs file's arrays by name, in its order."""
     if not inputs:
         return None
     with np.load(inputs, allow_pickle=False) as z:
-        arrays = [z[k] for k in z.files]
-    return arrays[0] if len(arrays) == 1 else None
+        return {k: z[k] for k in z.files}
+
+
+def _one_input(inputs: str | None) -> np.ndarray | None:
+    feeds = _feeds(inputs)
+    return next(iter(feeds.values())) if feeds and len(feeds) == 1 else None
 
 
 def _ov_reader(e: dict[str, Any], work: Path, fout: Path, x: np.ndarray | None) -> dict[str, Any]:
@@ -396,6 +544,19 @@ def _convert(src: str, target: str, out: Path, inputs: str | None, check: bool =
         return {"status": "failed", "reason": getattr(exc, "code", type(exc).__name__), "detail": str(exc)[:200]}
 
 
+def _steps_figures(rec: dict[str, Any]) -> list[float] | None:
+    """[max error in quantization steps, share of exact values] over the quantized outputs
+    the check measured in steps, or None when no output is quantized."""
+    q = [o["quantization"] for o in (rec.get("check") or {}).get("outputs") or [] if o.get("quantization")]
+    return [max(x["max_steps"] for x in q), min(x["exact_share"] for x in q)] if q else None
+
+
+def _kernels(target: str, path: Path) -> Any:
+    from translator.compile.target import get
+
+    return get(target).integer_kernels(path)
+
+
 def _steps(rec: dict[str, Any]) -> str:
     """The check of a quantized output in quantization steps (max, share of exact values)."""
     q = [o["quantization"] for o in (rec.get("check") or {}).get("outputs") or [] if o.get("quantization")]
@@ -408,6 +569,7 @@ def _steps(rec: dict[str, Any]) -> str:
 def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
         timed: bool = True, peers: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    floats: dict[tuple[str, str], Path | None] = {}
     work = Path(tempfile.mkdtemp(prefix="opbridge_quantized_"))
     try:
         for e in entries:
@@ -430,19 +592,26 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                     fell = [w for w in rec.get("warnings") or () if "--float-quantization" in w]
                     if fell:  # convert's fallback: the int8 model failed the check, written in float ops
                         cell["fallback"] = fell[0][:300]
+                    cell["steps"] = _steps_figures(rec)
                     try:
-                        cell["quantized"], cell["how"] = quantized(t, out)
+                        k = _kernels(t, out)
+                        cell["quantized"], cell["how"] = _verdict(k), k.how
+                        cell["int_ops"] = [k.integer, k.total, bool(k.stored)]
                     except Exception as exc:  # noqa: BLE001 - the inspection itself failed: said, not hidden
                         cell["quantized"], cell["how"] = False, f"not inspected: {type(exc).__name__}: {str(exc)[:80]}"
                     if e["float"]:
-                        fout = work / f"{Path(e['file']).stem}_{e['form'].replace(' ', '_')}_{t}_float"
-                        frec = _convert(e["float"], t, fout, None, check=False)
-                        if frec.get("status") == "ok":
+                        key = (e["float"], t)  # one float conversion per model and target, for every form
+                        if key not in floats:
+                            fout = work / f"float{len(floats)}_{Path(e['float']).stem}_{t}"
+                            floats[key] = fout if _convert(e["float"], t, fout, None, check=False).get("status") == "ok" else None
+                        fout = floats[key]
+                        if fout is not None:
                             cell["size_ratio"] = round(_size(out) / max(_size(fout), 1), 3)
                             x = _one_input(e["inputs"])
-                            if timed and t in TIMED and x is not None:
+                            feeds = _feeds(e["inputs"])
+                            if timed and t in TIMED and feeds:
                                 try:
-                                    s_ = latency(t, {"int8": out, "float": fout}, x)
+                                    s_ = latency(t, {"int8": out, "float": fout}, feeds)
                                     q_s, f_s = s_["int8"], s_["float"]
                                     cell.update(ms_int8=round(1e3 * q_s, 3), ms_float=round(1e3 * f_s, 3),
                                                 speedup=round(f_s / q_s, 2))
@@ -488,14 +657,26 @@ def _cell(c: dict[str, Any]) -> str:
 
 
 def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
-    lines = ["", f"{'target':<10} {'converts':>9} {'quantized':>10} {'size ratio (median, max)':>26}"]
+    lines = ["", f"{'target':<10} {'converts':>9} {'quantized':>10} {'size ratio (median, max)':>26} {'<=0.35x':>8}"
+                 f" {'<=1 step':>9} {'>=99% exact':>12} {'integer ops':>16}"]
     for t in targets:
         cs = [r["cells"][t] for r in rows if t in r["cells"]]
         ok = [c for c in cs if c.get("status") == "ok"]
         q = [c for c in ok if c.get("quantized")]
         ratios = sorted(c["size_ratio"] for c in ok if "size_ratio" in c)
         med = f"{ratios[len(ratios) // 2]:.2f}, {ratios[-1]:.2f}" if ratios else "-"
-        lines.append(f"{t:<10} {len(ok):>4}/{len(cs):<4} {len(q):>5}/{len(cs):<4} {med:>26}")
+        small = f"{sum(r <= 0.35 for r in ratios)}/{len(ratios)}"
+        stepped = [c["steps"] for c in ok if c.get("steps")]
+        one = f"{sum(m <= 1.0 for m, _ in stepped)}/{len(stepped)}"
+        exact = f"{sum(e >= 0.99 for _, e in stepped)}/{len(stepped)}"
+        ops = [c["int_ops"] for c in ok if c.get("int_ops")]
+        n_int, n_all = sum(i for i, _, _ in ops), sum(n for _, n, _ in ops)
+        share = f"{n_int}/{n_all} ({100 * n_int / n_all:.0f}%)" if n_all else "- (none counted)"
+        lines.append(f"{t:<10} {len(ok):>4}/{len(cs):<4} {len(q):>5}/{len(cs):<4} {med:>26} {small:>8} {one:>9}"
+                     f" {exact:>12} {share:>16}")
+    lines += ["(<=1 step, >=99% exact: over the conversions whose outputs are quantized, in steps of their "
+              "quantization, against the source runtime; integer ops: of the weighted ops each target's "
+              "inspection counts, run as integer kernels, or for pytorch/coreml stored int8)"]
     timed = [(r["model"], r["form"], t, r["cells"][t]) for r in rows for t in targets
              if "speedup" in r["cells"].get(t, {})]
     if timed:

@@ -286,3 +286,46 @@ def test_cli_exact_int8_reaches_the_frontend(int8_model, tmp_path, capsys):
     assert all(o["vs_source"]["max_abs"] == 0 for o in rec["check"]["outputs"]), rec
     m = onnx.load(str(out))
     assert onnx.TensorProto.INT8 not in {i.data_type for i in m.graph.initializer if len(i.dims) == 4}
+
+
+def test_delegated_nodes_are_those_between_each_delegates_inputs_and_outputs():
+    """Two XNNPACK partitions around a node it left alone: each DELEGATE node stands for the
+    original nodes from its input tensors to its output tensors, no further."""
+    from emitters.tflite.runtime import delegated_nodes
+
+    def op(i, name, ins, outs):
+        return {"index": i, "op_name": name, "inputs": np.asarray(ins), "outputs": np.asarray(outs)}
+
+    ops = [op(0, "CONV_2D", [0, 10], [1]), op(1, "ADD", [1, 11], [2]),       # partition A: 0 -> 2
+           op(2, "CUSTOM", [2], [3]),                                          # left to LiteRT
+           op(3, "CONV_2D", [3, 12, -1], [4]), op(4, "SOFTMAX", [4], [5]),      # partition B: 3 -> 5
+           op(5, "DELEGATE", [0], [2]), op(6, "DELEGATE", [3], [5])]
+    assert delegated_nodes(ops) == {0, 1, 3, 4}
+    assert delegated_nodes(ops[:5]) == set()  # not delegated at all (e.g. no default delegate)
+
+
+@needs_tf
+def test_integer_kernels_count_only_the_integer_ops_xnnpack_takes(int8_model, tmp_path):
+    """A full-int8 model's convolutions and dense layer run in XNNPACK's quantized path; the
+    16x8 form (int16 activations) reads integers too, but XNNPACK leaves those kernels to
+    LiteRT's reference builtins, and the count says so."""
+    import tensorflow as tf
+
+    from emitters.tflite.runtime import integer_kernels
+
+    k = integer_kernels(int8_model)
+    assert k.integer == k.total == 4 and "XNNPACK runs 4 of the 4 integer ones" in k.how, k
+    keras = tf.keras
+    keras.utils.set_random_seed(0)
+    L = keras.layers
+    x = keras.Input((12, 12, 3), batch_size=1)
+    model = keras.Model(x, L.Dense(5)(L.GlobalAveragePooling2D()(L.Conv2D(8, 3, padding="same")(x))))
+    rng = np.random.default_rng(0)
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = lambda: ([rng.standard_normal((1, 12, 12, 3)).astype(np.float32)] for _ in range(8))
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+    path = tmp_path / "a16w8.tflite"
+    path.write_bytes(conv.convert())
+    k = integer_kernels(path)
+    assert (k.integer, k.total) == (0, 2) and "2 left to the builtin kernels" in k.how, k

@@ -137,8 +137,11 @@ COMPUTE_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"
 
 
 def integer_kernels(path: Path) -> Any:
-    """The interpreter's compute ops and the dtype of their activation input (int8/uint8/int16:
-    the integer kernel XNNPACK or the builtin runs)."""
+    """The interpreter's compute ops, the dtype of their activation input (int8/uint8/int16:
+    an integer kernel) and whether the XNNPACK delegate the interpreter applies by default
+    took them: ``integer`` counts the integer compute ops XNNPACK runs (its quantized path)
+    and LiteRT's hybrid kernels (XNNPACK has none: int8 weights, activations quantized at run
+    time); ``how`` says the rest (integer ops left to the builtin kernels, float ones)."""
     from translator.compile.target import KernelCount
 
     import warnings
@@ -148,6 +151,11 @@ def integer_kernels(path: Path) -> Any:
     with warnings.catch_warnings(), quiet_stderr():
         warnings.simplefilter("ignore")
         it = tf.lite.Interpreter(model_path=str(path))
+        try:
+            it.allocate_tensors()  # applies the default delegate (XNNPACK) to the nodes it takes
+            delegated: set[int] | None = delegated_nodes(it._get_ops_details())
+        except (RuntimeError, ValueError):  # not allocatable without run-time sizes: not inspected
+            delegated = None
     types = {t["index"]: np.dtype(t["dtype"]) for t in it.get_tensor_details()}
     ops = [o for o in it._get_ops_details() if o["op_name"] in COMPUTE_OPS]
 
@@ -160,7 +168,33 @@ def integer_kernels(path: Path) -> Any:
         return "hybrid" if len(ins) > 1 and ins[1] == np.int8 else "float"
 
     kinds = [kind(o) for o in ops]
-    n, hybrid = sum(k != "float" for k in kinds), kinds.count("hybrid")
+    n, hybrid, integer = sum(k != "float" for k in kinds), kinds.count("hybrid"), kinds.count("integer")
     how = f"{n} of {len(ops)} {'/'.join(sorted({o['op_name'] for o in ops}))} read 8/16-bit integers"
-    return KernelCount(n, len(ops), how + (f" ({hybrid} hybrid: float activations quantized at run time)"
-                                           if hybrid else ""))
+    if hybrid:
+        how += f" ({hybrid} hybrid: float activations quantized at run time)"
+    if delegated is None:
+        return KernelCount(n, len(ops), how + "; XNNPACK not inspected (the model allocates only at run-time sizes)")
+    in_xnn = sum(1 for o, k in zip(ops, kinds) if k == "integer" and o["index"] in delegated)
+    if integer:
+        how += f"; XNNPACK runs {in_xnn} of the {integer} integer ones" + (
+            f" ({integer - in_xnn} left to the builtin kernels)" if integer > in_xnn else "")
+    return KernelCount(in_xnn + hybrid, len(ops), how)
+
+
+def delegated_nodes(ops: list[dict]) -> set[int]:
+    """The indices of the nodes a delegate took, from the interpreter's op list after
+    ``allocate_tensors``: each ``DELEGATE`` node stands for the original nodes between its
+    input and output tensors (walked back from its outputs to its inputs)."""
+    producer = {int(t): o for o in ops if o["op_name"] != "DELEGATE" for t in o["outputs"]}
+    taken: set[int] = set()
+    for d in (o for o in ops if o["op_name"] == "DELEGATE"):
+        stop = {int(t) for t in d["inputs"]}
+        todo = [int(t) for t in d["outputs"]]
+        while todo:
+            t = todo.pop()
+            o = producer.get(t)
+            if t in stop or o is None or o["index"] in taken:
+                continue
+            taken.add(o["index"])
+            todo += [int(i) for i in o["inputs"] if int(i) >= 0]
+    return taken
