@@ -121,6 +121,22 @@ def test_bias_constant_of_lower_rank_is_permuted_and_reduction_axes_remapped():
     assert next(n for n in g.nodes if n.op == "add").inputs[1].type.shape == (1, 1, 1, 3)
 
 
+@pytest.mark.parametrize("axes, transposes", [([2, 3], 0), ([-1, -2], 0), ([1], 0), ([1, 2, 3], 0), ([2], 1), ([3], 1)])
+def test_a_reduction_dropping_its_axes_reads_channels_last_when_the_axes_left_keep_their_order(axes, transposes):
+    """A global pool's mean over H, W (keepdims 0) gives (N, C) from NCHW and from NHWC alike:
+    the conv's channels-last output goes straight in (axes remapped). A mean over H alone would
+    give (N, W, C) instead of (N, C, W): that one keeps its transpose."""
+    g = Graph()
+    x, feeds = _input(g)
+    y = _conv(g, x, 4, 3, "c1")
+    ax = g.add_constant("axes", np.asarray(axes, np.int64), "int64")
+    m = g.add_node("reduce_mean", [y, ax], {"keepdims": 0}, outputs=["m"]).outputs[0]
+    g.outputs = [m]
+    rep = _check(g, feeds)
+    assert rep.transposes == transposes + 1  # + the one into the conv
+    assert g.outputs[0].type.shape == tuple(s for i, s in enumerate((1, 3, 6, 6)) if i not in {a % 4 for a in axes})
+
+
 def test_concat_of_two_branches_concatenates_on_the_last_axis():
     g = Graph()
     x, feeds = _input(g)

@@ -329,3 +329,23 @@ def test_integer_kernels_count_only_the_integer_ops_xnnpack_takes(int8_model, tm
     path.write_bytes(conv.convert())
     k = integer_kernels(path)
     assert (k.integer, k.total) == (0, 2) and "2 left to the builtin kernels" in k.how, k
+
+
+@needs_tf
+def test_a_full_int8_tflite_comes_back_as_the_same_integer_kernels(int8_model, tmp_path):
+    """TFLite → TFLite: the global average pool is one int8 MEAN over H and W, as in the source
+    (no transpose before it, not one MEAN per axis, each requantizing), every integer op runs
+    in XNNPACK, and the output agrees with LiteRT on the source to the step."""
+    import tensorflow as tf
+
+    from translator.run.convert import convert
+
+    res = convert(int8_model, "tflite", str(tmp_path / "net.tflite"), check=True)
+    t = res["targets"][0]
+    assert t["status"] == "ok", t
+    ops = [o["op_name"] for o in tf.lite.Interpreter(model_path=t["output"])._get_ops_details()]
+    assert ops.count("MEAN") == 1 and "TRANSPOSE" not in ops, ops
+    k = t["integer_kernels"]
+    assert k["integer"] == k["total"] == 4 and "XNNPACK runs 4 of the 4" in k["how"], k
+    q = t["check"]["outputs"][0]["quantization"]
+    assert q["max_steps"] <= 1, q

@@ -110,8 +110,11 @@ def reduce(c: Any) -> list[str]:
         axis = c.lit(sorted({norm_axis(a, r) for a in axes}) if r is not None else sorted(set(axes)))
     if c.dtype(0) == "bool" and c.node.op in ("reduce_max", "reduce_min"):
         fn = "tf.math.reduce_any" if c.node.op == "reduce_max" else "tf.math.reduce_all"
+    src = c.node.inputs[0].producer
     if axes and r is not None and c.node.op in ("reduce_mean", "reduce_sum") and len(set(axes)) > 1 \
-            and c.dtype(0) in ("float32", "float16"):
+            and c.dtype(0) in ("float32", "float16") and not (src is not None and src.op == "dequantize_linear"):
+        # (a mean of dequantized int8 stays one reduction: LiteRT's int8 MEAN sums exactly in
+        # int32 and rounds once, as the source's kernel did; staging would requantize per axis)
         return [f"{c.o()} = {post.format(staged_sum(fn, pre.format(x), sorted({norm_axis(a, r) for a in axes}), keep))}"]
     return [f"{c.o()} = {post.format(f'{fn}({pre.format(x)}, axis={axis}, keepdims={keep})')}"]
 

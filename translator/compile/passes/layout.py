@@ -136,9 +136,26 @@ def _const_input(n: Node, i: int) -> bool:
 
 
 def _reduce(n: Node) -> Bearing | None:
-    if not n.attrs.get("keepdims", 1) or not _const_input(n, 1):
+    if not _const_input(n, 1):
         return None
-    return _first_in_out(n)
+    return _first_in_out(n) if n.attrs.get("keepdims", 1) else _reduce_dropping(n)
+
+
+def _reduce_dropping(n: Node) -> Bearing | None:
+    """A reduction that drops its axes reads a channels-last input as well when the axes left
+    keep their order in both layouts: a global pool's mean over H and W gives (N, C) either way,
+    so the transpose before it goes. Its output is in no particular layout (not a bearing output)."""
+    r = _rank(n.inputs[0])
+    if r is None or r < 3:
+        return None
+    v = n.inputs[1] if len(n.inputs) > 1 else None
+    if v is None:  # every axis, or none (noop_with_empty_axes: the identity, which keeps the rank)
+        return None if n.attrs.get("noop_with_empty_axes", 0) else Bearing((0,), (), r)
+    axes = {_norm(int(a), r) for a in np.asarray(v.const).reshape(-1)}  # type: ignore[union-attr]
+    if not axes:
+        return None
+    left = [a for a in to_last(r) if a not in axes]
+    return Bearing((0,), (), r) if left == sorted(left) else None
 
 
 def _keepdims_axis(n: Node) -> Bearing | None:
