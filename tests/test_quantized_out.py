@@ -13,6 +13,7 @@ Both check against onnxruntime within one quantization step of the output."""
 from __future__ import annotations
 
 import collections
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -525,3 +526,43 @@ def test_the_check_holds_a_dynamic_model_to_twice_its_own_activation_rounding(tm
     assert DYNAMIC_FACTOR == 2.0  # the target may round no coarser than the source: the errors add up
     plain = frontends.load(str(tmp_path / "float.onnx"))  # the float model: nothing to widen
     assert dynamic_rounding_error(plain, feeds, interpreter.run(to_reference("numpy", plain.clone()), feeds)) == {}
+
+
+def _int8_max_pool_model(path, quantized: bool) -> str:
+    """x (float) -> QuantizeLinear (uint8) -> MaxPool on the uint8 tensor, as onnxruntime's
+    QOperator form leaves it -> DequantizeLinear; or, unquantized, a uint8 input's max pool."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    pool = helper.make_node("MaxPool", ["q", ], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    if quantized:
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]), pool,
+                 helper.make_node("DequantizeLinear", ["p", "s", "z"], ["y"])]
+        inits = [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]), helper.make_tensor("z", TensorProto.UINT8, [], [120])]
+        io = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 5, 5])])
+    else:
+        nodes, inits = [pool], []
+        io = ([helper.make_tensor_value_info("q", TensorProto.UINT8, [1, 3, 9, 9])],
+              [helper.make_tensor_value_info("p", TensorProto.UINT8, [1, 3, 5, 5])])
+    g = helper.make_graph(nodes, "pool", io[0], io[1], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("quantized", [True, False], ids=["quantized", "uint8"])
+@pytest.mark.parametrize("target", ["coreml", "tflite"])
+def test_an_8bit_max_pool_moves_as_floats_where_the_target_has_only_float_max_pools(target, quantized, tmp_path):
+    """Core ML's max_pool and TFLite's (through TensorFlow's converter) take floats only. A max
+    pool only selects, so an 8-bit one is exact in float32: a quantized tensor as its dequantized
+    values, quantized back with the same parameters (the QDQ form stays int8), any other one cast."""
+    if importlib.util.find_spec({"coreml": "coremltools", "tflite": "tensorflow"}[target]) is None:
+        pytest.xfail(f"{target}'s framework is not installed")
+    from translator.run.convert import convert
+
+    src = _int8_max_pool_model(tmp_path / "pool.onnx", quantized)
+    t = convert(src, target, str(tmp_path / f"pool.{target}"), check=True)["targets"][0]
+    assert t["status"] == "ok", t
+    moved = [w for w in t.get("warnings", []) if "(max_pool) moves uint8 data as float32" in w]
+    assert moved and (("dequantized and quantized back" in moved[0]) == quantized), t.get("warnings")
+    assert all(o["vs_source"]["max_abs"] == 0 for o in t["check"]["outputs"]), t["check"]["outputs"]

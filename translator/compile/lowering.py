@@ -15,6 +15,7 @@ Step attributes may be ``"@attr"`` references too.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+import numpy as np
 
 from ..table.errors import Unsupported
 from ..ir.gcpause import gc_paused
@@ -201,10 +202,13 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
     allowed = set(ctx.tables.expand_dtypes(cell.dtypes))
     if d is None or d in allowed:
         return None
-    sub = next((s for s in (*SUBSTITUTES.get(d, ()), "int32") if s in allowed and (ctx.legal is None or s in ctx.legal)),
-               None)
+    # an 8/16-bit integer is exactly a float32 too (a max pool on Core ML takes floats only)
+    src = (node.meta.get("source_in_dtypes") or [None])[0] or d  # before legalization widened it
+    wider = (*SUBSTITUTES.get(d, ()), "int32", *(("float32",) if src in ("int8", "uint8", "int16", "uint16") else ()))
+    sub = next((s for s in wider if s in allowed and (ctx.legal is None or s in ctx.legal)), None)
     if sub is None:
         return None
+    scale = _quantized_by(node.inputs[0]) if sub == "float32" else None
     data: list[int] = []
     k = 0
     for port in sig.inputs:
@@ -218,8 +222,13 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
     for i in data:
         v = ins[i]
         if v is not None and v.type.dtype == d:
-            c = graph.add_node("cast", [v], {"to": enum[sub]}, outputs=[f"{v.name}_as_{sub}"], name=f"{node.name}/to_{sub}{i}",
+            # a quantized tensor moves as its dequantized values and is quantized back with the same
+            # parameters (exact: the op selects, Q(DQ(q)) = q), which keeps it in the QDQ form a
+            # quantizing target writes as int8; any other tensor is cast
+            c = graph.add_node(*(("dequantize_linear", [v, *scale], {}) if scale else ("cast", [v], {"to": enum[sub]})),
+                               outputs=[f"{v.name}_as_{sub}"], name=f"{node.name}/to_{sub}{i}",
                                types=[TensorType(sub, v.type.shape)], before=node)
+            c.meta["source_in_dtypes"] = [src] + [None] * (len(c.inputs) - 1)
             ins[i] = c.outputs[0]
             inserted.append(c)
     outs = [TensorType(sub, o.type.shape) if o.type.dtype == d else o.type for o in node.outputs]
@@ -232,14 +241,31 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
         if w.type.dtype != sub or old.type.dtype != d:
             results.append(w)
             continue
-        back = graph.add_node("cast", [w], {"to": enum[d]}, outputs=[f"{old.name}_back"], name=f"{node.name}/to_{d}",
-                              types=[old.type], before=node)
+        back = graph.add_node(*(("quantize_linear", [w, *scale], {}) if scale else ("cast", [w], {"to": enum[d]})),
+                              outputs=[f"{old.name}_back"], name=f"{node.name}/to_{d}", types=[old.type], before=node)
+        back.meta["source_dtypes"] = [src]
         inserted.append(back)
         results.append(back.outputs[0])
     graph.replace_node(node, results, keep_types=False)
-    ctx.warn(f"{ctx.target.name}: node {node.name!r} ({node.op}) moves {d} data as {sub} "
-             f"(the target's {node.op} lacks {d}; exact, cast back)")
+    ctx.warn(f"{ctx.target.name}: node {node.name!r} ({node.op}) moves {src} data as {sub} "
+             f"(the target's {node.op} lacks {d}; exact, " + ("dequantized and quantized back with the same "
+                                                            "parameters)" if scale else "cast back)"))
     return inserted
+
+
+def _quantized_by(v: Value | None) -> tuple[Value, Value] | None:
+    """(scale, zero point) of ``v`` when a per-tensor ``quantize_linear`` with constant
+    parameters computes it (through reshapes of the quantized values), else None."""
+    p = v.producer if v is not None else None
+    while p is not None and p.op in ("reshape", "flatten", "squeeze", "unsqueeze") and p.inputs[0] is not None:
+        p = p.inputs[0].producer
+    if p is None or p.op != "quantize_linear" or len(p.inputs) < 3 or int(p.attrs.get("block_size", 0) or 0):
+        return None
+    sc, zp = p.inputs[1], p.inputs[2]
+    if sc is None or zp is None or not (sc.is_const and zp.is_const) or np.asarray(sc.const).size != 1 \
+            or np.asarray(zp.const).size != 1:
+        return None
+    return sc, zp
 
 
 def _settle(graph: Graph, new_nodes: list[Node], ctx: Any) -> None:
