@@ -333,23 +333,66 @@ def test_integer_kernels_count_only_the_integer_ops_xnnpack_takes(int8_model, tm
 
 
 @needs_tf
-def test_a_full_int8_tflite_comes_back_as_the_same_integer_kernels(tmp_path):
-    """TFLite → TFLite (float I/O, int8 inside): the global average pool is one int8 MEAN over
-    H and W, as in the source (no transpose before it, not one MEAN per axis, each
-    requantizing), every integer op runs in XNNPACK, and the output agrees with LiteRT on the
-    source within a step. (With int8 I/O the interface is widened to int32 and the first and
-    last layers run in float: issue 24, noted.)"""
-    import tensorflow as tf
+@pytest.mark.parametrize("int8_io", [True, False], ids=["int8_io", "float_io"])
+def test_a_full_int8_tflite_comes_back_as_the_same_integer_kernels(int8_io, tmp_path):
+    """TFLite → TFLite: the interface keeps the source's dtypes (int8 I/O stays int8 with the
+    source's scale and zero point: the converter is told, not widened to int32 with the first
+    and last layers in float), the global average pool is one int8 MEAN over H and W as in the
+    source (no transpose before it, not one MEAN per axis, each requantizing), every integer op
+    runs in XNNPACK, and the output is LiteRT's on the source: exactly with the int8 interface,
+    within a step with float I/O (the float input's quantization is the converter's own)."""
+    from ai_edge_litert.interpreter import Interpreter
 
     from translator.run.convert import convert
 
-    src = _build(tmp_path / "float_io.tflite", int8_io=False)
+    src = _build(tmp_path / "src.tflite", int8_io=int8_io)
     res = convert(src, "tflite", str(tmp_path / "net.tflite"), check=True)
     t = res["targets"][0]
     assert t["status"] == "ok", t
-    ops = [o["op_name"] for o in tf.lite.Interpreter(model_path=t["output"])._get_ops_details()]
+    it = Interpreter(model_path=t["output"])
+    ops = [o["op_name"] for o in it._get_ops_details()]
     assert ops.count("MEAN") == 1 and "TRANSPOSE" not in ops, ops
+    io = {d["dtype"] for d in it.get_input_details() + it.get_output_details()}
+    assert io == ({np.int8} if int8_io else {np.float32}), io
+    if int8_io:
+        src_in = Interpreter(model_path=src).get_input_details()[0]["quantization"]
+        assert it.get_input_details()[0]["quantization"] == src_in
     k = t["integer_kernels"]
     assert k["integer"] == k["total"] == 4 and "XNNPACK runs 4 of the 4" in k["how"], k
-    q = t["check"]["outputs"][0]["quantization"]
-    assert q["max_steps"] <= 1, q
+    if int8_io:
+        assert all(o["vs_source"]["max_abs"] == 0 for o in t["check"]["outputs"]), t["check"]["outputs"]
+    else:
+        assert all(o["quantization"]["max_steps"] <= 1 for o in t["check"]["outputs"]), t["check"]["outputs"]
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["int8_both_sides", "int8_in_uint8_out_too"])
+def test_a_quantized_interface_is_kept_on_both_sides_or_neither(mixed):
+    """An int8 input read only by its dequantization and an int8 output of a quantization
+    become the fake-quant pairs the converter makes int8 again (the model's names kept). When
+    an 8-bit side cannot (a second output in uint8: the converter takes one interface type),
+    neither side is rewritten: a streaming model's state would otherwise leave as int32 and
+    come back as int8."""
+    import json
+
+    from emitters.tflite.quant import QUANTIZED_IO, quantized_interface
+    from translator.ir.graph import Graph, Model, TensorType
+
+    g = Graph("io")
+    x = g.add_input("x", TensorType("int8", (1, 4)))
+    s, z = g.add_constant("s", np.asarray(0.1, np.float32), "float32"), g.add_constant("z", np.asarray(3, np.int8), "int8")
+    d = g.add_node("dequantize_linear", [x, s, z], {}, types=[TensorType("float32", (1, 4))]).outputs[0]
+    r = g.add_node("relu", [d], {}, types=[TensorType("float32", (1, 4))]).outputs[0]
+    y = g.add_node("quantize_linear", [r, s, z], {}, outputs=["y"], types=[TensorType("int8", (1, 4))]).outputs[0]
+    g.outputs = [y]
+    if mixed:
+        zu = g.add_constant("zu", np.asarray(128, np.uint8), "uint8")
+        g.outputs.append(g.add_node("quantize_linear", [r, s, zu], {}, outputs=["y2"],
+                                    types=[TensorType("uint8", (1, 4))]).outputs[0])
+    m = Model(g)
+    done = quantized_interface(m)
+    if mixed:
+        assert done == {} and QUANTIZED_IO not in (m.metadata or {}) and x.type.dtype == "int8"
+        return
+    assert done == {"inputs": "int8", "outputs": "int8"} == json.loads(m.metadata[QUANTIZED_IO])
+    assert x.type.dtype == "float32" and x.uses[0][0].op == "quantize_linear"
+    assert [v.name for v in g.outputs] == ["y"] and g.outputs[0].producer.op == "dequantize_linear"

@@ -13,6 +13,8 @@ Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwa
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 from emitters.tensorflow.codegen import generate
@@ -23,7 +25,7 @@ from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
 from . import infinities, segments
-from .quant import DYNAMIC_RANGE, FAKE_QUANT
+from .quant import DYNAMIC_RANGE, FAKE_QUANT, QUANTIZED_IO
 from .registry import NAME
 from .runtime import quiet_stderr
 
@@ -34,6 +36,9 @@ def emit(model: Model, ctx: Any) -> TFArtifact:
     """Lowered IR → a TFArtifact whose ``tflite`` holds the converted flatbuffer."""
     if not ctx.options.get("io_channels_last"):
         parts = segments.split(model)
+        if parts is not None and QUANTIZED_IO in (model.metadata or {}):
+            raise Unsupported("quantize_linear", NAME, "unsupported_op",
+                              "an 8-bit interface on a model large enough to be converted in segments")
         if parts is not None:  # a very large graph: the converter gets it in segments
             return with_io_names(segments.convert(
                 model, parts, lambda part: convert_model(part, ctx, [v.type.dtype for v in part.graph.inputs],
@@ -48,8 +53,15 @@ def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_ou
     allow = bool(ctx.options.get("allow_select_tf_ops"))
     art = generate(model, ctx, source_in, source_out)
     art.options["allow_select_tf_ops"] = allow
+    qio = json.loads((model.metadata or {}).get(QUANTIZED_IO) or "{}")
+    if qio:
+        art.options["quantized_io"] = dict(qio)
     try:
         art.tflite = convert(art, allow)
+        if qio:  # the flatbuffer's interface is the 8-bit one the converter was asked for
+            art.inputs = [dataclasses.replace(p, dtype=qio["inputs"]) for p in art.inputs] if "inputs" in qio else art.inputs
+            art.outputs = [dataclasses.replace(p, dtype=qio["outputs"]) for p in art.outputs] if "outputs" in qio \
+                else art.outputs
     except _ConverterRejected as exc:
         nodes: dict[str, Refusal] = {}
         for line, tf_op in exc.ops:
@@ -69,8 +81,6 @@ def with_io_names(art: TFArtifact) -> TFArtifact:
     """The flatbuffer records the signature keys that differ from the model's names
     (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON); an unrenamed
     model's bytes are left as the converter wrote them."""
-    import json
-
     if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")):
         return art
     from tensorflow.lite.python import schema_py_generated as fb
@@ -111,6 +121,11 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         # (no representative data); without them, the int8 weights of a dynamically quantized
         # model: its dynamic-range quantization (int8 weights, hybrid kernels)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    qio = artifact.options.get("quantized_io") or {}
+    if "inputs" in qio:
+        conv.inference_input_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["inputs"]]
+    if "outputs" in qio:
+        conv.inference_output_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["outputs"]]
     try:
         with quiet_stderr():
             flat = bytes(conv.convert())

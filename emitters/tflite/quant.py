@@ -9,6 +9,7 @@ it with ``--float-quantization`` (what convert falls back to when the int8 model
 check: integer kernels requantize every layer their own way)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -87,3 +88,87 @@ def integer_plan(node: Any, ctx: Any) -> tuple[str, str]:
         return "integer", ("int8 kernel: the converter quantizes the weight itself (per tensor: "
                            + ("a float weight" if q.weight is None else "not a symmetric int8 conv filter") + ")")
     return "integer", "int8 kernel from the converter's quantization-aware path (unless the int8 model fails the check)"
+
+
+#: model metadata: the 8-bit dtypes of a quantized interface (``quantized_interface``)
+QUANTIZED_IO = "opbridge.tflite_quantized_io"
+
+
+def quantized_interface(model: Any) -> dict[str, str]:
+    """A full-int8 model's 8-bit interface kept 8-bit. TensorFlow has no int8 form of a
+    quantized input: the TensorFlow module takes the dequantized float and quantizes it (the
+    fake-quant pair the converter reads), and the converter is then told the interface type
+    (``inference_input_type`` / ``inference_output_type``), so the flatbuffer's input is the int8
+    tensor with the source's scale and zero point, as the source's was (without this the input
+    was widened to int32 and the first layer ran in float). Applied when every graph input is
+    8-bit of one dtype and read only by per-tensor dequantizations with the same constant
+    parameters (outputs: every output computed by such a quantization), on both sides or
+    neither when both have 8-bit tensors; returns
+    ``{"inputs": dtype, "outputs": dtype}`` for what was rewritten, also kept (as JSON) in the
+    model's metadata (``QUANTIZED_IO``)."""
+    from translator.compile.quantized import QRANGE8, _scalar
+    from translator.ir.graph import TensorType
+
+    g = model.graph
+    done: dict[str, str] = {}
+
+    def params(n: Any) -> tuple[float, float, Any, Any] | None:
+        if int(n.attrs.get("block_size", 0) or 0) or len(n.inputs) < 3 or n.inputs[2] is None:
+            return None
+        s, z = _scalar(n.inputs[1]), _scalar(n.inputs[2])
+        return None if s is None or z is None or not s > 0 else (s, z, n.inputs[1], n.inputs[2])
+
+    def eight_bit(vs: list[Any]) -> set[str]:
+        return {v.type.dtype for v in vs if v.type.kind == "tensor" and v.type.dtype in QRANGE8}
+
+    # inputs: (value, its dequantizations, their parameters), when every input qualifies
+    in_plans: list[Any] | None = None
+    if eight_bit(g.inputs):
+        in_plans = []
+        for v in g.inputs:
+            uses = [n for n, _ in v.uses]
+            ps = [params(n) if n.op == "dequantize_linear" and n.inputs[0] is v else None for n in uses]
+            if v.type.kind != "tensor" or not uses or v in g.outputs or None in ps \
+                    or len({p[:2] for p in ps}) != 1:  # type: ignore[index]
+                in_plans = None
+                break
+            in_plans.append((v, uses, ps[0]))
+        if len({v.type.dtype for v in g.inputs}) != 1:  # one 8-bit dtype for every input: one interface type
+            in_plans = None
+    out_plans: list[Any] | None = None
+    if eight_bit(g.outputs):
+        outs = list(g.outputs)
+        ps = [params(v.producer) if v.producer is not None and v.producer.op == "quantize_linear" else None for v in outs]
+        if None not in ps and len({v.type.dtype for v in outs}) == 1 and len(set(map(id, outs))) == len(outs) \
+                and not any(v in g.inputs for v in outs):
+            out_plans = list(zip(outs, ps))
+    # one side widened to int32 and the other kept 8-bit would split a state carried from an
+    # output back to an input (a streaming model's): both sides or neither
+    if (eight_bit(g.inputs) and in_plans is None) or (eight_bit(g.outputs) and out_plans is None):
+        return done
+    if in_plans:
+        dt = next(iter(eight_bit(g.inputs)))
+        for v, uses, (_, _, sc, zp) in in_plans:
+            shape = v.type.shape
+            v.type = TensorType("float32", shape)
+            first = min(uses, key=g.nodes.index)
+            q = g.add_node("quantize_linear", [v, sc, zp], {}, outputs=[f"{v.name}_quantized"],
+                           name=f"{v.name}/quantize", types=[TensorType(dt, shape)], before=first)
+            q.meta["source_dtypes"] = [dt]
+            for n in uses:
+                n.replace_input(0, q.outputs[0])
+        done["inputs"] = dt
+    if out_plans:
+        dt = next(iter(eight_bit(g.outputs)))
+        new = []
+        for v, (_, _, sc, zp) in out_plans:
+            name = v.name
+            dq = g.add_node("dequantize_linear", [v, sc, zp], {}, outputs=[f"{name}__float"],
+                            name=f"{name}/dequantize", types=[TensorType("float32", v.type.shape)])
+            v.name, dq.outputs[0].name = f"{name}__quantized", name  # the model's output keeps its name
+            new.append(dq.outputs[0])
+        g.outputs = new
+        done["outputs"] = dt
+    if done:
+        model.metadata = {**(model.metadata or {}), QUANTIZED_IO: json.dumps(done, sort_keys=True)}
+    return done

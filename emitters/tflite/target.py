@@ -33,11 +33,18 @@ def prepare(model: Any, ctx: Any) -> None:
     (``quantized.dynamic_as_weight_only``): the converter writes it as a hybrid kernel, which
     quantizes the activation at run time (LiteRT's dynamic-range quantization)."""
     from translator.compile.quantized import dynamic_as_weight_only
+
+    from .quant import quantized_interface
+    from .segments import SEGMENT_NODES
     from translator.compile.pipeline import every_graph
     from translator.ir.infer import infer
 
     if not ctx.options.get("float_quantization") and sum(dynamic_as_weight_only(g) for g in every_graph(model.graph)):
         infer(model.graph, ctx.tables)
+    if not ctx.options.get("float_quantization") and not any(True for n in model.graph.nodes for _ in n.subgraphs()) \
+            and len(model.graph.nodes) <= SEGMENT_NODES:  # (a model converted in segments keeps a float interface)
+        for side, dt in quantized_interface(model).items():
+            ctx.warn(f"tflite: the {side} stay {dt} (the source's quantization); the converter is told so")
     legal = ctx.legal
     for node in model.graph.walk():
         if node.op != "bit_cast":
