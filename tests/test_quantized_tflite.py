@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -396,3 +397,37 @@ def test_a_quantized_interface_is_kept_on_both_sides_or_neither(mixed):
     assert done == {"inputs": "int8", "outputs": "int8"} == json.loads(m.metadata[QUANTIZED_IO])
     assert x.type.dtype == "float32" and x.uses[0][0].op == "quantize_linear"
     assert [v.name for v in g.outputs] == ["y"] and g.outputs[0].producer.op == "dequantize_linear"
+
+
+@needs_tf
+def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(tmp_path):
+    """A dynamic-range .tflite (TensorFlow's converter without representative data: int8
+    weights, float activations, LiteRT's hybrid kernels) converted to tflite keeps its weights
+    int8 and its kernels hybrid (``quantized.weight_only_model``): the same kernels as the
+    source, a file well under the float model's (it was written with float weights)."""
+    import tensorflow as tf
+
+    from emitters.tflite.runtime import integer_kernels
+    from translator.run.convert import convert
+
+    keras = tf.keras
+    keras.utils.set_random_seed(0)
+    L = keras.layers
+    x = keras.Input((16, 16, 16), batch_size=1)
+    y = L.Dense(10)(L.Flatten()(L.Conv2D(32, 3, strides=2, padding="same", activation="relu")(
+        L.Conv2D(32, 3, padding="same", activation="relu")(x))))
+    model = keras.Model(x, y)
+    flt = tmp_path / "float.tflite"
+    flt.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    src = tmp_path / "dynamic.tflite"
+    src.write_bytes(conv.convert())
+    want = integer_kernels(src)
+    assert want.integer == want.total == 3 and "3 hybrid" in want.how, want
+    t = convert(str(src), "tflite", str(tmp_path / "out.tflite"), check=True)["targets"][0]
+    assert t["status"] == "ok", t
+    got = integer_kernels(t["output"])
+    assert (got.integer, got.total) == (3, 3) and "3 hybrid" in got.how, got
+    size = Path(t["output"]).stat().st_size / flt.stat().st_size
+    assert size < 0.4, size  # int8 weights (the float model's file is the float weights)

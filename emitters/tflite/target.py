@@ -32,7 +32,7 @@ def prepare(model: Any, ctx: Any) -> None:
     dynamic quantization of a MatMul becomes the matmul of an int8 weight
     (``quantized.dynamic_as_weight_only``): the converter writes it as a hybrid kernel, which
     quantizes the activation at run time (LiteRT's dynamic-range quantization)."""
-    from translator.compile.quantized import dynamic_as_weight_only
+    from translator.compile.quantized import dynamic_as_weight_only, weight_only_model
 
     from .quant import quantized_interface
     from .segments import SEGMENT_NODES
@@ -41,6 +41,8 @@ def prepare(model: Any, ctx: Any) -> None:
 
     if not ctx.options.get("float_quantization") and sum(dynamic_as_weight_only(g) for g in every_graph(model.graph)):
         infer(model.graph, ctx.tables)
+    if not ctx.options.get("float_quantization"):
+        weight_only_model(model.graph)  # a dynamic-range .tflite's int8 weights: hybrid kernels again
     if not ctx.options.get("float_quantization") and not any(True for n in model.graph.nodes for _ in n.subgraphs()) \
             and len(model.graph.nodes) <= SEGMENT_NODES:  # (a model converted in segments keeps a float interface)
         for side, dt in quantized_interface(model).items():

@@ -115,7 +115,7 @@ def symmetric_weight(node: Node) -> SymmetricWeight | None:
 
 
 __all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight", "LAYOUT_OPS",
-           "adjacent_qdq", "uint8_activations", "is_quantized", "COMPUTE_OPS", "QuantizedOperands",
+           "adjacent_qdq", "uint8_activations", "is_quantized", "COMPUTE_OPS", "QuantizedOperands", "weight_only_model",
            "quantized_operands"]
 
 
@@ -330,6 +330,26 @@ def quantized_operands(node: Node) -> QuantizedOperands:
                 c.op == "quantize_linear" for c in u.outputs[0].consumers()):
             out = True
     return QuantizedOperands(act, act is not None and activation_pair(act) is not None, w, out)
+
+
+def weight_only_model(g: Graph) -> int:
+    """A model quantized in its weights only (a dynamic-range ``.tflite``: int8 constants
+    behind dequantizations, float activations, no quantization of any activation): each such
+    dequantization is marked ``weight_only``, as ``dynamic_as_weight_only`` marks onnxruntime's,
+    so a writer keeps the weights int8 and its runtime's hybrid kernels quantize the
+    activations (TFLite: the converter's dynamic-range quantization). A model that quantizes
+    any activation is left alone (its weights belong to QDQ islands). Returns the weights marked."""
+    nodes = list(g.walk())
+    if any(n.op in ("quantize_linear", "dynamic_quantize_linear") for n in nodes) or any(
+            n.op == "dequantize_linear" and n.inputs and n.inputs[0] is not None and not n.inputs[0].is_const
+            for n in nodes):
+        return 0
+    done = 0
+    for n in nodes:
+        if n.op == "dequantize_linear" and n.inputs[0].type.dtype == "int8" and not n.meta.get("weight_only"):
+            n.meta["weight_only"] = True
+            done += 1
+    return done
 
 
 def dynamic_as_weight_only(g: Graph) -> int:
