@@ -566,3 +566,20 @@ def test_an_8bit_max_pool_moves_as_floats_where_the_target_has_only_float_max_po
     moved = [w for w in t.get("warnings", []) if "(max_pool) moves uint8 data as float32" in w]
     assert moved and (("dequantized and quantized back" in moved[0]) == quantized), t.get("warnings")
     assert all(o["vs_source"]["max_abs"] == 0 for o in t["check"]["outputs"]), t["check"]["outputs"]
+
+
+def test_an_infinite_quantization_scale_is_not_a_fake_quant_range():
+    """onnxruntime's calibration gives a tensor that reaches -inf (an attention mask's fill) an
+    infinite scale: that QDQ pair is not an activation range (TFLite's fake-quant would read
+    min=nan, max=inf) and stays float arithmetic."""
+    from translator.compile.quantized import activation_pair
+    from translator.ir.graph import Graph, TensorType
+
+    g = Graph("inf")
+    x = g.add_input("x", TensorType("float32", (4,)))
+    for scale, want in ((np.inf, None), (0.1, True)):
+        s = g.add_constant(f"s{scale}", np.asarray(scale, np.float32), "float32")
+        z = g.add_constant(f"z{scale}", np.asarray(0, np.uint8), "uint8")
+        q = g.add_node("quantize_linear", [x, s, z], {}, types=[TensorType("uint8", (4,))]).outputs[0]
+        d = g.add_node("dequantize_linear", [q, s, z], {}, types=[TensorType("float32", (4,))])
+        assert (activation_pair(d) is not None) == bool(want), scale

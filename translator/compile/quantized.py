@@ -66,8 +66,8 @@ def activation_pair(node: Node) -> ActivationRange | None:
     s, s2 = _scalar(q.inputs[1]), _scalar(node.inputs[1])
     z = _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0)
     z2 = _scalar(node.inputs[2] if len(node.inputs) > 2 else None, 0.0)
-    if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0:  # type: ignore[operator]
-        return None
+    if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0 or not np.isfinite([s, z]).all():  # type: ignore[operator]
+        return None  # (onnxruntime's calibration writes an infinite scale for a range that reaches ±inf or ±FLT_MAX)
     lo, hi = QRANGE8[dt]
     return ActivationRange(q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1,  # type: ignore[operator]
                            tuple(int(d) for d in shape) if shape else None)
