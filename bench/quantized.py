@@ -309,13 +309,15 @@ def _keras_int8() -> dict[str, Any]:
 def _size(path: Path) -> int:
     """Bytes of what is deployed: the IR (``.xml`` + ``.bin``) of an OpenVINO folder, the
     ``.mlpackage`` of a Core ML folder (not the readable ``builder.py`` and its weight copy),
-    else every file."""
+    the graph and variables of a SavedModel (not the readable ``assets.extra`` copy), else
+    every file."""
     if path.is_file():
         return path.stat().st_size
     files = [p for p in path.rglob("*") if p.is_file()]
     ir = [p for p in files if p.suffix in (".xml", ".bin")]
     pkg = [p for p in files if any(q.suffix == ".mlpackage" for q in p.parents)]
-    return sum(p.stat().st_size for p in (ir or pkg or files))
+    saved = [p for p in files if p.name == "saved_model.pb" or p.parent.name == "variables"]
+    return sum(p.stat().st_size for p in (ir or pkg or saved or files))
 
 
 def quantized(target: str, path: Path) -> tuple[bool, str]:
@@ -452,7 +454,10 @@ PEER_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore
 def _peer_cell(target: str, made: Path, fout: Path, x: np.ndarray | None, want: np.ndarray | None) -> dict[str, Any]:
     """A peer's artifact judged as ours are: integer kernels, size against our float
     conversion, latency, error against the source runtime."""
-    q, how = quantized(target, made)
+    try:
+        q, how = quantized(target, made)
+    except Exception as exc:  # noqa: BLE001 - written but not even loadable here: the peer's cell says so
+        return {"error": f"written, does not load: {type(exc).__name__}: {' '.join(str(exc).split())[:140]}"}
     cell: dict[str, Any] = {"quantized": q, "how": how, "size_ratio": round(_size(made) / max(_size(fout), 1), 3)}
     if x is not None:
         try:

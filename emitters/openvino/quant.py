@@ -74,10 +74,31 @@ def _dequantize(g: "Gen", node: Node) -> None:
     axis, r, block = int(g.a("axis")), g.t(0).rank, int(g.a("block_size", 0))
     out_t = g.ty(g.out_dtype(0))
     x = g.let(f"ops.convert({g.x(0)}, {out_t})")
-    if g.x(2) is not None:
-        zp = _along(g, g.let(f"ops.convert({g.x(2)}, {out_t})"), 2, axis, r, block)
+    zv = g.v(2) if g.x(2) is not None else None
+    if zv is not None and not (zv.is_const and not np.asarray(zv.const).any()):  # a zero point of 0 subtracts nothing
+        zp = _const_along(g, 2, axis, r, block, g.out_dtype(0)) or \
+            _along(g, g.let(f"ops.convert({g.x(2)}, {out_t})"), 2, axis, r, block)
         x = g.let(f"ops.subtract({x}, {zp})")
-    g.out(0, f"ops.multiply({x}, ops.convert({_along(g, g.x(1), 1, axis, r, block)}, {out_t}))")
+    scale = _const_along(g, 1, axis, r, block, g.out_dtype(0)) or \
+        f"ops.convert({_along(g, g.x(1), 1, axis, r, block)}, {out_t})"
+    g.out(0, f"ops.multiply({x}, {scale})")
+
+
+def _const_along(g: "Gen", i: int, axis: int, rank: int | None, block: int, dtype: str) -> str | None:
+    """Input ``i`` (a constant scale or zero point) as one constant of ``dtype`` already shaped
+    to broadcast along ``axis`` (``_along`` builds the reshape in the graph): a quantized weight
+    is then OpenVINO's compressed-weight pattern, Constant(i8) → Convert → [Subtract] → Multiply
+    by constants, with no Convert/Reshape of its parameters in the IR. None when not constant
+    (or blocked)."""
+    v = g.v(i)
+    if v is None or not v.is_const or block or rank is None:
+        return None
+    arr = np.asarray(v.const)
+    if arr.ndim and arr.size > 1:
+        shape = [1] * rank
+        shape[norm_axis(axis, rank)] = -1
+        arr = arr.reshape(shape)
+    return g.const(arr, dtype)
 
 
 def quantize(g: "Gen", y: str, scale: str, zp: str | None, out: str) -> str:

@@ -82,5 +82,10 @@ def dequantize_linear(c: Any) -> list[str]:
 
 
 def integer_plan(node, ctx) -> tuple[str, str]:
-    """TensorFlow runs the quantize/dequantize pairs and every kernel in float (``report``)."""
+    """TensorFlow runs the quantize/dequantize pairs and every kernel in float; an 8-bit weight
+    is stored as such (``report``)."""
+    from translator.compile.quantized import quantized_operands
+
+    if quantized_operands(node).weight is not None:
+        return "int8 weights", "stored as int8, dequantized in the graph; float kernel (TensorFlow has no integer QDQ kernels)"
     return "float", "TensorFlow has no integer kernels for QDQ: it computes in float"
