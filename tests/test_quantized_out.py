@@ -583,3 +583,26 @@ def test_an_infinite_quantization_scale_is_not_a_fake_quant_range():
         q = g.add_node("quantize_linear", [x, s, z], {}, types=[TensorType("uint8", (4,))]).outputs[0]
         d = g.add_node("dequantize_linear", [q, s, z], {}, types=[TensorType("float32", (4,))])
         assert (activation_pair(d) is not None) == bool(want), scale
+
+
+def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on_openvino(tmp_path, monkeypatch):
+    """OpenVINO has no kernel for onnxruntime's DynamicQuantizeLinear → MatMulInteger: its
+    emulation ran float matmuls between rounding ops (0 of 3 i8 layers). Read as int8-weight
+    matmuls, they are OpenVINO's compressed-weight pattern: the CPU plugin's FullyConnected
+    keeps the weights int8 and decompresses them in the kernel (said as int8 storage, float
+    arithmetic); the check holds the output to twice the source's own activation rounding, and
+    a model past it is written as the exact emulation instead."""
+    if importlib.util.find_spec("openvino") is None:
+        pytest.xfail("openvino is not installed")
+    import opbridge
+    from translator.run import check
+
+    _, q = _dynamic_mlp(tmp_path)
+    (ov,) = opbridge.convert(str(q), to="openvino", out=str(tmp_path / "ov"))["targets"]
+    k = ov["integer_kernels"]
+    assert k["integer"] == k["total"] == 3 and k["stored_only"] and "decompressed in a float kernel" in k["how"], k
+    assert ov["check"]["status"] == "pass" and any("dynamic activation rounding" in n for n in ov["check"]["notes"]), ov
+    monkeypatch.setattr(check, "DYNAMIC_FACTOR", 0.5)
+    (ov,) = opbridge.convert(str(q), to="openvino", out=str(tmp_path / "strict"))["targets"]
+    assert ov["integer_kernels"]["integer"] == 0 and ov["check"]["outputs"][0]["max_abs"] < 1e-5, ov
+    assert any("past the check" in w for w in ov["warnings"]), ov

@@ -440,5 +440,9 @@ def emit(model: Model, ctx: "Compilation") -> Artifact:
     inputs = [(v.name, em.dtype_of(v)) for v in g.inputs]
     outputs = [(v.name, em.dtype_of(v)) for v in g.outputs]
     artifact = Artifact(source, em.weights, inputs, outputs)
+    from .quant import WEIGHT_ONLY
+
+    if (model.metadata or {}).get(WEIGHT_ONLY):
+        artifact.options["features"] = ["dynamic_range"]
     artifact.model  # noqa: B018 - build now: OpenVINO's shape/type validation fails here, not at run time
     return artifact

@@ -6,7 +6,7 @@ integer products involved) with ``round`` half to even and a clamp to the output
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,6 +59,31 @@ def _quant_check(node: Node) -> Refusal | None:
         if x is None or not x.type.is_static or not node.inputs[1].type.is_static:
             return Refusal("dynamic_shape", "blocked quantization needs static shapes")
     return None
+
+
+#: model metadata: how many of onnxruntime's dynamically quantized matmuls ``prepare`` read as
+#: int8-weight matmuls
+WEIGHT_ONLY = "opbridge.openvino_weight_only"
+
+
+def prepare(model: "Any", ctx: "Any") -> None:
+    """onnxruntime's dynamic quantization of a MatMul (``DynamicQuantizeLinear → MatMulInteger``,
+    which OpenVINO has no kernel for: the emulation ran a float matmul between rounding ops) is
+    read as the matmul of an int8 weight (``quantized.dynamic_as_weight_only``): OpenVINO's
+    compressed-weight pattern, whose FullyConnected keeps the weights int8 and decompresses them
+    in the kernel (runtime precision i8). The activation is no longer rounded to 8 bits: the check
+    holds the output to twice the source's own rounding, and ``convert`` writes the exact
+    emulation (``float_quantization``) when it strays further."""
+    from translator.compile.pipeline import every_graph
+    from translator.compile.quantized import dynamic_as_weight_only
+    from translator.ir.infer import infer
+
+    if ctx.options.get("float_quantization"):
+        return
+    n = sum(dynamic_as_weight_only(g) for g in every_graph(model.graph))
+    if n:
+        infer(model.graph, ctx.tables)
+        model.metadata = {**(model.metadata or {}), WEIGHT_ONLY: str(n)}
 
 
 @rule("dequantize_linear", check=_quant_check)
@@ -193,7 +218,8 @@ def integer_plan(node: Node, ctx: object) -> tuple[str, str]:
     if node.op == "qlinear_conv":
         return "integer", "QLinearConv as FakeQuantize and int8 weight: the CPU plugin runs it in u8/i8"
     if node.op in ("conv_integer", "matmul_integer", "matmul_integer_to_float"):
-        return "int8 weights", "dynamic quantization: the int8 weight kept, the product in float"
+        return "int8 weights", ("dynamic quantization: read as the matmul of an int8 weight, which the CPU "
+                                "plugin decompresses in its FullyConnected kernel; the product in float")
     q = quantized_operands(node)
     if q.activation is not None and q.weight is not None:
         return "integer", ("FakeQuantize" if q.activation_pair else "8-bit dequantized") + \

@@ -44,6 +44,9 @@ class Artifact:
     outputs: list[tuple[str, str]]
     _model: Any = None
     _compiled: Any = None
+    #: how it was written, for ``convert`` (``features``: ``dynamic_range`` when onnxruntime's dynamic
+    #: quantization became int8-weight matmuls, which ``convert`` rewrites exactly if they stray)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def model(self) -> Any:
@@ -248,16 +251,24 @@ COMPUTE_LAYERS = ("Convolution", "GroupConvolution", "FullyConnected", "MatMul",
 
 def integer_kernels(path: Path) -> Any:
     """The runtime precision of each compute layer of the model as the CPU plugin compiles it
-    (its low-precision transformations decide: u8/i8 is an integer kernel)."""
+    (its low-precision transformations decide: u8/i8 is an integer kernel; an i8 layer whose
+    primitive is a float one decompresses int8 weights: said, and ``stored`` when all are)."""
     from translator.compile.target import KernelCount
 
     xml = next(Path(path).rglob("*.xml")) if Path(path).is_dir() else Path(path)
     rt = core().compile_model(core().read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).get_runtime_model()
-    kinds = []
+    kinds, decompressed = [], 0
     for op in rt.get_ops():
         info = op.get_rt_info()
         kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
         if kind in COMPUTE_LAYERS:
-            kinds.append(info["runtimePrecision"].astype(str).lower() if "runtimePrecision" in info else "?")
+            prec = info["runtimePrecision"].astype(str).lower() if "runtimePrecision" in info else "?"
+            prim = info["primitiveType"].astype(str).lower() if "primitiveType" in info else ""
+            kinds.append(prec)
+            # an i8 layer whose primitive computes in floats keeps int8 weights and decompresses them
+            decompressed += prec in ("u8", "i8") and ("f32" in prim or "bf16" in prim or "f16" in prim)
     n = sum(1 for p in kinds if p in ("u8", "i8"))
-    return KernelCount(n, len(kinds), f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls in u8/i8")
+    how = f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls in u8/i8"
+    if decompressed:
+        how += f" ({decompressed} of them int8 weights decompressed in a float kernel: int8 storage, float arithmetic)"
+    return KernelCount(n, len(kinds), how, stored=decompressed == n > 0)

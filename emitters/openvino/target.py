@@ -44,7 +44,7 @@ def spell(name: str) -> str:
 
 TARGET = Target(
     name=NAME, title="OpenVINO", **package_fields(codegen, runtime), suffix="_openvino", written="model",
-    integer_plan=quant.integer_plan,
+    integer_plan=quant.integer_plan, prepare=quant.prepare,
     fold=True, accepts=accepts,
     doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
     extra={"spell": spell},
