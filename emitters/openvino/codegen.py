@@ -98,6 +98,8 @@ class Emission:
         self.functions: list[_Function] = []
         self.uses_opset17 = False
         self.rules = rules(NAME)
+        self.options: dict[str, Any] = {}  # the conversion's options (``float_quantization``)
+        self.features: set[str] = set()  # what the artifact holds, for ``convert`` (``fake_quant``)
 
     # -------------------------------------------------------------- graphs
     def graph_function(self, g: Graph, fname: str, params: list[Value], doc: str,
@@ -429,6 +431,7 @@ def emit(model: Model, ctx: "Compilation") -> Artifact:
 
     g = model.graph
     em = Emission(ctx.tables)
+    em.options = dict(ctx.options or {})
     for v in g.inputs:
         em.ty(em.dtype_of(v))
     main = em.graph_function(g, "build_main", list(g.inputs), "the model")
@@ -443,6 +446,8 @@ def emit(model: Model, ctx: "Compilation") -> Artifact:
     from .quant import WEIGHT_ONLY
 
     if (model.metadata or {}).get(WEIGHT_ONLY):
-        artifact.options["features"] = ["dynamic_range"]
+        em.features.add("dynamic_range")
+    if em.features:
+        artifact.options["features"] = sorted(em.features)
     artifact.model  # noqa: B018 - build now: OpenVINO's shape/type validation fails here, not at run time
     return artifact

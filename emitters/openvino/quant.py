@@ -89,9 +89,12 @@ def prepare(model: "Any", ctx: "Any") -> None:
 @rule("dequantize_linear", check=_quant_check)
 def _dequantize(g: "Gen", node: Node) -> None:
     # y = (x - zero_point) * scale, in the scale's type
-    pair = activation_pair(node)
+    pair = None if g.em.options.get("float_quantization") else activation_pair(node)
     if pair is not None:  # an activation's quantize-dequantize pair: one FakeQuantize, which the CPU
-        # plugin's low-precision transformations run as integer kernels (with the int8 weights)
+        # plugin's low-precision transformations run as integer kernels (with the int8 weights);
+        # with float_quantization (convert's fallback when they stray past the check), the pair's
+        # arithmetic as written
+        g.em.features.add("fake_quant")
         low, high = g.const(np.float32(pair.low), "float32"), g.const(np.float32(pair.high), "float32")
         fq = f"ops.fake_quantize({g.var_of(pair.x)}, {low}, {high}, {low}, {high}, {pair.levels})"
         g.out(0, fq if pair.shape is None else f"ops.reshape({fq}, {i64(g, list(pair.shape))}, False)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.registry import Refusal
 from translator.compile.target import Target, package_fields
 
@@ -47,5 +48,5 @@ TARGET = Target(
     integer_plan=quant.integer_plan, prepare=quant.prepare,
     fold=True, accepts=accepts,
     doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
-    extra={"spell": spell},
+    options=(FLOAT_QUANTIZATION,), extra={"spell": spell},
 )

@@ -17,6 +17,7 @@ import dataclasses
 
 from emitters.tensorflow import target as tensorflow
 from translator.table.errors import Unsupported
+from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.target import Option, column_dtypes, package_fields
 
 from . import codegen, quant, runtime
@@ -61,11 +62,6 @@ ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
                              "let the converter keep TensorFlow ops it has no builtin for "
                              "(the Flex delegate must then be linked to run the model)",
                              action="store_true", default=False)
-
-FLOAT_QUANTIZATION = Option("--float-quantization", "float_quantization",
-                            "a quantized (QDQ) model's arithmetic in float ops instead of int8 kernels "
-                            "(exact against the float evaluation; convert falls back to it when the "
-                            "int8 model fails the check)", action="store_true", default=False)
 
 def flex_ops(ctx: Any) -> frozenset[str]:
     """With ``--allow-select-tf-ops``, the ops TensorFlow emits natively that TFLite has no

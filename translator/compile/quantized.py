@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Graph, Node, TensorType, Value
+from .target import Option as _option
 
 #: the integer range of each 8-bit quantized type
 QRANGE8 = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -330,6 +331,15 @@ def quantized_operands(node: Node) -> QuantizedOperands:
                 c.op == "quantize_linear" for c in u.outputs[0].consumers()):
             out = True
     return QuantizedOperands(act, act is not None and activation_pair(act) is not None, w, out)
+
+
+#: the option every target that writes integer kernels takes (TFLite, OpenVINO): the QDQ
+#: arithmetic in float ops, exact against the float evaluation (``convert`` falls back to it when
+#: the integer kernels stray past the check)
+FLOAT_QUANTIZATION = _option("--float-quantization", "float_quantization",
+                             "a quantized (QDQ) model's arithmetic in float ops instead of int8 kernels "
+                             "(exact against the float evaluation; convert falls back to it when the "
+                             "int8 model fails the check)", action="store_true", default=False)
 
 
 def weight_only_model(g: Graph) -> int:
