@@ -692,6 +692,9 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
                 faster = sum(1 for v in sp if v > 1)
                 lines.append(f"  {t:<10} faster on {faster}/{len(sp)}; speedup min {sp[0]:.2f}, median "
                              f"{sp[len(sp) // 2]:.2f}, max {sp[-1]:.2f}")
+                slower = sorted((c["speedup"], m, f) for m, f, tt, c in timed if tt == t and c["speedup"] <= 1)
+                if slower:
+                    lines.append("             not faster: " + ", ".join(f"{m} {f} {v:.2f}x" for v, m, f in slower))
     peers = [(r, r["cells"]["openvino"]["peer_openvino_reader"]) for r in rows
              if "peer_openvino_reader" in r["cells"].get("openvino", {})]
     if peers:
