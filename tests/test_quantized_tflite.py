@@ -403,8 +403,11 @@ def test_a_quantized_interface_is_kept_on_both_sides_or_neither(mixed):
 def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(tmp_path):
     """A dynamic-range .tflite (TensorFlow's converter without representative data: int8
     weights, float activations, LiteRT's hybrid kernels) converted to tflite keeps its weights
-    int8 and its kernels hybrid (``quantized.weight_only_model``): the same kernels as the
-    source, a file well under the float model's (it was written with float weights)."""
+    int8 and its kernels hybrid (``quantized.weight_only_model``; the frontend's spelled-out
+    run-time rounding of their inputs taken out, ``hybrid_as_weight_only``): the same kernels
+    as the source (a depthwise one too), LiteRT's own result, a file well under the float
+    model's (it was written with float weights and the rounding in float ops). OpenVINO, which
+    has no hybrid kernel, takes the inputs unrounded, within twice the source's own rounding."""
     import tensorflow as tf
 
     from emitters.tflite.runtime import integer_kernels
@@ -413,9 +416,10 @@ def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(
     keras = tf.keras
     keras.utils.set_random_seed(0)
     L = keras.layers
-    x = keras.Input((16, 16, 16), batch_size=1)
+    x = keras.Input((16, 16, 128), batch_size=1)
+    y = L.DepthwiseConv2D(3, padding="same", activation="relu")(x)  # 1,152 weights: quantized too
     y = L.Dense(10)(L.Flatten()(L.Conv2D(32, 3, strides=2, padding="same", activation="relu")(
-        L.Conv2D(32, 3, padding="same", activation="relu")(x))))
+        L.Conv2D(32, 3, padding="same", activation="relu")(y))))
     model = keras.Model(x, y)
     flt = tmp_path / "float.tflite"
     flt.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
@@ -424,10 +428,17 @@ def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(
     src = tmp_path / "dynamic.tflite"
     src.write_bytes(conv.convert())
     want = integer_kernels(src)
-    assert want.integer == want.total == 3 and "3 hybrid" in want.how, want
+    assert want.integer == want.total == 4 and "4 hybrid" in want.how, want
     t = convert(str(src), "tflite", str(tmp_path / "out.tflite"), check=True)["targets"][0]
     assert t["status"] == "ok", t
     got = integer_kernels(t["output"])
-    assert (got.integer, got.total) == (3, 3) and "3 hybrid" in got.how, got
+    assert (got.integer, got.total) == (4, 4) and "4 hybrid" in got.how, got
+    ops = {o["op_name"] for o in tf.lite.Interpreter(model_path=t["output"])._get_ops_details()}
+    # the same kernels, not LiteRT's run-time rounding spelled out around them (hybrid_as_weight_only)
+    assert "DEPTHWISE_CONV_2D" in ops and not ops & {"FLOOR", "SIGN", "ABS", "REDUCE_MAX"}, ops
+    assert all(o["vs_source"]["max_abs"] < 1e-5 for o in t["check"]["outputs"]), t["check"]["outputs"]
     size = Path(t["output"]).stat().st_size / flt.stat().st_size
     assert size < 0.4, size  # int8 weights (the float model's file is the float weights)
+    if importlib.util.find_spec("openvino") is not None:  # no hybrid kernel: int8 weights, float inputs
+        ov = convert(str(src), "openvino", str(tmp_path / "ov"), check=True)["targets"][0]
+        assert ov["status"] == "ok" and any("dynamic activation rounding" in n for n in ov["check"]["notes"]), ov

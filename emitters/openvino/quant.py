@@ -69,18 +69,19 @@ WEIGHT_ONLY = "opbridge.openvino_weight_only"
 def prepare(model: "Any", ctx: "Any") -> None:
     """onnxruntime's dynamic quantization of a MatMul (``DynamicQuantizeLinear → MatMulInteger``,
     which OpenVINO has no kernel for: the emulation ran a float matmul between rounding ops) is
-    read as the matmul of an int8 weight (``quantized.dynamic_as_weight_only``): OpenVINO's
+    read as the matmul of an int8 weight (``quantized.dynamic_as_weight_only``; a dynamic-range
+    ``.tflite``'s hybrid kernels likewise, ``hybrid_as_weight_only``): OpenVINO's
     compressed-weight pattern, whose FullyConnected keeps the weights int8 and decompresses them
     in the kernel (runtime precision i8). The activation is no longer rounded to 8 bits: the check
     holds the output to twice the source's own rounding, and ``convert`` writes the exact
     emulation (``float_quantization``) when it strays further."""
     from translator.compile.pipeline import every_graph
-    from translator.compile.quantized import dynamic_as_weight_only
+    from translator.compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
     from translator.ir.infer import infer
 
     if ctx.options.get("float_quantization"):
         return
-    n = sum(dynamic_as_weight_only(g) for g in every_graph(model.graph))
+    n = sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph))
     if n:
         infer(model.graph, ctx.tables)
         model.metadata = {**(model.metadata or {}), WEIGHT_ONLY: str(n)}

@@ -172,10 +172,18 @@ def conv(c: Any) -> list[str]:
     both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
     run_strides = [1] * nd if both_sd else strides
     y = c.tmp("conv")
+    wp = c.node.inputs[1].producer
+    ws = c.static_shape(1) if wp is not None and wp.op == "dequantize_linear" and wp.meta.get("weight_only") else None
     if nd == 2 and group > 1 and w is not None and w.shape[1] == 1:  # depthwise: one filter set per input channel
         # (C·m, 1, kh, kw) -> (kh, kw, C, m): output channel c·m + k reads input channel c, as in ONNX
         dw = np.ascontiguousarray(np.asarray(w).reshape(group, w.shape[0] // group, *w.shape[2:]).transpose(2, 3, 0, 1))
         filt = c.weight(dw, f"{c.node.name}_filter")
+        lines.append(f"{y} = tf.nn.depthwise_conv2d({x}, {filt}, strides={[1, *run_strides, 1]}, "
+                     f"padding={c.lit(padding)}, dilations={dil})")
+    elif nd == 2 and group > 1 and ws is not None and all(isinstance(d, int) for d in ws) and ws[1] == 1:
+        # an int8 weight dequantized in the graph (weight-only quantization): the same filter, rearranged
+        # in the graph, which the converter folds (and stores int8 again: a hybrid DEPTHWISE_CONV_2D)
+        filt = f"tf.transpose(tf.reshape({c.i(1)}, {[group, ws[0] // group, *ws[2:]]}), [2, 3, 0, 1])"
         lines.append(f"{y} = tf.nn.depthwise_conv2d({x}, {filt}, strides={[1, *run_strides, 1]}, "
                      f"padding={c.lit(padding)}, dilations={dil})")
     elif group == 1 or nd == 2 or (nd == 1 and group > 1):

@@ -117,6 +117,7 @@ def symmetric_weight(node: Node) -> SymmetricWeight | None:
 
 __all__ = ["QRANGE8", "ActivationRange", "activation_pair", "SymmetricWeight", "symmetric_weight", "LAYOUT_OPS",
            "adjacent_qdq", "uint8_activations", "is_quantized", "COMPUTE_OPS", "QuantizedOperands", "weight_only_model",
+           "hybrid_as_weight_only",
            "quantized_operands"]
 
 
@@ -340,6 +341,49 @@ FLOAT_QUANTIZATION = _option("--float-quantization", "float_quantization",
                              "a quantized (QDQ) model's arithmetic in float ops instead of int8 kernels "
                              "(exact against the float evaluation; convert falls back to it when the "
                              "int8 model fails the check)", action="store_true", default=False)
+
+
+def hybrid_as_weight_only(g: Graph) -> int:
+    """A dynamic-range ``.tflite``'s hybrid kernels read as float activations times int8
+    weights: the TFLite frontend spells out LiteRT's run-time quantization of each hybrid
+    kernel's input (its nodes carry ``tflite_hybrid.HYBRID``) so that a target computes what
+    LiteRT computes; a target with such kernels of its own (LiteRT's hybrid kernels again) or
+    none (OpenVINO's compressed-weight FullyConnected, Core ML's int8 weights) takes the input as
+    it is instead, as ``dynamic_as_weight_only`` does for onnxruntime's dynamic quantization. The
+    check holds the result to ``check.DYNAMIC_FACTOR`` times the source's own input rounding.
+    Returns the inputs rewired."""
+    from ..frontends.tflite_hybrid import HYBRID
+
+    def source(v: Value) -> Value | None:
+        seen, found, todo = set(), set(), [v]
+        while todo:
+            u = todo.pop()
+            p = u.producer
+            if p is None or not p.meta.get(HYBRID):
+                if not u.is_const:
+                    found.add(u)
+                continue
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            todo += [w for w in p.inputs if w is not None]
+        return next(iter(found)) if len(found) == 1 else None
+
+    done = 0
+    for n in list(g.nodes):
+        if n.meta.get(HYBRID):
+            continue
+        for i, v in enumerate(list(n.inputs)):
+            if v is not None and v.producer is not None and v.producer.meta.get(HYBRID):
+                x = source(v)
+                if x is not None:
+                    n.replace_input(i, x)
+                    done += 1
+    if done:
+        for n in reversed(list(g.nodes)):
+            if n.meta.get(HYBRID) and all(not o.uses and o not in g.outputs for o in n.outputs):
+                g.remove_node(n)
+    return done
 
 
 def weight_only_model(g: Graph) -> int:

@@ -24,12 +24,22 @@ import numpy as np
 from ..ir.graph import Value
 
 
+#: node meta: the node is part of the spelled-out run-time quantization of a hybrid kernel's input
+#: (``quantized.hybrid_as_weight_only`` takes it out for targets with kernels of their own)
+HYBRID = "hybrid_rounding"
+
+
+def _emit(ctx: Any, op: str, ins: list[Value], attrs: dict[str, Any] | None = None) -> Value:
+    out = ctx.emit(op, ins, attrs, role="hybrid")[0]
+    out.producer.meta[HYBRID] = True
+    return out
+
+
 def _round_away(ctx: Any, v: Value) -> Value:
     """round half away from zero: sign(v) · floor(|v| + 0.5)."""
     half = ctx.const(np.asarray(0.5, np.float32), "half")
-    mag = ctx.emit("floor", [ctx.emit("add", [ctx.emit("abs", [v], role="hybrid")[0], half], role="hybrid")[0]],
-                   role="hybrid")[0]
-    return ctx.emit("mul", [ctx.emit("sign", [v], role="hybrid")[0], mag], role="hybrid")[0]
+    mag = _emit(ctx, "floor", [_emit(ctx, "add", [_emit(ctx, "abs", [v]), half])])
+    return _emit(ctx, "mul", [_emit(ctx, "sign", [v]), mag])
 
 
 def quantize_rows(ctx: Any, x: Value, asymmetric: bool, axes_list: list[int] | None = None) -> Value:
@@ -42,7 +52,7 @@ def quantize_rows(ctx: Any, x: Value, asymmetric: bool, axes_list: list[int] | N
     zero = ctx.const(np.asarray(0.0, f), "zero")
 
     def op(name: str, *ins: Value, **attrs: Any) -> Value:
-        return ctx.emit(name, list(ins), attrs or None, role="hybrid")[0]
+        return _emit(ctx, name, list(ins), attrs or None)
 
     if asymmetric:
         rmin = op("min", op("reduce_min", x, axes, keepdims=1), zero)

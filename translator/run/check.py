@@ -130,7 +130,7 @@ DYNAMIC_FACTOR = 2.0
 
 def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[Any]) -> dict[int, float]:
     """Output index → how far the model's dynamic activation quantization (onnxruntime's
-    ``DynamicQuantizeLinear → MatMulInteger``) moves it: the reference on the model against the
+    ``DynamicQuantizeLinear → MatMulInteger``, a dynamic-range ``.tflite``'s hybrid kernels) moves it: the reference on the model against the
     reference on the same model with the activations left unrounded (``quantized.
     dynamic_as_weight_only``: int8 weights, float activations). A target's integer kernels
     quantize activations their own way (LiteRT's hybrid kernels per row, in int8), or not at
@@ -138,11 +138,11 @@ def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[A
     the unrounded computation as the source does. Empty when the model has no such matmul."""
     from ..compile import interpreter
     from ..compile.pipeline import every_graph
-    from ..compile.quantized import dynamic_as_weight_only
+    from ..compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
     from ..ir.infer import infer
 
     clone = model.clone()
-    if not sum(dynamic_as_weight_only(g) for g in every_graph(clone.graph)):
+    if not sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(clone.graph)):
         return {}
     infer(clone.graph)
     try:
