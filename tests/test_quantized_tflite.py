@@ -442,3 +442,5 @@ def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(
     if importlib.util.find_spec("openvino") is not None:  # no hybrid kernel: int8 weights, float inputs
         ov = convert(str(src), "openvino", str(tmp_path / "ov"), check=True)["targets"][0]
         assert ov["status"] == "ok" and any("dynamic activation rounding" in n for n in ov["check"]["notes"]), ov
+        k = ov["integer_kernels"]  # the IR keeps the weights int8; the CPU plugin decompresses them
+        assert k["integer"] == k["total"] == 4 and k["stored_only"], k

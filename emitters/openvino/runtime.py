@@ -271,4 +271,28 @@ def integer_kernels(path: Path) -> Any:
     how = f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls in u8/i8"
     if decompressed:
         how += f" ({decompressed} of them int8 weights decompressed in a float kernel: int8 storage, float arithmetic)"
+    if n == decompressed:  # no integer arithmetic: what is integer is the IR's storage of the weights
+        stored = _int8_weights_in_ir(core().read_model(str(xml)))
+        if stored > n:
+            return KernelCount(stored, len(kinds), f"{stored} of {len(kinds)} convolutions/matmuls read int8 weights "
+                               "stored in the IR (decompressed when compiled: float kernels)", stored=True)
     return KernelCount(n, len(kinds), how, stored=decompressed == n > 0)
+
+
+def _int8_weights_in_ir(model: Any) -> int:
+    """The convolutions/matmuls of an IR whose weight input is an 8-bit constant behind its
+    decompression (Convert, Subtract, Multiply, Reshape, Transpose of constants)."""
+    through = ("Convert", "Subtract", "Multiply", "Reshape", "Transpose", "Unsqueeze", "Squeeze")
+    n = 0
+    for op in model.get_ops():
+        if op.get_type_name() not in ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData"):
+            continue
+        todo, found = [op.input_value(1).get_node()], False
+        while todo and not found:
+            node = todo.pop()
+            if node.get_type_name() == "Constant":
+                found = node.get_output_element_type(0).get_type_name() in ("i8", "u8")
+            elif node.get_type_name() in through:
+                todo += [v.get_node() for v in node.input_values()]
+        n += found
+    return n
