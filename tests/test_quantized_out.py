@@ -604,7 +604,8 @@ def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on
     assert ov["check"]["status"] == "pass" and any("dynamic activation rounding" in n for n in ov["check"]["notes"]), ov
     monkeypatch.setattr(check, "DYNAMIC_FACTOR", 0.5)
     (ov,) = opbridge.convert(str(q), to="openvino", out=str(tmp_path / "strict"))["targets"]
-    assert ov["integer_kernels"]["integer"] == 0 and ov["check"]["outputs"][0]["max_abs"] < 1e-5, ov
+    k = ov["integer_kernels"]  # the exact emulation: float kernels (the IR may still store the weights int8)
+    assert (k["integer"] == 0 or k.get("stored_only")) and ov["check"]["outputs"][0]["max_abs"] < 1e-5, ov
     assert any("past the check" in w for w in ov["warnings"]), ov
 
 
@@ -625,5 +626,6 @@ def test_openvino_takes_the_float_quantization_option_and_says_when_it_wrote_fak
     assert t["integer_kernels"]["integer"] == t["integer_kernels"]["total"] >= 3, t["integer_kernels"]
     t = convert(str(src), "openvino", str(tmp_path / "float"), check=True,
                 options={"float_quantization": True})["targets"][0]
-    assert t["status"] == "ok" and t["integer_kernels"]["integer"] == 0, t
+    k = t["integer_kernels"]  # no integer kernel (the IR may still store the weights int8: said as storage)
+    assert t["status"] == "ok" and (k["integer"] == 0 or k.get("stored_only")), t
     assert all(o["vs_source"]["max_abs"] < 1e-5 for o in t["check"]["outputs"]), t["check"]["outputs"]
