@@ -31,8 +31,11 @@ conversion per model and target, shared by its forms), and
 the check (``ok``; for an output a DequantizeLinear computes, the error in quantization steps
 and the share of exact values the check notes). Totals per target, the acceptance's figures:
 how many conversions come out quantized, the size ratios (and how many are <= 0.35x), how many
-quantized outputs are within 1 step and >= 99% exact, and the share of the counted compute ops
-that run as integer kernels (TFLite: those XNNPACK takes, plus LiteRT's hybrid kernels).
+quantized outputs are within 1 step and >= 99% exact, and of the ops the source runs as integer
+kernels in its own runtime, the share the target runs as integer kernels (TFLite: those XNNPACK
+takes, plus LiteRT's hybrid kernels) or stores int8 where it has none. A conversion counts as
+quantized when it runs as many integer kernels as the source does (int8 storage: half the weight
+tensors or more, and as many as the source's integer ops).
 
 Latency (issue 24's acceptance): on onnx, tflite and openvino the int8 artifact and the float
 conversion of the same model are timed on the same input, one thread, called alternately, median
@@ -45,6 +48,7 @@ for ONNX — each judged as ours are (quantized or not, size against our float c
 latency, error against the source runtime).
 
     python bench/quantized.py [--only cnn,mlp] [--targets onnx,...] [--json out.json] [--no-latency]
+    python bench/quantized.py --render A.json,B.json   # the summary of runs made in parts
 """
 from __future__ import annotations
 
@@ -320,16 +324,23 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in (ir or pkg or saved or files))
 
 
-def quantized(target: str, path: Path) -> tuple[bool, str]:
+def quantized(target: str, path: Path, source: int | None = None) -> tuple[bool, str]:
     """(whether the artifact runs / stores integers, how that was read): the target's own
-    ``integer_kernels`` (what ``convert`` records). Integer kernels must be all of them; int8
-    storage (PyTorch, Core ML), at least half of the weight tensors."""
+    ``integer_kernels`` (what ``convert`` records), judged by ``_verdict``."""
     k = _kernels(target, path)
-    return _verdict(k), k.how
+    return _verdict(k, source), k.how
 
 
-def _verdict(k: Any) -> bool:
-    return k.integer * 2 >= k.total > 0 if k.stored else k.integer == k.total > 0
+def _verdict(k: Any, source: int | None = None) -> bool:
+    """Integer kernels: as many as the source runs in its own runtime (``source``: onnxruntime's
+    optimized graph, LiteRT), else all of them; int8 storage (PyTorch, TensorFlow, Core ML, an
+    OpenVINO IR without integer layers): at least half of the weight tensors, and as many as
+    the source's integer ops."""
+    if k.total <= 0 or k.integer <= 0:
+        return False
+    if k.stored:
+        return k.integer * 2 >= k.total and (source is None or k.integer >= min(source, k.total))
+    return k.integer >= (min(source, k.total) if source else k.total)
 
 
 # ---------------------------------------------------------------------------- how fast?
@@ -581,7 +592,8 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
             row = {**e, "cells": {}}
             try:  # the source itself in its own runtime: how integer the conversions can be
                 src = "onnx" if e["file"].endswith(".onnx") else "tflite"
-                row["source_kernels"] = quantized(src, Path(e["file"]))[1]
+                sk = _kernels(src, Path(e["file"]))
+                row["source_kernels"], row["source_ops"] = sk.how, [sk.integer, sk.total]
             except Exception as exc:  # noqa: BLE001
                 row["source_kernels"] = f"not inspected: {type(exc).__name__}"
             print(f"{e['model']:<24} {e['form']:<12} source     {row['source_kernels']}", flush=True)
@@ -600,7 +612,7 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                     cell["steps"] = _steps_figures(rec)
                     try:
                         k = _kernels(t, out)
-                        cell["quantized"], cell["how"] = _verdict(k), k.how
+                        cell["quantized"], cell["how"] = _verdict(k, (row.get("source_ops") or [None])[0]), k.how
                         cell["int_ops"] = [k.integer, k.total, bool(k.stored)]
                     except Exception as exc:  # noqa: BLE001 - the inspection itself failed: said, not hidden
                         cell["quantized"], cell["how"] = False, f"not inspected: {type(exc).__name__}: {str(exc)[:80]}"
@@ -674,14 +686,17 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
         stepped = [c["steps"] for c in ok if c.get("steps")]
         one = f"{sum(m <= 1.0 for m, _ in stepped)}/{len(stepped)}"
         exact = f"{sum(e >= 0.99 for _, e in stepped)}/{len(stepped)}"
-        ops = [c["int_ops"] for c in ok if c.get("int_ops")]
-        n_int, n_all = sum(i for i, _, _ in ops), sum(n for _, n, _ in ops)
+        # of the ops the source runs as integer kernels, how many the target does (or stores int8)
+        pairs = [(min(c["int_ops"][0], r["source_ops"][0]), r["source_ops"][0]) for r in rows
+                 for c in [r["cells"].get(t, {})] if c.get("status") == "ok" and c.get("int_ops") and r.get("source_ops")]
+        n_int, n_all = sum(a for a, _ in pairs), sum(b for _, b in pairs)
         share = f"{n_int}/{n_all} ({100 * n_int / n_all:.0f}%)" if n_all else "- (none counted)"
         lines.append(f"{t:<10} {len(ok):>4}/{len(cs):<4} {len(q):>5}/{len(cs):<4} {med:>26} {small:>8} {one:>9}"
                      f" {exact:>12} {share:>16}")
     lines += ["(<=1 step, >=99% exact: over the conversions whose outputs are quantized, in steps of their "
-              "quantization, against the source runtime; integer ops: of the weighted ops each target's "
-              "inspection counts, run as integer kernels, or for pytorch/coreml stored int8)"]
+              "quantization, against the source runtime; integer ops: of the ops the source runs as integer "
+              "kernels in its own runtime, how many the target runs as integer kernels, or stores int8 where it "
+              "has no integer kernels (pytorch, tensorflow, coreml), each conversion capped at the source's count)"]
     timed = [(r["model"], r["form"], t, r["cells"][t]) for r in rows for t in targets
              if "speedup" in r["cells"].get(t, {})]
     if timed:
@@ -731,9 +746,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the cells here")
     ap.add_argument("--no-latency", action="store_true", help="skip the timings (int8 vs float, the peer's)")
     ap.add_argument("--no-peers", action="store_true", help="skip onnx2tf and tf2onnx (OpenVINO's reader always runs)")
+    ap.add_argument("--render", help="comma-separated JSON files of earlier runs (e.g. two halves run side by "
+                                     "side): print their summary together instead of running")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     targets = [t for t in a.targets.split(",") if t]
+    if a.render:
+        rows = [r for f in a.render.split(",") for r in json.loads(Path(f).read_text())["rows"]]
+        print(summary(rows, targets))
+        return 0
     rows = run(build(set(a.only.split(",")) if a.only else None), targets, a.json, timed=not a.no_latency, peers=not a.no_peers)
     print(summary(rows, targets))
     return 0
