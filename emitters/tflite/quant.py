@@ -129,7 +129,9 @@ def quantized_interface(model: Any) -> dict[str, str]:
             uses = [n for n, _ in v.uses]
             ps = [params(n) if n.op == "dequantize_linear" and n.inputs[0] is v else None for n in uses]
             if v.type.kind != "tensor" or not uses or v in g.outputs or None in ps \
-                    or len({p[:2] for p in ps}) != 1:  # type: ignore[index]
+                    or len({p[:2] for p in ps}) != 1 \
+                    or any(o in g.outputs for n in uses for o in n.outputs):  # type: ignore[index]
+                # (a dequantization the model returns as it is: no integer kernel to keep)
                 in_plans = None
                 break
             in_plans.append((v, uses, ps[0]))
@@ -140,7 +142,7 @@ def quantized_interface(model: Any) -> dict[str, str]:
         outs = list(g.outputs)
         ps = [params(v.producer) if v.producer is not None and v.producer.op == "quantize_linear" else None for v in outs]
         if None not in ps and len({v.type.dtype for v in outs}) == 1 and len(set(map(id, outs))) == len(outs) \
-                and not any(v in g.inputs for v in outs):
+                and not any(v in g.inputs or v.producer.inputs[0] in g.inputs for v in outs):
             out_plans = list(zip(outs, ps))
     # one side widened to int32 and the other kept 8-bit would split a state carried from an
     # output back to an input (a streaming model's): both sides or neither

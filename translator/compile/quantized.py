@@ -346,13 +346,13 @@ FLOAT_QUANTIZATION = _option("--float-quantization", "float_quantization",
 def hybrid_as_weight_only(g: Graph) -> int:
     """A dynamic-range ``.tflite``'s hybrid kernels read as float activations times int8
     weights: the TFLite frontend spells out LiteRT's run-time quantization of each hybrid
-    kernel's input (its nodes carry ``tflite_hybrid.HYBRID``) so that a target computes what
+    kernel's input (its nodes carry ``ir.graph.HYBRID_ROUNDING``) so that a target computes what
     LiteRT computes; a target with such kernels of its own (LiteRT's hybrid kernels again) or
     none (OpenVINO's compressed-weight FullyConnected, Core ML's int8 weights) takes the input as
     it is instead, as ``dynamic_as_weight_only`` does for onnxruntime's dynamic quantization. The
     check holds the result to ``check.DYNAMIC_FACTOR`` times the source's own input rounding.
     Returns the inputs rewired."""
-    from ..frontends.tflite_hybrid import HYBRID
+    from ..ir.graph import HYBRID_ROUNDING as HYBRID
 
     def source(v: Value) -> Value | None:
         seen, found, todo = set(), set(), [v]

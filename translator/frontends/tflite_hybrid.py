@@ -24,9 +24,7 @@ import numpy as np
 from ..ir.graph import Value
 
 
-#: node meta: the node is part of the spelled-out run-time quantization of a hybrid kernel's input
-#: (``quantized.hybrid_as_weight_only`` takes it out for targets with kernels of their own)
-HYBRID = "hybrid_rounding"
+from ..ir.graph import HYBRID_ROUNDING as HYBRID  # the node meta marking the spelled-out rounding
 
 
 def _emit(ctx: Any, op: str, ins: list[Value], attrs: dict[str, Any] | None = None) -> Value:

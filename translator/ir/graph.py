@@ -33,6 +33,10 @@ Dim = "int | str | None"
 #: the model around it). Not a table op: the verifier lets it through and every target refuses
 #: it with the frontend's reason (``attrs``: ``source_op``, ``reason``, ``detail``).
 OPAQUE = "opaque"
+#: node meta: the node spells out the run-time quantization of a hybrid (dynamic-range) kernel's
+#: input (the TFLite frontend's, ``tflite_hybrid``); ``compile.quantized.hybrid_as_weight_only``
+#: takes such nodes out for targets with kernels of their own
+HYBRID_ROUNDING = "hybrid_rounding"
 
 
 @dataclass(frozen=True)
