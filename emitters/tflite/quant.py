@@ -142,7 +142,7 @@ def quantized_interface(model: Any) -> dict[str, str]:
         outs = list(g.outputs)
         ps = [params(v.producer) if v.producer is not None and v.producer.op == "quantize_linear" else None for v in outs]
         if None not in ps and len({v.type.dtype for v in outs}) == 1 and len(set(map(id, outs))) == len(outs) \
-                and not any(v in g.inputs or v.producer.inputs[0] in g.inputs for v in outs):
+                and not any(v in g.inputs for v in outs):
             out_plans = list(zip(outs, ps))
     # one side widened to int32 and the other kept 8-bit would split a state carried from an
     # output back to an input (a streaming model's): both sides or neither
