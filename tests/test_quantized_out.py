@@ -629,3 +629,26 @@ def test_openvino_takes_the_float_quantization_option_and_says_when_it_wrote_fak
     k = t["integer_kernels"]  # no integer kernel (the IR may still store the weights int8: said as storage)
     assert t["status"] == "ok" and (k["integer"] == 0 or k.get("stored_only")), t
     assert all(o["vs_source"]["max_abs"] < 1e-5 for o in t["check"]["outputs"]), t["check"]["outputs"]
+
+
+def test_a_fake_quant_range_gives_back_the_sources_scale_and_zero_point_exactly():
+    """A converter derives a fake-quant range's quantization again (scale = (max - min) / 255 in
+    double, stored as float32; zero point = round(q_min - min / scale)). ``exact_range`` picks
+    the float32 bounds from which that gives back the source's scale and zero point exactly:
+    the plain (q - z) · s bounds are a unit in the last place off for some pairs, and a scale
+    one ulp off moved a full-int8 EfficientNetV2's output by 4 steps on TFLite."""
+    from translator.compile.quantized import exact_range
+
+    rng = np.random.default_rng(0)
+    plain_off = 0
+    for _ in range(2000):
+        s = float(np.float32(10.0 ** rng.uniform(-4, 0)))
+        for q_min, q_max in ((-128, 127), (0, 255)):
+            z = int(rng.integers(q_min, q_max + 1))
+            lo, hi = exact_range(s, z, q_min, q_max)
+            assert np.float32(lo) == lo and np.float32(hi) == hi
+            sc = (hi - lo) / (q_max - q_min)
+            assert np.float32(sc) == np.float32(s) and round(q_min - lo / sc) == z, (s, z)
+            a, b = float(np.float32((q_min - z) * s)), float(np.float32((q_max - z) * s))
+            plain_off += np.float32((b - a) / (q_max - q_min)) != np.float32(s)
+    assert plain_off > 0  # the plain bounds do miss: the search is what makes them exact

@@ -70,8 +70,39 @@ def activation_pair(node: Node) -> ActivationRange | None:
     if None in (s, s2, z, z2) or s != s2 or z != z2 or not s > 0 or not np.isfinite([s, z]).all():  # type: ignore[operator]
         return None  # (onnxruntime's calibration writes an infinite scale for a range that reaches ±inf or ±FLT_MAX)
     lo, hi = QRANGE8[dt]
-    return ActivationRange(q.inputs[0], (lo - z) * s, (hi - z) * s, hi - lo + 1,  # type: ignore[operator]
-                           tuple(int(d) for d in shape) if shape else None)
+    low, high = exact_range(float(s), float(z), lo, hi)  # type: ignore[arg-type]
+    return ActivationRange(q.inputs[0], low, high, hi - lo + 1, tuple(int(d) for d in shape) if shape else None)
+
+
+def exact_range(scale: float, zero_point: float, q_min: int, q_max: int) -> tuple[float, float]:
+    """The float32 (min, max) of a fake-quant range from which a converter that derives the
+    quantization again (``scale = (max - min) / (q_max - q_min)`` in double, stored as float32;
+    ``zero point = round(q_min - min / scale)``: TensorFlow's, OpenVINO's) gets back exactly
+    ``scale`` and ``zero_point``: ``(q - z) · s`` rounded to float32 can land a unit in the last
+    place off, and a scale one ulp off moves the requantization of every layer after it (a
+    full-int8 EfficientNetV2 drifted 4 steps). The nearest float32 pair that reproduces both,
+    else the plain one."""
+    f32 = np.float32
+    s32 = f32(scale)
+    base_lo, base_hi = f32((q_min - zero_point) * scale), f32((q_max - zero_point) * scale)
+
+    def ok(a: np.float32, b: np.float32) -> bool:
+        sc = (float(b) - float(a)) / (q_max - q_min)
+        return f32(sc) == s32 and round(q_min - float(a) / sc) == zero_point
+
+    if ok(base_lo, base_hi):
+        return float(base_lo), float(base_hi)
+    steps = sorted(((i, j) for i in range(-3, 4) for j in range(-3, 4)), key=lambda ij: abs(ij[0]) + abs(ij[1]))
+    for i, j in steps:
+        a = base_lo if i == 0 else f32(np.nextafter(base_lo, f32(np.inf) if i > 0 else f32(-np.inf)))
+        for _ in range(abs(i) - 1):
+            a = f32(np.nextafter(a, f32(np.inf) if i > 0 else f32(-np.inf)))
+        b = base_hi if j == 0 else f32(np.nextafter(base_hi, f32(np.inf) if j > 0 else f32(-np.inf)))
+        for _ in range(abs(j) - 1):
+            b = f32(np.nextafter(b, f32(np.inf) if j > 0 else f32(-np.inf)))
+        if ok(a, b):
+            return float(a), float(b)
+    return float(base_lo), float(base_hi)
 
 
 @dataclass(frozen=True)
