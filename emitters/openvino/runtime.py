@@ -256,7 +256,8 @@ def integer_kernels(path: Path) -> Any:
     from translator.compile.target import KernelCount
 
     xml = next(Path(path).rglob("*.xml")) if Path(path).is_dir() else Path(path)
-    rt = core().compile_model(core().read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).get_runtime_model()
+    model = core().read_model(str(xml))
+    rt = core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1}).get_runtime_model()
     kinds, decompressed = [], 0
     for op in rt.get_ops():
         info = op.get_rt_info()
@@ -272,7 +273,7 @@ def integer_kernels(path: Path) -> Any:
     if decompressed:
         how += f" ({decompressed} of them int8 weights decompressed in a float kernel: int8 storage, float arithmetic)"
     if n == decompressed:  # no integer arithmetic: what is integer is the IR's storage of the weights
-        stored = _int8_weights_in_ir(core().read_model(str(xml)))
+        stored = _int8_weights_in_ir(model)
         if stored > n:
             return KernelCount(stored, len(kinds), f"{stored} of {len(kinds)} convolutions/matmuls read int8 weights "
                                "stored in the IR (decompressed when compiled: float kernels)", stored=True)

@@ -58,10 +58,11 @@ def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_ou
         art.options["quantized_io"] = dict(qio)
     try:
         art.tflite = convert(art, allow)
-        if qio:  # the flatbuffer's interface is the 8-bit one the converter was asked for
-            art.inputs = [dataclasses.replace(p, dtype=qio["inputs"]) for p in art.inputs] if "inputs" in qio else art.inputs
-            art.outputs = [dataclasses.replace(p, dtype=qio["outputs"]) for p in art.outputs] if "outputs" in qio \
-                else art.outputs
+        # the flatbuffer's interface is the 8-bit one the converter was asked for
+        if "inputs" in qio:
+            art.inputs = [dataclasses.replace(p, dtype=qio["inputs"]) for p in art.inputs]
+        if "outputs" in qio:
+            art.outputs = [dataclasses.replace(p, dtype=qio["outputs"]) for p in art.outputs]
     except _ConverterRejected as exc:
         nodes: dict[str, Refusal] = {}
         for line, tf_op in exc.ops:

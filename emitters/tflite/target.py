@@ -40,15 +40,14 @@ def prepare(model: Any, ctx: Any) -> None:
     from translator.compile.pipeline import every_graph
     from translator.ir.infer import infer
 
-    if not ctx.options.get("float_quantization") and sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g)
-                                                         for g in every_graph(model.graph)):
-        infer(model.graph, ctx.tables)
     if not ctx.options.get("float_quantization"):
+        if sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph)):
+            infer(model.graph, ctx.tables)
         weight_only_model(model.graph)  # a dynamic-range .tflite's int8 weights: hybrid kernels again
-    if not ctx.options.get("float_quantization") and not any(True for n in model.graph.nodes for _ in n.subgraphs()) \
-            and len(model.graph.nodes) <= SEGMENT_NODES:  # (a model converted in segments keeps a float interface)
-        for side, dt in quantized_interface(model).items():
-            ctx.warn(f"tflite: the {side} stay {dt} (the source's quantization); the converter is told so")
+        if not any(True for n in model.graph.nodes for _ in n.subgraphs()) \
+                and len(model.graph.nodes) <= SEGMENT_NODES:  # (a model converted in segments keeps a float interface)
+            for side, dt in quantized_interface(model).items():
+                ctx.warn(f"tflite: the {side} stay {dt} (the source's quantization); the converter is told so")
     legal = ctx.legal
     for node in model.graph.walk():
         if node.op != "bit_cast":

@@ -256,8 +256,10 @@ def _widened(graph: Graph, node: Node, op: Op, ctx: Any) -> list[Node] | None:
 def _quantized_by(v: Value | None) -> tuple[Value, Value] | None:
     """(scale, zero point) of ``v`` when a per-tensor ``quantize_linear`` with constant
     parameters computes it (through reshapes of the quantized values), else None."""
+    from .quantized import _RESHAPES
+
     p = v.producer if v is not None else None
-    while p is not None and p.op in ("reshape", "flatten", "squeeze", "unsqueeze") and p.inputs[0] is not None:
+    while p is not None and p.op in _RESHAPES and p.inputs[0] is not None:
         p = p.inputs[0].producer
     if p is None or p.op != "quantize_linear" or len(p.inputs) < 3 or int(p.attrs.get("block_size", 0) or 0):
         return None

@@ -90,16 +90,14 @@ def exact_range(scale: float, zero_point: float, q_min: int, q_max: int) -> tupl
         sc = (float(b) - float(a)) / (q_max - q_min)
         return f32(sc) == s32 and round(q_min - float(a) / sc) == zero_point
 
-    if ok(base_lo, base_hi):
-        return float(base_lo), float(base_hi)
+    def moved(x: np.float32, k: int) -> np.float32:  # ``x`` k units in the last place up (k < 0: down)
+        for _ in range(abs(k)):
+            x = f32(np.nextafter(x, f32(np.inf if k > 0 else -np.inf)))
+        return x
+
     steps = sorted(((i, j) for i in range(-3, 4) for j in range(-3, 4)), key=lambda ij: abs(ij[0]) + abs(ij[1]))
-    for i, j in steps:
-        a = base_lo if i == 0 else f32(np.nextafter(base_lo, f32(np.inf) if i > 0 else f32(-np.inf)))
-        for _ in range(abs(i) - 1):
-            a = f32(np.nextafter(a, f32(np.inf) if i > 0 else f32(-np.inf)))
-        b = base_hi if j == 0 else f32(np.nextafter(base_hi, f32(np.inf) if j > 0 else f32(-np.inf)))
-        for _ in range(abs(j) - 1):
-            b = f32(np.nextafter(b, f32(np.inf) if j > 0 else f32(-np.inf)))
+    for i, j in steps:  # (0, 0) first: the plain bounds when they reproduce both
+        a, b = moved(base_lo, i), moved(base_hi, j)
         if ok(a, b):
             return float(a), float(b)
     return float(base_lo), float(base_hi)
