@@ -348,12 +348,14 @@ def _verdict(k: Any, source: int | None = None) -> bool:
 TIMED = ("onnx", "tflite", "openvino")
 
 
-def runner(target: str, path: Path, feeds: dict[str, np.ndarray] | np.ndarray) -> Any:
+def runner(target: str, path: Path, feeds: dict[str, np.ndarray] | np.ndarray, precision: str | None = None) -> Any:
     """One inference of the artifact at ``path`` on ``feeds`` (the model's inputs by name, in
     its order; an array for a one-input model) as a zero-argument callable: one thread, in the
     runtime a user deploys it with and its default settings (LiteRT with XNNPACK; OpenVINO's
     CPU plugin; onnxruntime with every graph optimization). An input is matched by its name,
-    else by its position (converters rename inputs)."""
+    else by its position (converters rename inputs). ``precision``: OpenVINO's inference
+    precision hint instead of the plugin's default (which is bf16 for float models on a CPU
+    with AVX512_BF16 or AMX)."""
     arrays = list(feeds.values()) if isinstance(feeds, dict) else [feeds]
     named = feeds if isinstance(feeds, dict) else {}
 
@@ -380,7 +382,10 @@ def runner(target: str, path: Path, feeds: dict[str, np.ndarray] | np.ndarray) -
 
         core = ov.Core()
         xml = next(path.rglob("*.xml")) if path.is_dir() else path
-        req = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_NUM_THREADS": 1}).create_infer_request()
+        cfg: dict[str, Any] = {"INFERENCE_NUM_THREADS": 1}
+        if precision:
+            cfg["INFERENCE_PRECISION_HINT"] = precision
+        req = core.compile_model(core.read_model(str(xml)), "CPU", cfg).create_infer_request()
         xs = pick([p.get_any_name() for p in req.model_inputs])
         return lambda: req.infer(xs)
     if target == "onnx":
@@ -396,13 +401,83 @@ def runner(target: str, path: Path, feeds: dict[str, np.ndarray] | np.ndarray) -
 
 
 def latency(target: str, paths: dict[str, Path], feeds: dict[str, np.ndarray] | np.ndarray,
-            runs: int = 30) -> dict[str, float]:
+            runs: int = 30, precision: dict[str, str] | None = None) -> dict[str, float]:
     """Median seconds of one inference of each artifact (by key) on ``feeds``: ``runner`` each,
     timed by the benches' shared ``timed`` (warm-up, then the artifacts called alternately
     ``runs`` times, so a burst of load from elsewhere hits all of them alike)."""
     from peers import timing
 
-    return timing().timed({k: runner(target, p, feeds) for k, p in paths.items()}, runs)
+    return timing().timed({k: runner(target, p, feeds, (precision or {}).get(k)) for k, p in paths.items()}, runs)
+
+
+def _source_outputs(path: Path, feeds: dict[str, np.ndarray], alternative: bool) -> dict[str, np.ndarray]:
+    """The source model's outputs by name in its own runtime, one thread: the default kernels
+    (onnxruntime with every graph optimization: QDQ groups fused into integer kernels; LiteRT
+    with XNNPACK), or with ``alternative`` the runtime's other path for the same file
+    (onnxruntime with graph optimizations off: each QDQ group run as written, float ops
+    between QuantizeLinear/DequantizeLinear; LiteRT's builtin kernels without the delegate)."""
+    arrays = list(feeds.values())
+    if str(path).endswith(".onnx"):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        if alternative:
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        fd = {n: feeds[n] if n in feeds else arrays[i] for i, n in enumerate(names)}
+        return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, fd)))
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    kind = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if alternative else OpResolverType.AUTO
+    it = Interpreter(str(path), num_threads=1, experimental_op_resolver_type=kind)
+    it.allocate_tensors()
+    ds = it.get_input_details()
+    for i, d in enumerate(ds):
+        it.set_tensor(d["index"], _as_input(feeds.get(d["name"], arrays[i]), d["dtype"], d.get("quantization")))
+    it.invoke()
+    out = {}
+    for d in it.get_output_details():
+        v = it.get_tensor(d["index"])
+        scale, zp = d.get("quantization") or (0.0, 0)
+        out[d["name"]] = (v.astype(np.float64) - zp) * scale if v.dtype.kind in "iu" and scale else v
+    return out
+
+
+def source_spread(e: dict[str, Any], rec: dict[str, Any]) -> list[float] | None:
+    """How far the source runtime moves from itself between its two kernel paths
+    (``_source_outputs``), in steps of each quantized output the check of ``rec`` measured:
+    [max steps, share of exact values], the worst output. The floor for any other runtime's
+    integer kernels: onnxruntime's fused QDQ kernels and its unfused graph, or LiteRT with and
+    without XNNPACK, disagree by this much on the same file and inputs."""
+    feeds = _feeds(e["inputs"])
+    q = [(i, o.get("name"), o["quantization"]["step"]) for i, o in
+         enumerate((rec.get("check") or {}).get("outputs") or []) if o.get("quantization")]
+    if not feeds or not q:
+        return None
+    a = _source_outputs(Path(e["file"]), feeds, False)
+    b = _source_outputs(Path(e["file"]), feeds, True)
+    worst, exact = 0.0, 1.0
+    for i, name, step in q:
+        key = name if name in a and name in b else (list(a)[i] if i < len(a) and len(a) == len(b) else None)
+        if key is None or np.shape(a[key]) != np.shape(b[key]):
+            return None
+        err = np.abs(np.asarray(a[key], np.float64) - np.asarray(b[key], np.float64)) / step
+        worst = max(worst, float(err.max()) if err.size else 0.0)
+        exact = min(exact, 1.0 - float((err > 0.5).mean()) if err.size else 1.0)
+    return [round(worst, 3), round(exact, 5)]
+
+
+def _ov_float_precision() -> str:
+    """The inference precision OpenVINO's CPU plugin picks for a float model on this machine."""
+    try:
+        from emitters.openvino.runtime import openvino
+
+        hint = openvino().Core().get_property("CPU", "INFERENCE_PRECISION_HINT")
+        return str(getattr(hint, "type_name", None) or hint)
+    except Exception as exc:  # noqa: BLE001 - said, not hidden
+        return f"unknown ({type(exc).__name__})"
 
 
 def _as_input(x: np.ndarray, dtype: Any, quant: Any) -> np.ndarray:
@@ -610,6 +685,11 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                     if fell:  # convert's fallback: the int8 model failed the check, written in float ops
                         cell["fallback"] = fell[0][:300]
                     cell["steps"] = _steps_figures(rec)
+                    if cell["steps"] is not None and "source_spread" not in row:
+                        try:
+                            row["source_spread"] = source_spread(e, rec)
+                        except Exception as exc:  # noqa: BLE001 - said in the row, not hidden
+                            row["source_spread_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                     try:
                         k = _kernels(t, out)
                         cell["quantized"], cell["how"] = _verdict(k, (row.get("source_ops") or [None])[0]), k.how
@@ -628,10 +708,15 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                             feeds = _feeds(e["inputs"])
                             if timed and t in TIMED and feeds:
                                 try:
-                                    s_ = latency(t, {"int8": out, "float": fout}, feeds)
+                                    f32 = {"float_f32": fout} if t == "openvino" else {}
+                                    s_ = latency(t, {"int8": out, "float": fout, **f32}, feeds,
+                                                 precision={"float_f32": "f32"})
                                     q_s, f_s = s_["int8"], s_["float"]
                                     cell.update(ms_int8=round(1e3 * q_s, 3), ms_float=round(1e3 * f_s, 3),
                                                 speedup=round(f_s / q_s, 2))
+                                    if f32:  # the float model held to f32 (the plugin's default may be bf16)
+                                        cell.update(ms_float_f32=round(1e3 * s_["float_f32"], 3),
+                                                    speedup_f32=round(s_["float_f32"] / q_s, 2))
                                 except Exception as exc:  # noqa: BLE001 - said in the cell, not hidden
                                     cell["latency_error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
                             if t == "openvino" and e["file"].endswith(".onnx"):
@@ -642,6 +727,10 @@ def run(entries: list[dict[str, Any]], targets: list[str], json_out: str | None,
                                 cell["peer_tf2onnx"] = _peer_tf2onnx(e, work, fout, x if timed else None)
                 row["cells"][t] = cell
                 print(f"{e['model']:<24} {e['form']:<12} {t:<10} {_cell(cell)}", flush=True)
+            if row.get("source_spread"):
+                m_, x_ = row["source_spread"]
+                print(f"{e['model']:<24} {e['form']:<12} spread     the source runtime against itself (other kernel "
+                      f"path): max {m_:.2f} steps, {100 * x_:.2f}% exact", flush=True)
             rows.append(row)
             if json_out:
                 Path(json_out).write_text(json.dumps({"rows": rows}, indent=1, sort_keys=True))
@@ -655,6 +744,8 @@ def _cell(c: dict[str, Any]) -> str:
         return f"✗{c.get('reason')}: {c.get('detail', '')[:80]}"
     ratio = f" {c['size_ratio']:.2f}x" if "size_ratio" in c else ""
     fast = f", {c['ms_int8']:.2f} ms vs float {c['ms_float']:.2f} ms ({c['speedup']:.2f}x)" if "speedup" in c else ""
+    if "speedup_f32" in c:
+        fast += f", float held to f32 {c['ms_float_f32']:.2f} ms ({c['speedup_f32']:.2f}x)"
     peer = c.get("peer_openvino_reader")
     seen = ""
     if peer:
@@ -697,6 +788,20 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
               "quantization, against the source runtime; integer ops: of the ops the source runs as integer "
               "kernels in its own runtime, how many the target runs as integer kernels, or stores int8 where it "
               "has no integer kernels (pytorch, tensorflow, coreml), each conversion capped at the source's count)"]
+    spread = [r for r in rows if r.get("source_spread")]
+    if spread:
+        lines += ["", f"the source runtime against itself, on {len(spread)} models whose outputs are quantized "
+                      "(onnxruntime: fused integer kernels vs graph optimizations off; LiteRT: XNNPACK vs its "
+                      "builtin kernels): <=1 step on "
+                      f"{sum(r['source_spread'][0] <= 1.0 for r in spread)}, >=99% exact on "
+                      f"{sum(r['source_spread'][1] >= 0.99 for r in spread)}",
+                  f"{'target':<10} {'<=max(1 step, source spread)':>30} {'exact >= min(99%, source own)':>31}"]
+        for t in targets:
+            got = [(r["cells"][t]["steps"], r["source_spread"]) for r in spread
+                   if r["cells"].get(t, {}).get("status") == "ok" and r["cells"][t].get("steps")]
+            a_ = sum(c[0] <= max(1.0, s_[0]) for c, s_ in got)
+            b_ = sum(c[1] >= min(0.99, s_[1]) for c, s_ in got)
+            lines.append(f"{t:<10} {f'{a_}/{len(got)}':>30} {f'{b_}/{len(got)}':>31}")
     timed = [(r["model"], r["form"], t, r["cells"][t]) for r in rows for t in targets
              if "speedup" in r["cells"].get(t, {})]
     if timed:
@@ -710,6 +815,12 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> str:
                 slower = sorted((c["speedup"], m, f) for m, f, tt, c in timed if tt == t and c["speedup"] <= 1)
                 if slower:
                     lines.append("             not faster: " + ", ".join(f"{m} {f} {v:.2f}x" for v, m, f in slower))
+                sp32 = sorted(c["speedup_f32"] for _, _, tt, c in timed if tt == t and "speedup_f32" in c)
+                if sp32:
+                    lines.append(f"             against the float model held to f32 (INFERENCE_PRECISION_HINT; the "
+                                 f"plugin's default on this CPU: {_ov_float_precision()}): faster on "
+                                 f"{sum(1 for v in sp32 if v > 1)}/{len(sp32)}; speedup min {sp32[0]:.2f}, "
+                                 f"median {sp32[len(sp32) // 2]:.2f}, max {sp32[-1]:.2f}")
     peers = [(r, r["cells"]["openvino"]["peer_openvino_reader"]) for r in rows
              if "peer_openvino_reader" in r["cells"].get("openvino", {})]
     if peers:

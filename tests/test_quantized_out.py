@@ -652,3 +652,88 @@ def test_a_fake_quant_range_gives_back_the_sources_scale_and_zero_point_exactly(
             a, b = float(np.float32((q_min - z) * s)), float(np.float32((q_max - z) * s))
             plain_off += np.float32((b - a) / (q_max - q_min)) != np.float32(s)
     assert plain_off > 0  # the plain bounds do miss: the search is what makes them exact
+
+
+def _qdq_hardswish_net(path):
+    """Conv → HardSwish → Conv → Sigmoid → Mul (a MobileNetV3 block's activations), quantized by
+    onnxruntime: every activation between two QDQ pairs."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    rng = np.random.default_rng(1)
+    c = 32
+
+    def w(name, *s):
+        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
+        t.name = name
+        return t
+
+    inits = [w("w1", c, 3, 3, 3), w("b1", c), w("w2", c, c, 1, 1), w("b2", c)]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("HardSwish", ["c1"], ["a1"]),
+             h.make_node("Conv", ["a1", "w2", "b2"], ["c2"]), h.make_node("HardSwish", ["c2"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, c, 16, 16])], inits)
+    fp = path.parent / "float.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    quantize_static(str(fp), str(path), calibration_reader(rng, (1, 3, 16, 16), count=4),
+                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    op_types_to_quantize=["Conv", "HardSwish"])
+    return path
+
+
+def _undelegated_ops(path) -> list[str]:
+    import warnings
+
+    import tensorflow as tf
+
+    from emitters.tflite.runtime import delegated_nodes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        it = tf.lite.Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    ops = it._get_ops_details()
+    taken = delegated_nodes(ops)
+    return [o["op_name"] for o in ops if o["op_name"] != "DELEGATE" and o["index"] not in taken]
+
+
+@pytest.mark.parametrize("islands", ["auto", "off"])
+def test_int8_ops_xnnpack_cannot_take_run_in_float_between_ops_it_takes(islands, tmp_path):
+    """LiteRT's XNNPACK delegate has no int8 HARD_SWISH: left in int8 (``--xnnpack-islands off``,
+    and what TensorFlow's converter writes), each one splits the delegate's graph and runs in
+    a builtin kernel. By default it becomes DEQUANTIZE → float HARD_SWISH → QUANTIZE into the
+    same int8 tensor, all taken by the delegate, still within one step of onnxruntime."""
+    import tensorflow as tf
+
+    import opbridge
+
+    src = _qdq_hardswish_net(tmp_path / "qdq.onnx")
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "q.tflite"),
+                           options={"xnnpack_islands": islands})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    (out,) = rec["check"]["outputs"]
+    assert out["quantization"]["max_steps"] <= 1.0, out
+    it = tf.lite.Interpreter(str(tmp_path / "q.tflite"))
+    types = {t["index"]: np.dtype(t["dtype"]) for t in it.get_tensor_details()}
+    swish = [types[o["inputs"][0]] for o in it._get_ops_details() if o["op_name"] == "HARD_SWISH"]
+    convs = [types[o["inputs"][0]] for o in it._get_ops_details() if o["op_name"] == "CONV_2D"]
+    assert convs == [np.int8, np.int8], convs  # the convolutions stay int8 either way
+    moved = [w for w in rec.get("warnings", []) if "HARD_SWISH run in float" in w]
+    if islands == "off":
+        assert swish == [np.int8, np.int8] and not moved
+        assert _undelegated_ops(tmp_path / "q.tflite") == ["HARD_SWISH", "HARD_SWISH"]
+        # that .tflite as the source: by default its own int8 kernels stay (exact against LiteRT)
+        again = opbridge.convert(str(tmp_path / "q.tflite"), to="tflite", out=str(tmp_path / "again.tflite"))
+        (rec2,) = again["targets"]
+        assert rec2["status"] == "ok" and rec2["check"]["outputs"][0]["quantization"]["max_steps"] == 0.0, rec2
+        assert _undelegated_ops(tmp_path / "again.tflite") == ["HARD_SWISH", "HARD_SWISH"]
+    else:
+        assert swish == [np.float32, np.float32] and moved, (swish, rec.get("warnings"))
+        assert _undelegated_ops(tmp_path / "q.tflite") == []
+        ops = [o["op_name"] for o in it._get_ops_details()]
+        assert ops.count("DEQUANTIZE") >= 2 and ops.count("QUANTIZE") >= 3, ops

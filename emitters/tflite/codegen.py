@@ -8,7 +8,8 @@ its ``tf.function`` with ``tf.lite.TFLiteConverter``: builtin ops only unless
 ``allow_select_tf_ops``. When the converter rejects a TensorFlow op, the IR node that
 produced it (known from the generated source's line numbers) is reported to the pipeline
 (``translator.compile.pipeline.Rejected``), which decomposes it through the table and runs again.
-Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
+8-bit ops XNNPACK has no quantized kernel for run in float between a DEQUANTIZE and a
+QUANTIZE (``delegable``, ``--xnnpack-islands``). Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
 (``segments``). Renamed I/O names are recorded in the flatbuffer's metadata.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from translator.ir.graph import Model
 from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
-from . import infinities, segments
+from . import delegable, infinities, segments
 from .quant import DYNAMIC_RANGE, FAKE_QUANT, QUANTIZED_IO
 from .registry import NAME
 from .runtime import quiet_stderr
@@ -53,6 +54,8 @@ def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_ou
     allow = bool(ctx.options.get("allow_select_tf_ops"))
     art = generate(model, ctx, source_in, source_out)
     art.options["allow_select_tf_ops"] = allow
+    islands = ctx.options.get("xnnpack_islands") or "auto"
+    art.options["xnnpack_islands"] = islands == "on" or islands == "auto" and model.source_format != "tflite"
     qio = json.loads((model.metadata or {}).get(QUANTIZED_IO) or "{}")
     if qio:
         art.options["quantized_io"] = dict(qio)
@@ -141,4 +144,11 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         msg = str(exc)
         first = next((ln for ln in msg.splitlines() if "error:" in ln), msg.splitlines()[0] if msg else "")
         raise OpbridgeError("runtime_error", f"tflite: the converter failed: {first.strip()[:300]}") from None
-    return infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX
+    flat = infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX
+    if FAKE_QUANT in features and artifact.options.get("xnnpack_islands"):
+        flat, moved = delegable.float_islands(flat)
+        if moved:
+            note = (f"tflite: int8 {', '.join(moved)} run in float between DEQUANTIZE and QUANTIZE (XNNPACK has no "
+                    "quantized kernel for them; --xnnpack-islands off keeps LiteRT's builtin int8 kernels)")
+            artifact.warnings.append(note)
+    return flat

@@ -63,6 +63,20 @@ ALLOW_SELECT_TF_OPS = Option("--allow-select-tf-ops", "allow_select_tf_ops",
                              "(the Flex delegate must then be linked to run the model)",
                              action="store_true", default=False)
 
+def _islands(text: str) -> str:
+    if text not in ("auto", "on", "off"):
+        raise ValueError(f"--xnnpack-islands takes auto, on or off, not {text!r}")
+    return text
+
+
+XNNPACK_ISLANDS = Option("--xnnpack-islands", "xnnpack_islands",
+                         "8-bit ops XNNPACK has no quantized kernel for (an int8 HARD_SWISH) run in float "
+                         "between a DEQUANTIZE and a QUANTIZE it takes, so the delegate runs the whole graph "
+                         "(emitters/tflite/delegable.py); auto: on, except for a .tflite source, whose own int8 "
+                         "kernels stay (exact against LiteRT)", type=_islands, default="auto",
+                         metavar="{auto,on,off}")
+
+
 def flex_ops(ctx: Any) -> frozenset[str]:
     """With ``--allow-select-tf-ops``, the ops TensorFlow emits natively that TFLite has no
     builtin for are kept as TensorFlow ops (LiteRT's Flex delegate runs them) instead of being
@@ -78,7 +92,7 @@ def flex_ops(ctx: Any) -> frozenset[str]:
 TARGET = dataclasses.replace(
     tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime), integer_plan=quant.integer_plan,
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
-    prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION),
+    prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION, XNNPACK_ISLANDS),
     extra={**tensorflow.TARGET.extra, "also_supports": flex_ops,
            # report's remedies: an option that, re-planned, converts refused nodes
            "remedies": (("--allow-select-tf-ops", {"allow_select_tf_ops": True},
