@@ -204,3 +204,30 @@ def test_the_report_says_the_batch_norm_is_folded_and_the_reference_computes_it_
     for b in ("pytorch", "openvino"):
         assert {n.node: n.status for n in plans[b].nodes} == {"the_conv": "native", "bn": "folded"}, b
     assert {n.node: n.status for n in plans["numpy"].nodes}["bn"] != "folded"
+
+
+@pytest.mark.parametrize("scale, folds", [(0.5, True), (float("inf"), False)], ids=["finite", "infinite_scale"])
+def test_a_nan_test_of_a_dequantized_integer_is_false_and_its_select_picks_the_value(scale, folds):
+    """``where(is_nan(p), 0, p)`` over ``p = dequantize_linear(q)``: a finite scale makes every
+    value of ``p`` finite, so the test folds to False and the select to ``p``; an infinite
+    scale (onnxruntime's quantizer on a -inf attention mask) can make NaN, and both stay."""
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (2, 3)))
+    s = g.add_constant("s", np.asarray(scale, dtype=np.float32), "float32")
+    z = g.add_constant("z", np.asarray(0, dtype=np.uint8), "uint8")
+    q = g.add_node("quantize_linear", [x, s, z], outputs=["q"], types=[TensorType("uint8", (2, 3))]).outputs[0]
+    p = g.add_node("dequantize_linear", [q, s, z], outputs=["p"], types=[TensorType("float32", (2, 3))]).outputs[0]
+    nan = g.add_node("is_nan", [p], outputs=["n"], types=[TensorType("bool", (2, 3))]).outputs[0]
+    zero = g.add_constant("zero", np.asarray(0.0, dtype=np.float32), "float32")
+    y = g.add_node("where", [nan, zero, p], outputs=["w"], types=[TensorType("float32", (2, 3))]).outputs[0]
+    r = g.add_node("relu", [y], outputs=["y"], types=[TensorType("float32", (2, 3))]).outputs[0]
+    g.outputs = [r]
+    feeds = {"x": np.asarray([[0.0, 1.0, 2.5], [3.0, 60.0, 127.0]], np.float32)}
+    before = run(_model(g), feeds)[0]
+    fold_constants.run(g)
+    ops = [n.op for n in g.nodes]
+    if folds:
+        assert ops == ["quantize_linear", "dequantize_linear", "relu"], ops
+    else:
+        assert "is_nan" in ops and "where" in ops, ops
+    np.testing.assert_array_equal(run(_model(g), feeds)[0], before)

@@ -222,6 +222,9 @@ class Codegen:
         self.options: dict[str, Any] = {}
         self.weights: dict[str, np.ndarray] = {}
         self.weight_of: dict[int, str] = {}
+        #: node → a name scope for its ops, else None (a target's ``extra["name_scope"]``: TFLite
+        #: marks the ops its converter must see, ``emitters.tflite.same_scale``)
+        self.name_scope: Any = None
         self.init: list[str] = []
 
     def add_weight(self, arr: np.ndarray, hint: str, key: int | None = None) -> str:
@@ -254,8 +257,13 @@ class Codegen:
         ctx = NodeCtx(self, node)
         rounded = self.bf16_legalized(ctx) + self.narrow_int_legalized(ctx)
         if widens(node, self.tables):
-            return self.widened(ctx) + rounded
-        return self.generate(ctx) + rounded
+            lines = self.widened(ctx) + rounded
+        else:
+            lines = self.generate(ctx) + rounded
+        scope = self.name_scope(node) if self.name_scope is not None else None
+        if scope and lines and all(ln and not ln[0].isspace() and not ln.rstrip().endswith(":") for ln in lines):
+            lines = [f"with tf.name_scope({NodeCtx.lit(scope)}): {ln}" for ln in lines]
+        return lines
 
     def bf16_legalized(self, ctx: NodeCtx) -> list[str]:
         """Outputs the model computes in bfloat16 but this backend in float32 (TFLite's
@@ -374,6 +382,7 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
     transposes, layout = (rep.transposes, rep.as_dict()) if rep is not None else (0, {})
     cg = Codegen(backend, tables, ctx.legal, ctx.target.columns)
     cg.options = dict(ctx.options or {})
+    cg.name_scope = ctx.target.extra.get("name_scope")
     # signature names: one rule set for every backend (translator/ir/names.py); TensorFlow
     # lowercases argument names, so ``x`` and ``X`` must differ in more than case
     io = io_names(backend, [v.name for v in g.inputs], out_names, extra_reserved=RESERVED)

@@ -9,7 +9,8 @@ its ``tf.function`` with ``tf.lite.TFLiteConverter``: builtin ops only unless
 produced it (known from the generated source's line numbers) is reported to the pipeline
 (``translator.compile.pipeline.Rejected``), which decomposes it through the table and runs again.
 8-bit ops XNNPACK has no quantized kernel for run in float between a DEQUANTIZE and a
-QUANTIZE (``delegable``, ``--xnnpack-islands``). Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
+QUANTIZE (``delegable``, ``--xnnpack-islands``); averages the source computes in float stay
+float (``same_scale``). Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
 (``segments``). Renamed I/O names are recorded in the flatbuffer's metadata.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from translator.ir.graph import Model
 from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
-from . import delegable, infinities, segments
+from . import delegable, infinities, same_scale, segments
 from .quant import DYNAMIC_RANGE, FAKE_QUANT, QUANTIZED_IO
 from .registry import NAME
 from .runtime import quiet_stderr
@@ -145,10 +146,13 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         first = next((ln for ln in msg.splitlines() if "error:" in ln), msg.splitlines()[0] if msg else "")
         raise OpbridgeError("runtime_error", f"tflite: the converter failed: {first.strip()[:300]}") from None
     flat = infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX
+    if FAKE_QUANT in features:  # averages the source computes in float, which the converter quantized
+        flat = same_scale.float_again(flat)[0]
     if FAKE_QUANT in features and artifact.options.get("xnnpack_islands"):
         flat, moved = delegable.float_islands(flat)
         if moved:
             note = (f"tflite: int8 {', '.join(moved)} run in float between DEQUANTIZE and QUANTIZE (XNNPACK has no "
-                    "quantized kernel for them; --xnnpack-islands off keeps LiteRT's builtin int8 kernels)")
+                    "quantized kernel for them, or computes them wrong: a BATCH_MATMUL whose second operand has a "
+                    "non-zero zero point; --xnnpack-islands off keeps LiteRT's int8 kernels)")
             artifact.warnings.append(note)
     return flat

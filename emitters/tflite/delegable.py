@@ -10,7 +10,13 @@ interpreter which nodes the delegate did not take (``runtime.delegated_nodes``) 
 each one whose float form the delegate does take (``FLOAT_FORMS``) and whose operands are
 per-tensor 8-bit activations: ``DEQUANTIZE`` of each quantized input, the same op with the
 same options on float tensors, ``QUANTIZE`` into the op's own int8 output tensor (its scale
-and zero point unchanged). The value is the float op's result rounded once into the output's
+and zero point unchanged).
+
+The same rewrite serves a node the delegate takes but computes wrong: an int8
+``BATCH_MATMUL`` whose second operand is an activation with a non-zero zero point (an
+attention's Q·Kᵀ and P·V in a QDQ transformer) comes out of XNNPACK as if that zero point
+were 0, 43-92 steps off in a one-op model while LiteRT's builtin kernel is exact
+(``miscomputed``). The value is the float op's result rounded once into the output's
 quantization, the arithmetic the QDQ form of the op specifies (onnxruntime runs an
 un-fused quantized activation the same way). The rewrite is kept only when the delegate
 then takes more nodes than before.
@@ -28,6 +34,22 @@ FLOAT_FORMS = frozenset({"HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", 
                          "REDUCE_MAX", "REDUCE_MIN"})
 
 _8BIT = {"INT8", "UINT8"}
+
+
+def miscomputed(m: Any, g: Any, op: Any, types: dict[int, str]) -> bool:
+    """Whether XNNPACK's delegate computes ``op`` wrong: an 8-bit ``BATCH_MATMUL`` whose
+    second operand is a run-time tensor with a non-zero zero point."""
+    from tensorflow.lite.python import schema_py_generated as fb
+
+    c = m.operatorCodes[op.opcodeIndex]
+    if max(c.builtinCode, c.deprecatedBuiltinCode) != fb.BuiltinOperator.BATCH_MATMUL or op.inputs is None \
+            or len(op.inputs) < 2:
+        return False
+    t = g.tensors[int(op.inputs[1])]
+    data = m.buffers[t.buffer].data if t.buffer else None
+    zp = t.quantization.zeroPoint if t.quantization is not None else None
+    return (types.get(t.type) in _8BIT and (data is None or not len(data)) and zp is not None
+            and any(int(z) != 0 for z in zp))
 
 
 def _undelegated(flat: bytes) -> tuple[list[tuple[int, str]], int] | None:
@@ -59,9 +81,6 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
     if found is None:
         return flat, []
     left, before = found
-    todo = [i for i, name in left if name in FLOAT_FORMS]
-    if not todo:
-        return flat, []
     from tensorflow.lite.python import schema_py_generated as fb
     from tensorflow.lite.tools import flatbuffer_utils as fbu
 
@@ -69,6 +88,10 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
     g = m.subgraphs[0]
     types = {v: k for k, v in vars(fb.TensorType).items() if not k.startswith("_")}
     codes = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    wrong = {k for k, op in enumerate(g.operators) if miscomputed(m, g, op, types)}
+    todo = sorted({i for i, name in left if name in FLOAT_FORMS} | wrong)
+    if not todo:
+        return flat, []
 
     def code(builtin: str) -> int:
         b = getattr(fb.BuiltinOperator, builtin)
@@ -134,7 +157,8 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
     g.operators = [x for k, op in enumerate(g.operators) for x in rewritten.get(k, [op])]
     out = bytes(fbu.convert_object_to_bytearray(m))
     after = _undelegated(out)
-    if after is None or after[1] >= before:
+    fixed = any(k in wrong for k in rewritten)
+    if after is None or after[1] > before or after[1] == before and not fixed:
         return flat, []
     return out, sorted(set(names))
 

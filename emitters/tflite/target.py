@@ -20,7 +20,7 @@ from translator.table.errors import Unsupported
 from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.target import Option, column_dtypes, package_fields
 
-from . import codegen, quant, runtime
+from . import codegen, quant, runtime, same_scale
 from .registry import NAME
 
 
@@ -93,7 +93,7 @@ TARGET = dataclasses.replace(
     tensorflow.TARGET, name=NAME, title="TensorFlow Lite", **package_fields(codegen, runtime), integer_plan=quant.integer_plan,
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
     prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION, XNNPACK_ISLANDS),
-    extra={**tensorflow.TARGET.extra, "also_supports": flex_ops,
+    extra={**tensorflow.TARGET.extra, "also_supports": flex_ops, "name_scope": same_scale.marked,
            # report's remedies: an option that, re-planned, converts refused nodes
            "remedies": (("--allow-select-tf-ops", {"allow_select_tf_ops": True},
                          "keeps them as TensorFlow ops (LiteRT's Flex delegate runs them)"),)},

@@ -47,8 +47,44 @@ def _replace(graph: Graph, node: Node, arrays: list[np.ndarray]) -> None:
 def run(graph: Graph) -> int:
     folded = 0
     for node in list(graph.nodes):
-        folded += fold_node(graph, node)
+        folded += fold_node(graph, node) or finite_dequantized(graph, node)
     return folded
+
+
+def _finite_dequantize(v: object) -> bool:
+    """Whether ``v`` is a ``dequantize_linear`` of an integer tensor with finite constant
+    scales: every value it holds is finite."""
+    p = getattr(v, "producer", None)
+    if p is None or p.op != "dequantize_linear" or len(p.inputs) < 2 or p.inputs[1] is None or not p.inputs[1].is_const:
+        return False
+    x = p.inputs[0]
+    return x is not None and (x.type.dtype or "").startswith(("int", "uint")) \
+        and bool(np.all(np.isfinite(np.asarray(p.inputs[1].const, dtype=np.float64))))
+
+
+def finite_dequantized(graph: Graph, node: Node) -> bool:
+    """A test for NaN or infinity of a dequantized integer (finite scales) is false
+    everywhere: ``is_nan``/``is_inf`` of it becomes a constant (static shape), and a ``where``
+    whose condition is a constant of one value becomes the branch it picks when that branch
+    already has the result's shape and dtype. (An exporter's ``masked_fill(isnan(p), 0)``
+    after an attention softmax that a quantizer wrapped in QDQ: the select has nothing to
+    select, and TFLite has no int8 select of that form.)"""
+    if node.op in ("is_nan", "is_inf") and node.inputs and _finite_dequantize(node.inputs[0]) \
+            and node.inputs[0].type.is_static:
+        _replace(graph, node, [np.zeros(tuple(node.inputs[0].type.shape), dtype=bool)])
+        return True
+    if node.op == "where" and len(node.inputs) == 3 and node.inputs[0] is not None and node.inputs[0].is_const:
+        c = np.asarray(node.inputs[0].const)
+        if c.size and (c.all() or not c.any()):
+            pick = node.inputs[1] if c.all() else node.inputs[2]
+            out = node.outputs[0]
+            if pick is not None and pick.type.is_static and out.type.is_static \
+                    and tuple(pick.type.shape) == tuple(out.type.shape) and pick.type.dtype == out.type.dtype \
+                    and not any(o is out for o in graph.outputs):
+                graph.replace_all_uses_with(out, pick)
+                graph.remove_node(node)
+                return True
+    return False
 
 
 def fold_nodes(graph: Graph, nodes: list[Node]) -> set[int]:
