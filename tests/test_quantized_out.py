@@ -152,7 +152,9 @@ def test_a_qdq_model_keeps_int8_weights_on_pytorch_dequantized_once(tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     text = (tmp_path / "pt" / "model.py").read_text()
     forward = text[text.index("def forward("):text.index("\ndef load(")]
-    assert "_quantized" not in forward and text.count("persistent=False") == 6, forward  # 3 weights, 3 biases
+    # the 3 int8 weights dequantized once (scale 1: the integers, quantized.integer_domain); the int32
+    # biases are float constants of the same integers
+    assert "_quantized" not in forward and text.count("persistent=False") == 3, forward
     spec = importlib.util.spec_from_file_location("qmodel", tmp_path / "pt" / "model.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -855,3 +857,60 @@ def test_an_int8_batch_matmul_with_a_zero_point_on_its_second_operand_runs_in_fl
     assert rec["check"]["outputs"][0]["quantization"]["max_steps"] <= 1.0, rec["check"]
     assert [ins[0] for op, ins in _tflite_ops(tmp_path / "q.tflite") if op == "BATCH_MATMUL"] == [np.float32]
     assert any("BATCH_MATMUL run in float" in w for w in rec.get("warnings", [])), rec.get("warnings")
+
+
+def _qdq_residual_cnn(path):
+    """Conv → Relu → Conv, a residual Add of two quantized activations, Gemm: per-channel QDQ."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(7)
+    c = 24
+
+    def w(name, *s):
+        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
+        t.name = name
+        return t
+
+    inits = [w("w1", c, 3, 3, 3), w("b1", c), w("w2", c, c, 3, 3), w("b2", c), w("wf", 10, c), w("bf", 10)]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             h.make_node("Add", ["c2", "r1"], ["s"]), h.make_node("GlobalAveragePool", ["s"], ["p"]),
+             h.make_node("Flatten", ["p"], ["f"]), h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 10]),
+                      h.make_tensor_value_info("s", T.FLOAT, [2, c, 16, 16])], inits)  # 12,288 values to round
+    fp = path.parent / "float.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    quantize_static(str(fp), str(path), calibration_reader(rng, (2, 3, 16, 16), count=4), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+    return path
+
+
+@pytest.mark.parametrize("target", ["pytorch", "tensorflow"])
+def test_float_targets_compute_quantized_products_as_the_integer_kernels_do(target, tmp_path):
+    """PyTorch and TensorFlow run a QDQ conv, gemm and residual add in float; written as the
+    product of the integers, one float32 multiplier per channel and one rounding (the
+    arithmetic of onnxruntime's fused QLinearConv/QGemm/QLinearAdd), every output value is
+    exact against onnxruntime, where the dequantized form is one step off on near-ties. The
+    weights stay int8."""
+    import opbridge
+    from translator.compile.quantized import integer_domain
+    from translator.frontends.onnx import load_onnx
+
+    src = _qdq_residual_cnn(tmp_path / "qdq.onnx")
+    g = load_onnx(str(src)).graph
+    assert integer_domain(g) == 4  # two convolutions, the gemm, the add
+    feeds = {"x": np.random.default_rng(11).standard_normal((2, 3, 16, 16)).astype(np.float32) * 2}
+    np.savez(tmp_path / "in.npz", **feeds)
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(tmp_path / "in.npz"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    for o in rec["check"]["outputs"]:
+        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, o
+    k = rec["integer_kernels"]
+    assert k["integer"] == k["total"] == 2, k  # the two filters (the 240-element gemm weight is under the size counted)

@@ -28,6 +28,12 @@ def _per_axis(e: NodeEmit, i: int, like: int) -> str:
     return p
 
 
+def _unit(e: NodeEmit, i: int) -> bool:
+    """Whether input ``i`` is the constant scale 1 (``quantized.integer_domain``'s integers)."""
+    c = e.const(i)
+    return c is not None and c.size == 1 and float(c.reshape(-1)[0]) == 1.0
+
+
 @rule("quantize_linear")
 def quantize_linear(e: NodeEmit) -> str:
     """saturate(round_half_even(x / y_scale) + y_zero_point), the division in y_scale's dtype."""
@@ -38,6 +44,8 @@ def quantize_linear(e: NodeEmit) -> str:
     if prec:
         calc = onnx_float(prec, calc)
     q = f"torch.round({e.x(0)}.to({calc}) / {scale}.to({calc}))"
+    if _unit(e, 1) and not prec:
+        q = f"torch.round({e.x(0)}.to({calc}))"
     if e.has(2):
         q = f"{q} + {_per_axis(e, 2, 0)}.to({calc})"
     lo, hi = e.out_range()
@@ -53,6 +61,8 @@ def dequantize_linear(e: NodeEmit) -> str:
     v = f"{e.x(0)}.to({calc})"
     if e.has(2):
         v = f"({v} - {_per_axis(e, 2, 0)}.to({calc}))"
+    if _unit(e, 1):
+        return f"{v}.to({out})"
     return f"({v} * {_per_axis(e, 1, 0)}.to({calc})).to({out})"
 
 

@@ -22,7 +22,7 @@ from .codegen import torch_dtypes, trial
 from .registry import NAME
 
 if TYPE_CHECKING:
-    from translator.ir.graph import Node
+    from translator.ir.graph import Model, Node
     from translator.compile.pipeline import Compilation
     from translator.table.loader import Tables
 
@@ -50,6 +50,16 @@ def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
     return trial(node, ctx)
 
 
+def prepare(model: "Model", ctx: "Compilation") -> None:
+    """Quantized convolutions and matrix products computed as the integer kernels compute
+    them (``quantized.integer_domain``): the product of the integers, one float multiplier."""
+    from translator.compile.pipeline import every_graph
+    from translator.compile.quantized import integer_domain
+
+    for g in every_graph(model.graph):
+        integer_domain(g)
+
+
 def spell(name: str) -> str:
     """How generated code writes the torch function a cell names (``F`` is torch.nn.functional,
     ``torch.Tensor.view`` is the method ``.view``)."""
@@ -63,7 +73,7 @@ def spell(name: str) -> str:
 TARGET = Target(
     name=NAME, title="PyTorch", **package_fields(codegen, runtime), suffix="_pytorch", written="model",
     integer_plan=quant.integer_plan,
-    legal_dtypes=legal_dtypes, fold=True, accepts=accepts,
+    legal_dtypes=legal_dtypes, fold=True, accepts=accepts, prepare=prepare,
     extra={"spell": spell},
     doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",
 )

@@ -341,18 +341,18 @@ def integer_kernels(path: Path) -> Any:
     from tensorflow.core.protobuf import saved_model_pb2
 
     quiet_tf()
-    kinds: list[Any] = []  # the dtype of each weight (rank >= 2, 256+ elements): variables, then graph constants
+    kinds: list[Any] = []  # each weight's dtype (2+ dims above 1, 256+ elements): variables, then graph constants
     reader = tf.train.load_checkpoint(str(Path(path) / "variables" / "variables"))
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     kinds += [dtypes[k] for k, shp in shapes.items()
-              if len(shp) >= 2 and int(np.prod(shp)) >= 256 and dtypes[k].is_numeric]
+              if sum(d > 1 for d in shp) >= 2 and int(np.prod(shp)) >= 256 and dtypes[k].is_numeric]
     gd = saved_model_pb2.SavedModel.FromString((Path(path) / "saved_model.pb").read_bytes()).meta_graphs[0].graph_def
     # constants the module captured (the graph's own nodes) and those inside its functions
     for nd in [*gd.node, *(nd for fn in gd.library.function for nd in fn.node_def)]:
         if nd.op == "Const" and "value" in nd.attr:
             t = nd.attr["value"].tensor
             dims = [d.size for d in t.tensor_shape.dim]
-            if len(dims) >= 2 and int(np.prod(dims)) >= 256:
+            if sum(d > 1 for d in dims) >= 2 and int(np.prod(dims)) >= 256:
                 kinds.append(tf.dtypes.as_dtype(t.dtype))
     n = sum(1 for d in kinds if d in (tf.int8, tf.uint8))
     return KernelCount(n, len(kinds), f"{n} of {len(kinds)} weight tensors stored as int8 (TensorFlow dequantizes "

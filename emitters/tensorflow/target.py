@@ -5,7 +5,8 @@ The pipeline folds constants and static-shape subgraphs, legalizes dtypes to the
 node is emitted by its rule or its cell's snippet unless ``accepts`` refuses it: a value that
 is no tensor; or its rule's check does: the table's decomposition then takes over), and runs
 the layout pass: convolution, pooling, resize, depth-to-space … run channels-last
-(``helpers.channels_last``). ``--channels-last-io`` keeps rank ≥ 3 inputs and outputs
+(``helpers.channels_last``); a quantized convolution or matrix product is computed as integer
+kernels compute it (``prepare``). ``--channels-last-io`` keeps rank ≥ 3 inputs and outputs
 channels-last too (``io_channels_last``).
 """
 from __future__ import annotations
@@ -19,6 +20,16 @@ from .registry import NAME
 
 def version() -> str:
     return dist_version("tensorflow", "tensorflow-cpu")
+
+
+def prepare(model, ctx) -> None:  # noqa: ANN001 - the pipeline's Model and Compilation
+    """Quantized convolutions and matrix products computed as the integer kernels compute
+    them (``quantized.integer_domain``): the product of the integers, one float multiplier."""
+    from translator.compile.pipeline import every_graph
+    from translator.compile.quantized import integer_domain
+
+    for g in every_graph(model.graph):
+        integer_domain(g)
 
 
 CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",
@@ -37,6 +48,7 @@ TARGET = Target(
     channels_last=channels_last,
     fold=True,
     accepts=accepts,
+    prepare=prepare,
     options=(CHANNELS_LAST_IO,),
     version=version,
     doc="a SavedModel (signature serving_default) whose assets.extra/ holds the generated "

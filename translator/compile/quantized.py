@@ -496,3 +496,174 @@ def dynamic_as_weight_only(g: Graph) -> int:
     if done:
         g.toposort()
     return done
+
+
+#: ops an integer kernel computes as one integer product requantized by one float multiplier
+INTEGER_PRODUCTS = ("conv", "matmul", "gemm")
+
+
+def _dq_parts(v: Value | None) -> tuple[Node, np.ndarray, np.ndarray | None] | None:
+    """``v`` as ``dequantize_linear(q, scale, zero_point)`` of an 8-bit value (a constant or an
+    activation) with constant scale and zero point: (the node, scales as float32 (flattened),
+    zero points or None); else None."""
+    p = v.producer if v is not None else None
+    if p is None or p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) or len(p.inputs) < 2:
+        return None
+    x, s = p.inputs[0], p.inputs[1]
+    z = p.inputs[2] if len(p.inputs) > 2 else None
+    stored = (p.meta.get("source_in_dtypes") or [x.type.dtype if x is not None else None])[0]
+    if x is None or stored not in QRANGE8 or s is None or not s.is_const or z is not None and not z.is_const:
+        return None
+    scales = np.asarray(s.const, dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(scales)) or not np.all(scales > 0):
+        return None
+    return p, scales, None if z is None else np.asarray(z.const).reshape(-1)
+
+
+def integer_domain(g: Graph) -> int:
+    """Each ``conv``/``matmul``/``gemm`` between 8-bit QDQ operands and a per-tensor
+    ``quantize_linear`` computed the way integer kernels compute it (onnxruntime's
+    ``QLinearConv``/``QLinearMatMul``/``QGemm``, XNNPACK's ``qs8`` operators): the product of
+    the integers ``(q_x - z_x)(q_w - z_w)`` (exact in float32 below 2^24), plus the int32 bias,
+    times one float32 multiplier per output channel ``M = (s_x · s_w) / s_y``, rounded half to
+    even onto the output's grid. The dequantized form (the same product of ``(q - z) · s``
+    values in float) rounds at other points and lands one step off on near-ties that then
+    propagate (onnxruntime's own unfused graph is 83 % exact against its fused kernels on a
+    quantized ResNet-18). For targets that compute in float (PyTorch, TensorFlow): same cost,
+    the integer kernels' numbers. The weights stay 8-bit constants (dequantized with scale 1).
+    A quantized ``add`` likewise (``_integer_adds``). Returns the ops rewritten."""
+    done = 0
+    for node in list(g.nodes):
+        if node.op not in INTEGER_PRODUCTS or node.graph is not g or len(node.inputs) < 2 or len(node.outputs) != 1:
+            continue
+        out = node.outputs[0]
+        uses = list(out.uses)
+        if len(uses) != 1 or uses[0][0].op != "quantize_linear" or uses[0][1] != 0 or out in g.outputs:
+            continue
+        q = uses[0][0]
+        sy = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
+        zy = q.inputs[2] if len(q.inputs) > 2 else None
+        if sy is None or not np.isfinite(sy) or not sy > 0 or int(q.attrs.get("block_size", 0) or 0) \
+                or zy is None or _scalar(zy) is None or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8:
+            continue
+        xa, wa = _dq_parts(node.inputs[0]), _dq_parts(node.inputs[1])
+        if xa is None or wa is None or xa[1].size != 1 or out.type.rank is None:
+            continue
+        if node.op == "gemm" and (float(node.attrs.get("alpha", 1.0)) != 1.0 or float(node.attrs.get("beta", 1.0)) != 1.0
+                                  or int(node.attrs.get("transA", 0))):
+            continue
+        w_node, sw, zw = wa
+        if sw.size > 1:  # per output channel only: conv's axis 0, a matmul's or gemm's output column
+            w = w_node.inputs[0]
+            axis = int(w_node.attrs.get("axis", 1)) % max(w.type.rank or 1, 1)
+            want = {"conv": 0, "matmul": (w.type.rank or 2) - 1,
+                    "gemm": 0 if int(node.attrs.get("transB", 0)) else 1}[node.op]
+            if axis != want or node.op == "matmul" and w.type.rank != 2:
+                continue
+        if zw is not None and zw.size > 1 and np.any(zw != 0):
+            continue
+        f32 = np.float32
+        mult = (f32(xa[1][0]) * sw.astype(f32)) / f32(sy)  # float32, as the kernels compute it
+        bias = node.inputs[2] if node.op in ("conv", "gemm") and len(node.inputs) > 2 else None
+        b_int = None
+        if bias is not None:
+            ba = _dq_parts(bias) if bias.producer is not None and bias.producer.op == "dequantize_linear" else None
+            bp = bias.producer
+            if ba is not None or bp is None or bp.op != "dequantize_linear" or not bp.inputs[0].is_const:
+                continue  # (an 8-bit bias is not the int32 one kernels add)
+            bq = np.asarray(bp.inputs[0].const)
+            bs = np.asarray(bp.inputs[1].const, dtype=f32).reshape(-1) if bp.inputs[1].is_const else None
+            bz = bp.inputs[2] if len(bp.inputs) > 2 else None
+            if bq.dtype != np.int32 or bs is None or bz is not None and np.any(np.asarray(bz.const) != 0) \
+                    or not np.array_equal(np.broadcast_to(bs, mult.shape), f32(xa[1][0]) * sw.astype(f32)) \
+                    or np.abs(bq).max(initial=0) >= 1 << 24:
+                continue
+            b_int = bq.astype(f32)
+        one = g.add_constant(f"{node.name}_unit_scale", np.asarray(1.0, dtype=f32), "float32")
+
+        def integers(parts: tuple, tag: str) -> Value:
+            dq, _, z = parts
+            ins = [dq.inputs[0], one] + ([dq.inputs[2]] if len(dq.inputs) > 2 and dq.inputs[2] is not None else [])
+            attrs = {k: v for k, v in dq.attrs.items() if k != "block_size"}
+            if z is not None and z.size > 1:  # per-axis zero points (all 0 here): the scale-1 form per tensor
+                ins, attrs = ins[:2], {}
+            n = g.add_node("dequantize_linear", ins, attrs, name=f"{node.name}_{tag}_int",
+                           types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
+            _stamp(n)
+            return n.outputs[0]
+
+        xi, wi = integers(xa, "x"), integers(wa, "w")
+        node.replace_input(0, xi)
+        node.replace_input(1, wi)
+        old = [xa[0], w_node]
+        if bias is not None:
+            old.append(bias.producer)
+            node.replace_input(2, g.add_constant(f"{node.name}_bias_int", b_int, "float32"))
+        for dq in old:  # the dequantizations nothing reads any more
+            if dq is not None and dq.graph is g and not any(v.uses or v in g.outputs for v in dq.outputs):
+                g.remove_node(dq)
+        rank = out.type.rank
+        shape = [1] * rank
+        if mult.size > 1:
+            shape[1 if node.op == "conv" else rank - 1] = -1
+        m = g.add_constant(f"{node.name}_multiplier", mult.reshape(shape) if mult.size > 1 else f32(mult[0]),
+                           "float32")
+        scaled = g.add_node("mul", [out, m], {}, name=f"{node.name}_requantized",
+                            types=[TensorType("float32", out.type.shape)], before=q)
+        _stamp(scaled)
+        q.replace_input(0, scaled.outputs[0])
+        q.replace_input(1, one)
+        done += 1
+    done += _integer_adds(g)
+    if done:
+        g.toposort()
+    return done
+
+
+def _integer_adds(g: Graph) -> int:
+    """An ``add`` of two per-tensor 8-bit QDQ activations into a per-tensor ``quantize_linear``
+    as onnxruntime's ``QLinearAdd`` computes it: ``(q_a - z_a) · (s_a / s_c) + (q_b - z_b) ·
+    (s_b / s_c)``, each ratio one float32, rounded half to even onto the output's grid."""
+    done = 0
+    f32 = np.float32
+    for node in list(g.nodes):
+        if node.op != "add" or node.graph is not g or len(node.inputs) != 2 or len(node.outputs) != 1:
+            continue
+        out = node.outputs[0]
+        uses = list(out.uses)
+        if len(uses) != 1 or uses[0][0].op != "quantize_linear" or uses[0][1] != 0 or out in g.outputs:
+            continue
+        q = uses[0][0]
+        sc = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
+        zc = q.inputs[2] if len(q.inputs) > 2 else None
+        if sc is None or not np.isfinite(sc) or not sc > 0 or zc is None or _scalar(zc) is None \
+                or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8 or out.type.dtype != "float32":
+            continue
+        parts = [_dq_parts(v) for v in node.inputs]
+        if any(p is None or p[1].size != 1 or p[0].inputs[0].is_const or p[2] is not None and p[2].size != 1
+               for p in parts):
+            continue
+        one = g.add_constant(f"{node.name}_unit_scale", np.asarray(1.0, dtype=f32), "float32")
+        terms = []
+        for k, (dq, s_, _) in enumerate(parts):
+            ins = [dq.inputs[0], one] + ([dq.inputs[2]] if len(dq.inputs) > 2 and dq.inputs[2] is not None else [])
+            n = g.add_node("dequantize_linear", ins, {}, name=f"{node.name}_{k}_int",
+                           types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
+            ratio = g.add_constant(f"{node.name}_{k}_ratio", np.asarray(f32(s_[0]) / f32(sc), dtype=f32), "float32")
+            m = g.add_node("mul", [n.outputs[0], ratio], {}, name=f"{node.name}_{k}_scaled",
+                           types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
+            _stamp(n)
+            _stamp(m)
+            terms.append(m.outputs[0])
+        olds = [p[0] for p in parts]
+        node.replace_input(0, terms[0])
+        node.replace_input(1, terms[1])
+        q.replace_input(1, one)
+        for dq in olds:
+            if dq.graph is g and not any(v.uses or v in g.outputs for v in dq.outputs):
+                g.remove_node(dq)
+        done += 1
+    return done
+
+
+__all__ += ["INTEGER_PRODUCTS", "integer_domain"]
