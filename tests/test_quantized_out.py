@@ -114,6 +114,9 @@ def test_a_qdq_model_is_an_int8_tflite_model(per_channel, operators, tmp_path):
     kernels = [o for o in it._get_ops_details() if o["op_name"] in ("CONV_2D", "FULLY_CONNECTED")]
     assert len(kernels) == 3 and all(types[o["inputs"][0]] == np.int8 and types[o["inputs"][1]] == np.int8
                                      for o in kernels), kernels
+    # the global average pool is one int8 MEAN (one rounding, as QLinearGlobalAveragePool): a
+    # float mean staged per axis would be two MEANs, each requantized
+    assert [o["op_name"] for o in it._get_ops_details()].count("MEAN") == 1
 
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])

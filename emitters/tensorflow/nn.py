@@ -552,7 +552,11 @@ def global_pool(c: Any) -> list[str]:
     if c.node.op == "global_average_pool":
         from .misc import staged_sum
 
-        if isinstance(axes, list) and len(axes) > 1 and c.dtype(0) in ("float32", "float16"):
+        src = c.node.inputs[0].producer
+        if isinstance(axes, list) and len(axes) > 1 and c.dtype(0) in ("float32", "float16") \
+                and not (src is not None and src.op == "dequantize_linear"):
+            # (the mean of a dequantized int8 stays one reduction, as in ``misc.reduce``: the
+            # converter's int8 MEAN rounds once, as onnxruntime's QLinearGlobalAveragePool does)
             return [f"{c.o()} = {staged_sum('tf.math.reduce_mean', x, axes, True)}"]
         return [f"{c.o()} = tf.math.reduce_mean({x}, axis={axes}, keepdims=True)"]
     if c.node.op == "global_max_pool":
