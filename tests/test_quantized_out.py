@@ -862,8 +862,9 @@ def test_an_int8_batch_matmul_with_a_zero_point_on_its_second_operand_runs_in_fl
     assert any("BATCH_MATMUL run in float" in w for w in rec.get("warnings", [])), rec.get("warnings")
 
 
-def _qdq_residual_cnn(path):
-    """Conv → Relu → Conv, a residual Add of two quantized activations, Gemm: per-channel QDQ."""
+def _qdq_residual_cnn(path, operators: bool = False):
+    """Conv → Relu → Conv, a residual Add of two quantized activations, Gemm: per-channel QDQ
+    (or onnxruntime's QOperator form: QLinearConv, QLinearAdd, QGemm)."""
     from onnx import TensorProto as T
     from onnx import helper as h
     from onnx import numpy_helper as nh
@@ -889,25 +890,28 @@ def _qdq_residual_cnn(path):
                       h.make_tensor_value_info("s", T.FLOAT, [2, c, 16, 16])], inits)  # 12,288 values to round
     fp = path.parent / "float.onnx"
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
-    quantize_static(str(fp), str(path), calibration_reader(rng, (2, 3, 16, 16), count=4), quant_format=QuantFormat.QDQ,
+    quantize_static(str(fp), str(path), calibration_reader(rng, (2, 3, 16, 16), count=4),
+                    quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
     return path
 
 
+@pytest.mark.parametrize("operators", [False, True], ids=["qdq", "qoperator"])
 @pytest.mark.parametrize("target", ["pytorch", "tensorflow"])
-def test_float_targets_compute_quantized_products_as_the_integer_kernels_do(target, tmp_path):
+def test_float_targets_compute_quantized_products_as_the_integer_kernels_do(target, operators, tmp_path):
     """PyTorch and TensorFlow run a QDQ conv, gemm and residual add in float; written as the
     product of the integers, one float32 multiplier per channel and one rounding (the
     arithmetic of onnxruntime's fused QLinearConv/QGemm/QLinearAdd), every output value is
     exact against onnxruntime, where the dequantized form is one step off on near-ties. The
-    weights stay int8."""
+    weights stay int8. The QOperator form's QLinearConv/QLinearAdd are read in their table
+    (QDQ) form first (``quantized.as_qdq``)."""
     import opbridge
     from translator.compile.quantized import integer_domain
     from translator.frontends.onnx import load_onnx
 
-    src = _qdq_residual_cnn(tmp_path / "qdq.onnx")
-    g = load_onnx(str(src)).graph
-    assert integer_domain(g) == 4  # two convolutions, the gemm, the add
+    src = _qdq_residual_cnn(tmp_path / "qdq.onnx", operators)
+    if not operators:
+        assert integer_domain(load_onnx(str(src)).graph) == 4  # two convolutions, the gemm, the add
     feeds = {"x": np.random.default_rng(11).standard_normal((2, 3, 16, 16)).astype(np.float32) * 2}
     np.savez(tmp_path / "in.npz", **feeds)
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(tmp_path / "in.npz"))

@@ -520,6 +520,28 @@ def _dq_parts(v: Value | None) -> tuple[Node, np.ndarray, np.ndarray | None] | N
     return p, scales, None if z is None else np.asarray(z.const).reshape(-1)
 
 
+def _qlinear_bias(bias: Value, sx: np.ndarray, sw: np.ndarray) -> tuple[np.ndarray, list[Node]] | None:
+    """A bias written ``mul(mul(cast(B), x_scale), w_scale)`` (the table's decomposition of
+    ``QLinearConv``) with ``B`` an int32 constant and the two scales those of the product's
+    operands: (``B``, the three nodes, last first); else None."""
+    m2 = bias.producer
+    if m2 is None or m2.op != "mul" or len(m2.inputs) != 2 or m2.inputs[1] is None or not m2.inputs[1].is_const:
+        return None
+    m1 = m2.inputs[0].producer if m2.inputs[0] is not None else None
+    if m1 is None or m1.op != "mul" or len(m1.inputs) != 2 or m1.inputs[1] is None or not m1.inputs[1].is_const:
+        return None
+    c = m1.inputs[0].producer if m1.inputs[0] is not None else None
+    if c is None or c.op != "cast" or c.inputs[0] is None or not c.inputs[0].is_const:
+        return None
+    b = np.asarray(c.inputs[0].const)
+    s1 = np.asarray(m1.inputs[1].const, dtype=np.float32).reshape(-1)
+    s2 = np.asarray(m2.inputs[1].const, dtype=np.float32).reshape(-1)
+    if b.dtype != np.int32 or not np.array_equal(s1, sx) or not np.array_equal(s2, sw) \
+            or np.abs(b).max(initial=0) >= 1 << 24 or any(len(list(v.uses)) != 1 for v in (m1.outputs[0], c.outputs[0])):
+        return None
+    return b, [m2, m1, c]
+
+
 def integer_domain(g: Graph) -> int:
     """Each ``conv``/``matmul``/``gemm`` between 8-bit QDQ operands and a per-tensor
     ``quantize_linear`` computed the way integer kernels compute it (onnxruntime's
@@ -566,7 +588,10 @@ def integer_domain(g: Graph) -> int:
         mult = (f32(xa[1][0]) * sw.astype(f32)) / f32(sy)  # float32, as the kernels compute it
         bias = node.inputs[2] if node.op in ("conv", "gemm") and len(node.inputs) > 2 else None
         b_int = None
-        if bias is not None:
+        chain = _qlinear_bias(bias, xa[1], sw) if bias is not None else None
+        if chain is not None:  # the table's QLinearConv form: cast(B) * x_scale * w_scale
+            b_int = chain[0].astype(f32)
+        elif bias is not None:
             ba = _dq_parts(bias) if bias.producer is not None and bias.producer.op == "dequantize_linear" else None
             bp = bias.producer
             if ba is not None or bp is None or bp.op != "dequantize_linear" or not bp.inputs[0].is_const:
@@ -597,7 +622,7 @@ def integer_domain(g: Graph) -> int:
         node.replace_input(1, wi)
         old = [xa[0], w_node]
         if bias is not None:
-            old.append(bias.producer)
+            old += chain[1] if chain is not None else [bias.producer]
             node.replace_input(2, g.add_constant(f"{node.name}_bias_int", b_int, "float32"))
         for dq in old:  # the dequantizations nothing reads any more
             if dq is not None and dq.graph is g and not any(v.uses or v in g.outputs for v in dq.outputs):
@@ -666,4 +691,26 @@ def _integer_adds(g: Graph) -> int:
     return done
 
 
-__all__ += ["INTEGER_PRODUCTS", "integer_domain"]
+#: onnxruntime's QOperator ops ``integer_domain`` reads in their table (QDQ) form
+QOPERATOR_PRODUCTS = ("qlinear_conv", "qlinear_matmul", "qlinear_add")
+
+
+def as_qdq(g: Graph, ctx: object) -> int:
+    """The ``QOPERATOR_PRODUCTS`` of ``g`` replaced by their table decompositions (the QDQ form
+    of the same arithmetic, typed and legalized as lowering does), so ``integer_domain`` finds
+    them: a target without native integer rules would decompose them while lowering anyway.
+    Returns the nodes expanded."""
+    from .lowering import _settle, expand
+
+    done = 0
+    for node in list(g.nodes):
+        op = ctx.tables.ops.get(node.op) if node.op in QOPERATOR_PRODUCTS else None  # type: ignore[attr-defined]
+        if op is None or not op.decomposition or node.graph is not g:
+            continue
+        new = expand(g, node, op, ctx.tables)  # type: ignore[attr-defined]
+        _settle(g, new, ctx)
+        done += 1
+    return done
+
+
+__all__ += ["INTEGER_PRODUCTS", "QOPERATOR_PRODUCTS", "as_qdq", "integer_domain"]
