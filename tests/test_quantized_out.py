@@ -904,7 +904,7 @@ def test_float_targets_compute_quantized_products_as_the_integer_kernels_do(targ
     arithmetic of onnxruntime's fused QLinearConv/QGemm/QLinearAdd), every output value is
     exact against onnxruntime, where the dequantized form is one step off on near-ties. The
     weights stay int8. The QOperator form's QLinearConv/QLinearAdd are read in their table
-    (QDQ) form first (``quantized.as_qdq``)."""
+    (QDQ) form first (``lowering.decompose_now``)."""
     import opbridge
     from translator.compile.quantized import integer_domain
     from translator.frontends.onnx import load_onnx

@@ -26,10 +26,11 @@ def prepare(model, ctx) -> None:  # noqa: ANN001 - the pipeline's Model and Comp
     """Quantized convolutions and matrix products computed as the integer kernels compute
     them (``quantized.integer_domain``): the product of the integers, one float multiplier."""
     from translator.compile.pipeline import every_graph
-    from translator.compile.quantized import as_qdq, integer_domain
+    from translator.compile.lowering import decompose_now
+    from translator.compile.quantized import QOPERATOR_PRODUCTS, integer_domain
 
     for g in every_graph(model.graph):
-        as_qdq(g, ctx)  # a QOperator model's products too (TensorFlow has no integer rules for them)
+        decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products too (TensorFlow has no integer rules for them)
         integer_domain(g)
 
 

@@ -692,25 +692,8 @@ def _integer_adds(g: Graph) -> int:
 
 
 #: onnxruntime's QOperator ops ``integer_domain`` reads in their table (QDQ) form
+#: (``lowering.decompose_now`` expands them first)
 QOPERATOR_PRODUCTS = ("qlinear_conv", "qlinear_matmul", "qlinear_add")
 
 
-def as_qdq(g: Graph, ctx: object) -> int:
-    """The ``QOPERATOR_PRODUCTS`` of ``g`` replaced by their table decompositions (the QDQ form
-    of the same arithmetic, typed and legalized as lowering does), so ``integer_domain`` finds
-    them: a target without native integer rules would decompose them while lowering anyway.
-    Returns the nodes expanded."""
-    from .lowering import _settle, expand
-
-    done = 0
-    for node in list(g.nodes):
-        op = ctx.tables.ops.get(node.op) if node.op in QOPERATOR_PRODUCTS else None  # type: ignore[attr-defined]
-        if op is None or not op.decomposition or node.graph is not g:
-            continue
-        new = expand(g, node, op, ctx.tables)  # type: ignore[attr-defined]
-        _settle(g, new, ctx)
-        done += 1
-    return done
-
-
-__all__ += ["INTEGER_PRODUCTS", "QOPERATOR_PRODUCTS", "as_qdq", "integer_domain"]
+__all__ += ["INTEGER_PRODUCTS", "QOPERATOR_PRODUCTS", "integer_domain"]
