@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from .same_scale import builtin_of, float_tensor, opcode
+
 #: builtins whose float kernel XNNPACK's delegate takes and whose options mean the same on
 #: float tensors (elementwise activations, reductions over constant axes, softmax)
 FLOAT_FORMS = frozenset({"HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "SOFTMAX", "MEAN", "SUM",
@@ -41,8 +43,7 @@ def miscomputed(m: Any, g: Any, op: Any, types: dict[int, str]) -> bool:
     second operand is a run-time tensor with a non-zero zero point."""
     from tensorflow.lite.python import schema_py_generated as fb
 
-    c = m.operatorCodes[op.opcodeIndex]
-    if max(c.builtinCode, c.deprecatedBuiltinCode) != fb.BuiltinOperator.BATCH_MATMUL or op.inputs is None \
+    if builtin_of(m.operatorCodes[op.opcodeIndex]) != fb.BuiltinOperator.BATCH_MATMUL or op.inputs is None \
             or len(op.inputs) < 2:
         return False
     t = g.tensors[int(op.inputs[1])]
@@ -93,15 +94,8 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
     if not todo:
         return flat, []
 
-    def code(builtin: str) -> int:
-        b = getattr(fb.BuiltinOperator, builtin)
-        for k, c in enumerate(m.operatorCodes):
-            if max(c.builtinCode, c.deprecatedBuiltinCode) == b and not c.customCode:
-                return k
-        c = fb.OperatorCodeT()
-        c.builtinCode, c.deprecatedBuiltinCode, c.version = b, min(b, 127), 1
-        m.operatorCodes.append(c)
-        return len(m.operatorCodes) - 1
+    def code(name: str) -> int:
+        return opcode(fb, m, getattr(fb.BuiltinOperator, name))
 
     def quantized(t: int) -> bool:
         x = g.tensors[t]
@@ -109,16 +103,6 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
         data = m.buffers[x.buffer].data if x.buffer else None
         return (types.get(x.type) in _8BIT and q is not None and q.scale is not None and len(q.scale) == 1
                 and (data is None or not len(data)))
-
-    def float_twin(t: int) -> int:
-        x = g.tensors[t]
-        f = fb.TensorT()
-        f.shape, f.shapeSignature = x.shape, x.shapeSignature
-        f.type, f.buffer = fb.TensorType.FLOAT32, 0
-        name = x.name.decode() if isinstance(x.name, bytes) else (x.name or f"t{t}")
-        f.name = f"{name}_float"
-        g.tensors.append(f)
-        return len(g.tensors) - 1
 
     def unary(op_code: int, i: int, o: int) -> Any:
         op = fb.OperatorT()
@@ -142,16 +126,15 @@ def float_islands(flat: bytes) -> tuple[bytes, list[str]]:
         seq, moved = [], {}
         for i in acts:
             if i not in moved:
-                moved[i] = float_twin(i)
+                moved[i] = float_tensor(fb, g, i, "_float")
                 seq.append(unary(dq, i, moved[i]))
-        fouts = [float_twin(o) for o in outs]
+        fouts = [float_tensor(fb, g, o, "_float") for o in outs]
         op.inputs = [moved.get(i, i) for i in ins]
         op.outputs = fouts
         seq.append(op)
         seq += [unary(q, f, o) for f, o in zip(fouts, outs)]
         rewritten[idx] = seq
-        names.append(codes.get(max(m.operatorCodes[op.opcodeIndex].builtinCode,
-                                   m.operatorCodes[op.opcodeIndex].deprecatedBuiltinCode), "?"))
+        names.append(codes.get(builtin_of(m.operatorCodes[op.opcodeIndex]), "?"))
     if not rewritten:
         return flat, []
     g.operators = [x for k, op in enumerate(g.operators) for x in rewritten.get(k, [op])]

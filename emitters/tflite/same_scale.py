@@ -54,19 +54,11 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
     if SCOPE.encode() not in flat:
         return flat, 0
     m = fbu.convert_bytearray_to_object(bytearray(flat))
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in m.operatorCodes]
     wanted = {getattr(fb.BuiltinOperator, b) for b in BUILTINS}
     eight = {fb.TensorType.INT8, fb.TensorType.UINT8}
 
-    def code(builtin: int) -> int:
-        for k, c in enumerate(m.operatorCodes):
-            if codes[k] == builtin and not c.customCode:
-                return k
-        c = fb.OperatorCodeT()
-        c.builtinCode, c.deprecatedBuiltinCode, c.version = builtin, min(builtin, 127), 1
-        m.operatorCodes.append(c)
-        codes.append(builtin)
-        return len(m.operatorCodes) - 1
+    def builtin(op: Any) -> int:
+        return builtin_of(m.operatorCodes[op.opcodeIndex])
 
     done = 0
     for g in m.subgraphs:
@@ -80,24 +72,24 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
         dropped: set[int] = set()
         rename: dict[int, int] = {}  # a dropped DEQUANTIZE's float output -> the float result
         for k, op in enumerate(g.operators):
-            if codes[op.opcodeIndex] not in wanted or op.outputs is None or len(op.outputs) != 1:
+            if builtin(op) not in wanted or op.outputs is None or len(op.outputs) != 1:
                 continue
             x, y = int(op.inputs[0]), int(op.outputs[0])
             name = g.tensors[y].name
             name = name.decode() if isinstance(name, bytes) else (name or "")
             if SCOPE not in name or g.tensors[x].type not in eight or g.tensors[y].type not in eight:
                 continue
-            xf = _float_tensor(fb, g, x, "_float_in")
-            yf = _float_tensor(fb, g, y, "_float")
+            xf = float_tensor(fb, g, x, "_float_in")
+            yf = float_tensor(fb, g, y, "_float")
             dq = fb.OperatorT()
-            dq.opcodeIndex, dq.inputs, dq.outputs = code(dequantize), [x], [xf]
+            dq.opcodeIndex, dq.inputs, dq.outputs = opcode(fb, m, dequantize), [x], [xf]
             op.inputs = [xf, *[int(i) for i in op.inputs[1:]]]
             op.outputs = [yf]
             seq = [dq, op]
             integer_readers = y in graph_outputs
             for r in readers.get(y, []):
                 ro = g.operators[r]
-                if codes[ro.opcodeIndex] == dequantize and len(ro.outputs) == 1 \
+                if builtin(ro) == dequantize and len(ro.outputs) == 1 \
                         and int(ro.outputs[0]) not in graph_outputs:
                     dropped.add(r)
                     rename[int(ro.outputs[0])] = yf
@@ -105,7 +97,7 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
                     integer_readers = True
             if integer_readers:  # an integer kernel still reads the int8 result: quantized once, as before
                 q = fb.OperatorT()
-                q.opcodeIndex, q.inputs, q.outputs = code(getattr(fb.BuiltinOperator, "QUANTIZE")), [yf], [y]
+                q.opcodeIndex, q.inputs, q.outputs = opcode(fb, m, fb.BuiltinOperator.QUANTIZE), [yf], [y]
                 seq.append(q)
             plan[k] = seq
             done += 1
@@ -120,7 +112,25 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
     return bytes(fbu.convert_object_to_bytearray(m)), done
 
 
-def _float_tensor(fb: Any, g: Any, like: int, suffix: str) -> int:
+def builtin_of(code: Any) -> int:
+    """An operator code's builtin (the wider of its two fields: codes past 127)."""
+    return max(code.builtinCode, code.deprecatedBuiltinCode)
+
+
+def opcode(fb: Any, m: Any, builtin: int) -> int:
+    """The index of ``builtin``'s operator code in model ``m`` (object API), added if absent."""
+    for k, c in enumerate(m.operatorCodes):
+        if builtin_of(c) == builtin and not c.customCode:
+            return k
+    c = fb.OperatorCodeT()
+    c.builtinCode, c.deprecatedBuiltinCode, c.version = builtin, min(builtin, 127), 1
+    m.operatorCodes.append(c)
+    return len(m.operatorCodes) - 1
+
+
+def float_tensor(fb: Any, g: Any, like: int, suffix: str) -> int:
+    """A new float32 activation tensor of subgraph ``g`` shaped as tensor ``like``, named after
+    it with ``suffix``; its index."""
     t = g.tensors[like]
     f = fb.TensorT()
     f.shape, f.shapeSignature = t.shape, t.shapeSignature
@@ -131,4 +141,4 @@ def _float_tensor(fb: Any, g: Any, like: int, suffix: str) -> int:
     return len(g.tensors) - 1
 
 
-__all__ = ["AVERAGES", "BUILTINS", "SCOPE", "float_again", "marked"]
+__all__ = ["AVERAGES", "BUILTINS", "SCOPE", "builtin_of", "float_again", "float_tensor", "marked", "opcode"]

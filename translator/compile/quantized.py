@@ -542,6 +542,46 @@ def _qlinear_bias(bias: Value, sx: np.ndarray, sw: np.ndarray) -> tuple[np.ndarr
     return b, [m2, m1, c]
 
 
+def _requantized(g: Graph, node: Node) -> Node | None:
+    """The per-tensor 8-bit ``quantize_linear`` (finite positive constant scale, constant zero
+    point) that is the only reader of ``node``'s one output (not a graph output), else None."""
+    out = node.outputs[0] if len(node.outputs) == 1 else None
+    uses = list(out.uses) if out is not None else []
+    if len(uses) != 1 or uses[0][0].op != "quantize_linear" or uses[0][1] != 0 or out in g.outputs:
+        return None
+    q = uses[0][0]
+    sy = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
+    zy = q.inputs[2] if len(q.inputs) > 2 else None
+    if sy is None or not np.isfinite(sy) or not sy > 0 or int(q.attrs.get("block_size", 0) or 0) \
+            or zy is None or _scalar(zy) is None or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8:
+        return None
+    return q
+
+
+def _integers(g: Graph, dq: Node, one: Value, name: str, before: Node, per_tensor: bool = False) -> Value:
+    """``dq``'s integers less their zero point, as float32: the same ``dequantize_linear`` with
+    scale ``one`` (``per_tensor``: without ``dq``'s axis, and without its zero points where
+    they are per axis: those are all 0 here)."""
+    z = dq.inputs[2] if len(dq.inputs) > 2 else None
+    ins = [dq.inputs[0], one] + ([z] if z is not None else [])
+    attrs = {k: v for k, v in dq.attrs.items() if k != "block_size"}
+    if per_tensor:
+        attrs = {}
+        if z is not None and (not z.is_const or np.asarray(z.const).size > 1):
+            ins = ins[:2]
+    n = g.add_node("dequantize_linear", ins, attrs, name=name, types=[TensorType("float32", dq.outputs[0].type.shape)],
+                   before=before)
+    _stamp(n)
+    return n.outputs[0]
+
+
+def _drop_unread(g: Graph, nodes: list[Node | None]) -> None:
+    """Remove each of ``nodes`` (in order) whose outputs nothing reads any more."""
+    for n in nodes:
+        if n is not None and n.graph is g and not any(v.uses or v in g.outputs for v in n.outputs):
+            g.remove_node(n)
+
+
 def integer_domain(g: Graph) -> int:
     """Each ``conv``/``matmul``/``gemm`` between 8-bit QDQ operands and a per-tensor
     ``quantize_linear`` computed the way integer kernels compute it (onnxruntime's
@@ -559,15 +599,10 @@ def integer_domain(g: Graph) -> int:
         if node.op not in INTEGER_PRODUCTS or node.graph is not g or len(node.inputs) < 2 or len(node.outputs) != 1:
             continue
         out = node.outputs[0]
-        uses = list(out.uses)
-        if len(uses) != 1 or uses[0][0].op != "quantize_linear" or uses[0][1] != 0 or out in g.outputs:
+        q = _requantized(g, node)
+        if q is None:
             continue
-        q = uses[0][0]
-        sy = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
-        zy = q.inputs[2] if len(q.inputs) > 2 else None
-        if sy is None or not np.isfinite(sy) or not sy > 0 or int(q.attrs.get("block_size", 0) or 0) \
-                or zy is None or _scalar(zy) is None or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8:
-            continue
+        sy = _scalar(q.inputs[1])
         xa, wa = _dq_parts(node.inputs[0]), _dq_parts(node.inputs[1])
         if xa is None or wa is None or xa[1].size != 1 or out.type.rank is None:
             continue
@@ -606,27 +641,16 @@ def integer_domain(g: Graph) -> int:
             b_int = bq.astype(f32)
         one = g.add_constant(f"{node.name}_unit_scale", np.asarray(1.0, dtype=f32), "float32")
 
-        def integers(parts: tuple, tag: str) -> Value:
-            dq, _, z = parts
-            ins = [dq.inputs[0], one] + ([dq.inputs[2]] if len(dq.inputs) > 2 and dq.inputs[2] is not None else [])
-            attrs = {k: v for k, v in dq.attrs.items() if k != "block_size"}
-            if z is not None and z.size > 1:  # per-axis zero points (all 0 here): the scale-1 form per tensor
-                ins, attrs = ins[:2], {}
-            n = g.add_node("dequantize_linear", ins, attrs, name=f"{node.name}_{tag}_int",
-                           types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
-            _stamp(n)
-            return n.outputs[0]
-
-        xi, wi = integers(xa, "x"), integers(wa, "w")
+        # (per-axis zero points are all 0 here: the scale-1 form per tensor)
+        xi, wi = [_integers(g, p[0], one, f"{node.name}_{tag}_int", node, p[2] is not None and p[2].size > 1)
+                  for p, tag in ((xa, "x"), (wa, "w"))]
         node.replace_input(0, xi)
         node.replace_input(1, wi)
         old = [xa[0], w_node]
         if bias is not None:
             old += chain[1] if chain is not None else [bias.producer]
             node.replace_input(2, g.add_constant(f"{node.name}_bias_int", b_int, "float32"))
-        for dq in old:  # the dequantizations nothing reads any more
-            if dq is not None and dq.graph is g and not any(v.uses or v in g.outputs for v in dq.outputs):
-                g.remove_node(dq)
+        _drop_unread(g, old)  # the dequantizations nothing reads any more
         rank = out.type.rank
         shape = [1] * rank
         if mult.size > 1:
@@ -654,16 +678,10 @@ def _integer_adds(g: Graph) -> int:
     for node in list(g.nodes):
         if node.op != "add" or node.graph is not g or len(node.inputs) != 2 or len(node.outputs) != 1:
             continue
-        out = node.outputs[0]
-        uses = list(out.uses)
-        if len(uses) != 1 or uses[0][0].op != "quantize_linear" or uses[0][1] != 0 or out in g.outputs:
+        q = _requantized(g, node)
+        if q is None or node.outputs[0].type.dtype != "float32":
             continue
-        q = uses[0][0]
-        sc = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
-        zc = q.inputs[2] if len(q.inputs) > 2 else None
-        if sc is None or not np.isfinite(sc) or not sc > 0 or zc is None or _scalar(zc) is None \
-                or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8 or out.type.dtype != "float32":
-            continue
+        sc = _scalar(q.inputs[1])
         parts = [_dq_parts(v) for v in node.inputs]
         if any(p is None or p[1].size != 1 or p[0].inputs[0].is_const or p[2] is not None and p[2].size != 1
                for p in parts):
@@ -671,22 +689,16 @@ def _integer_adds(g: Graph) -> int:
         one = g.add_constant(f"{node.name}_unit_scale", np.asarray(1.0, dtype=f32), "float32")
         terms = []
         for k, (dq, s_, _) in enumerate(parts):
-            ins = [dq.inputs[0], one] + ([dq.inputs[2]] if len(dq.inputs) > 2 and dq.inputs[2] is not None else [])
-            n = g.add_node("dequantize_linear", ins, {}, name=f"{node.name}_{k}_int",
-                           types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
+            ints = _integers(g, dq, one, f"{node.name}_{k}_int", node, per_tensor=True)
             ratio = g.add_constant(f"{node.name}_{k}_ratio", np.asarray(f32(s_[0]) / f32(sc), dtype=f32), "float32")
-            m = g.add_node("mul", [n.outputs[0], ratio], {}, name=f"{node.name}_{k}_scaled",
+            m = g.add_node("mul", [ints, ratio], {}, name=f"{node.name}_{k}_scaled",
                            types=[TensorType("float32", dq.outputs[0].type.shape)], before=node)
-            _stamp(n)
             _stamp(m)
             terms.append(m.outputs[0])
-        olds = [p[0] for p in parts]
         node.replace_input(0, terms[0])
         node.replace_input(1, terms[1])
         q.replace_input(1, one)
-        for dq in olds:
-            if dq.graph is g and not any(v.uses or v in g.outputs for v in dq.outputs):
-                g.remove_node(dq)
+        _drop_unread(g, [p[0] for p in parts])
         done += 1
     return done
 
