@@ -13,6 +13,7 @@ Both check against onnxruntime within one quantization step of the output."""
 from __future__ import annotations
 
 import collections
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -25,20 +26,26 @@ from quantized import calibration_reader  # noqa: E402 - the bench's corpus read
 
 
 
+def _initializer(rng, name, *shape):
+    """A named float32 initializer of ``shape``, normal values scaled by 1/sqrt(fan-in)."""
+    from onnx import numpy_helper as nh
+
+    fan_in = np.prod(shape[1:]) if len(shape) > 1 else 1
+    t = nh.from_array((rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32))
+    t.name = name
+    return t
+
+
 def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
-    from onnx import numpy_helper as nh
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     rng = np.random.default_rng(0)
     c = 48  # weights dominate the file, as in the models people quantize
 
-    def w(name, *s):
-        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
-        t.name = name
-        return t
+    w = functools.partial(_initializer, rng)
 
     inits = [w("w1", c, 3, 3, 3), w("b1", c), w("w2", c, c, 3, 3), w("b2", c), w("wf", 10, c), w("bf", 10)]
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
@@ -215,17 +222,13 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
-    from onnx import numpy_helper as nh
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
     rng = np.random.default_rng(0)
 
-    def w(name, *s):
-        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
-        t.name = name
-        return t
+    w = functools.partial(_initializer, rng)
 
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
              h.make_node("Conv", ["r1", "wd", "bd"], ["c2"], pads=[1, 1, 1, 1], group=8), h.make_node("Relu", ["c2"], ["r2"]),
@@ -665,16 +668,12 @@ def _qdq_hardswish_net(path):
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
-    from onnx import numpy_helper as nh
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     rng = np.random.default_rng(1)
     c = 32
 
-    def w(name, *s):
-        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
-        t.name = name
-        return t
+    w = functools.partial(_initializer, rng)
 
     inits = [w("w1", c, 3, 3, 3), w("b1", c), w("w2", c, c, 1, 1), w("b2", c)]
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -867,15 +866,11 @@ def _qdq_residual_cnn(path, operators: bool = False):
     (or onnxruntime's QOperator form: QLinearConv, QLinearAdd, QGemm)."""
     from onnx import TensorProto as T
     from onnx import helper as h
-    from onnx import numpy_helper as nh
 
     rng = np.random.default_rng(7)
     c = 24
 
-    def w(name, *s):
-        t = nh.from_array((rng.standard_normal(s) / np.sqrt(np.prod(s[1:]) if len(s) > 1 else 1)).astype(np.float32))
-        t.name = name
-        return t
+    w = functools.partial(_initializer, rng)
 
     inits = [w("w1", c, 3, 3, 3), w("b1", c), w("w2", c, c, 3, 3), w("b2", c), w("wf", 10, c), w("bf", 10)]
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
