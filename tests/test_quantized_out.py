@@ -249,6 +249,47 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
 
 
+@pytest.mark.parametrize("target", ["openvino", "tflite"])
+def test_the_convolutions_a_qlinear_concat_reads_stay_integer_kernels(target, tmp_path):
+    """A GhostNet block in QOperator form: two QLinearConvs joined by a com.microsoft
+    QLinearConcat, then a slice and another conv. Read as (x - zero point) * scale, each
+    conv's QuantizeLinear had no DequantizeLinear to pair with, so the converter kept the conv
+    in float (GhostNet: 32 of 96 convolutions int8 on tflite). Read as DequantizeLinear of
+    each input, every conv is an integer kernel."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    import opbridge
+
+    rng = np.random.default_rng(1)
+    w = functools.partial(_initializer, rng)
+    sl = [h.make_tensor(n, T.INT64, [1], [v]) for n, v in (("s0", 0), ("s1", 12), ("ax", 1))]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["r1", "wd", "bd"], ["c2"], pads=[1, 1, 1, 1], group=8),
+             h.make_node("Relu", ["c2"], ["r2"]), h.make_node("Concat", ["r1", "r2"], ["cat"], axis=1),
+             h.make_node("Slice", ["cat", "s0", "s1", "ax"], ["sl"]),
+             h.make_node("Conv", ["sl", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1]),
+             h.make_node("GlobalAveragePool", ["c3"], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
+             h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("wd", 8, 1, 3, 3), w("bd", 8), w("w3", 16, 12, 3, 3), w("b3", 16),
+             w("wf", 5, 16), w("bf", 5), *sl]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 5])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 16, 16), count=4), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    ops = collections.Counter(n.op_type for n in onnx.load(str(src)).graph.node)
+    assert ops["QLinearConcat"] == 1 and ops["QLinearConv"] == 3, ops
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    ik = rec["integer_kernels"]
+    assert ik["integer"] == ik["total"] == 4, ik
+
+
 @pytest.mark.parametrize("qtype", ["int8", "uint8"])
 def test_layout_ops_inside_qdq_pairs_are_moved_out_for_onnxruntime(qtype, tmp_path):
     """A channels-last source (a full-int8 .tflite, tf2onnx) puts transposes and reshapes

@@ -456,9 +456,10 @@ def _ms_bias_after(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict
 
 @_ms("QLinearConcat")
 def _ms_qlinear_concat(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
-    """(x - zero_point) * scale for each (tensor, scale, zero point) triple, concat, quantize to
-    Y's parameters (a table decomposition cannot iterate over the triples; the IR op stays for
-    the reference). The output's shape is the concatenation's (no rule infers quantize_linear's)."""
+    """``dequantize_linear`` of each (tensor, scale, zero point) triple, concat, quantize to Y's
+    parameters: the QDQ form, whose Q/DQ pairs a writer of integer kernels reads (a table
+    decomposition cannot iterate over the triples; the IR op stays for the reference). The
+    output's shape is the concatenation's (no rule infers quantize_linear's)."""
     y_scale, y_zero_point, *triples = inputs
     if not triples or len(triples) % 3 or "axis" not in attrs or any(v is None for v in triples):
         raise ctx.fail("bad_model", "QLinearConcat takes Y_scale, Y_zero_point, then (tensor, scale, zero point) "
@@ -466,10 +467,7 @@ def _ms_qlinear_concat(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: 
     parts: list[Value | None] = []
     for i in range(0, len(triples), 3):
         x, scale, zp = triples[i:i + 3]
-        xf = _ms_one(ctx, "cast", [x], {"to": 1}, f"{ctx.node_name}_in{i // 3}")
-        zf = _ms_one(ctx, "cast", [zp], {"to": 1}, f"{ctx.node_name}_zero_point{i // 3}")
-        centered = _ms_one(ctx, "sub", [xf, zf], {}, f"{ctx.node_name}_centered{i // 3}")
-        parts.append(_ms_one(ctx, "mul", [centered, scale], {}, f"{ctx.node_name}_float{i // 3}"))
+        parts.append(_ms_one(ctx, "dequantize_linear", [x, scale, zp], {}, f"{ctx.node_name}_float{i // 3}"))
     joined = _ms_one(ctx, "concat", parts, {"axis": attrs["axis"]}, f"{ctx.node_name}_float")
     (y,) = ctx.emit("quantize_linear", [joined, y_scale, y_zero_point], {}, 1, [node.output[0]])
     shapes = [v.type.shape for v in triples[::3] if v is not None]
