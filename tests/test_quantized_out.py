@@ -290,6 +290,67 @@ def test_the_convolutions_a_qlinear_concat_reads_stay_integer_kernels(target, tm
     assert ik["integer"] == ik["total"] == 4, ik
 
 
+@pytest.mark.parametrize("operators", [False, True], ids=["qdq", "qoperator"])
+def test_a_channels_first_layer_norm_and_a_pooled_layer_norm_stay_exact_on_tflite(operators, tmp_path):
+    """ConvNeXt's shape, quantized by onnxruntime: a layer norm over channels between two
+    transposes (its input's integers transposed between QuantizeLinear and DequantizeLinear in
+    QOperator form, and transposed again by the layout pass before the next convolution), and a
+    spatial mean read by a layer norm. Each used to cost the TFLite artifact a step: the
+    transposed integers were not read as a Q/DQ pair (the convolution after them stayed
+    float, its quantization emulated), and the converter rounded the layer norm's mean of the
+    (float) pooled mean to the pool's int8 scale. Now every product is an integer kernel and
+    the output matches onnxruntime's integer kernels."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    import opbridge
+
+    rng = np.random.default_rng(2)
+    w = functools.partial(_initializer, rng)
+    c = 16
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], strides=[2, 2]),
+             h.make_node("Transpose", ["c1"], ["t1"], perm=[0, 2, 3, 1]),
+             h.make_node("LayerNormalization", ["t1", "g1", "be1"], ["n1"], axis=-1, epsilon=1e-6),
+             h.make_node("Transpose", ["n1"], ["t2"], perm=[0, 3, 1, 2]),
+             h.make_node("Conv", ["t2", "wd", "bd"], ["c2"], pads=[1, 1, 1, 1], group=c),
+             h.make_node("Add", ["t2", "c2"], ["s"]),
+             h.make_node("Transpose", ["s"], ["t3"], perm=[0, 2, 3, 1]),
+             h.make_node("LayerNormalization", ["t3", "g1", "be2"], ["n3"], axis=-1, epsilon=1e-6),
+             h.make_node("Transpose", ["n3"], ["t4"], perm=[0, 3, 1, 2]),
+             h.make_node("Add", ["s", "t4"], ["s2"]),
+             h.make_node("ReduceMean", ["s2", "axes"], ["m"], keepdims=0),
+             h.make_node("LayerNormalization", ["m", "g2", "be2"], ["n2"], axis=-1, epsilon=1e-6),
+             h.make_node("Gemm", ["n2", "wf", "bf"], ["y"], transB=1)]
+    inits = [w("w1", c, 3, 2, 2), w("b1", c), w("wd", c, 1, 3, 3), w("bd", c), w("wf", 10, c), w("bf", 10),
+             *(onnx.numpy_helper.from_array((1 + 0.2 * rng.standard_normal(c)).astype(np.float32), n) for n in ("g1", "g2")),
+             *(onnx.numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), n) for n in ("be1", "be2")),
+             onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "axes")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 32, 32])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), str(fp))
+    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 32, 32), count=8),
+                    quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert not any("--float-quantization" in x for x in rec["warnings"]), rec["warnings"]
+    ik = rec["integer_kernels"]
+    assert ik["integer"] == ik["total"] == 3, ik
+    (out,) = rec["check"]["outputs"]
+    assert out["quantization"]["max_steps"] == 0, out
+    if operators:  # the source's spatial mean and the layer norm's means are all float
+        from ai_edge_litert.interpreter import Interpreter
+
+        it = Interpreter(str(tmp_path / "out"))
+        kinds = {t["index"]: t["dtype"] for t in it.get_tensor_details()}
+        means = [kinds[o["inputs"][0]] for o in it._get_ops_details() if o["op_name"] == "MEAN"]
+        assert means and all(k == np.float32 for k in means), means
+
+
 @pytest.mark.parametrize("qtype", ["int8", "uint8"])
 def test_layout_ops_inside_qdq_pairs_are_moved_out_for_onnxruntime(qtype, tmp_path):
     """A channels-last source (a full-int8 .tflite, tf2onnx) puts transposes and reshapes
@@ -632,6 +693,30 @@ def test_an_infinite_quantization_scale_is_not_a_fake_quant_range():
         q = g.add_node("quantize_linear", [x, s, z], {}, types=[TensorType("uint8", (4,))]).outputs[0]
         d = g.add_node("dequantize_linear", [q, s, z], {}, types=[TensorType("float32", (4,))])
         assert (activation_pair(d) is not None) == bool(want), scale
+
+
+def test_integers_moved_between_a_quantize_and_its_dequantize_are_still_a_pair():
+    """A transpose (a channels-last source's, or the layout pass's before a convolution) and
+    reshapes between a QuantizeLinear and its DequantizeLinear commute with a per-tensor
+    quantization: the pair is an activation range whose moves a writer applies to the
+    fake-quantized float value (consecutive reshapes as one); a transpose without a perm is
+    not."""
+    from translator.compile.quantized import activation_pair
+    from translator.ir.graph import Graph, TensorType
+
+    g = Graph("moves")
+    x = g.add_input("x", TensorType("float32", (1, 4, 2, 3)))
+    s = g.add_constant("s", np.asarray(0.1, np.float32), "float32")
+    z = g.add_constant("z", np.asarray(3, np.uint8), "uint8")
+    q = g.add_node("quantize_linear", [x, s, z], {}, types=[TensorType("uint8", (1, 4, 2, 3))]).outputs[0]
+    t = g.add_node("transpose", [q], {"perm": [0, 2, 3, 1]}, types=[TensorType("uint8", (1, 2, 3, 4))]).outputs[0]
+    r1 = g.add_node("reshape", [t], {}, types=[TensorType("uint8", (6, 4))]).outputs[0]
+    r2 = g.add_node("flatten", [r1], {}, types=[TensorType("uint8", (1, 24))]).outputs[0]
+    d = g.add_node("dequantize_linear", [r2, s, z], {}, types=[TensorType("float32", (1, 24))])
+    pair = activation_pair(d)
+    assert pair is not None and pair.x is x and pair.moves == (("transpose", (0, 2, 3, 1)), ("reshape", (1, 24)))
+    t2 = g.add_node("transpose", [q], {}, types=[TensorType("uint8", None)]).outputs[0]
+    assert activation_pair(g.add_node("dequantize_linear", [t2, s, z], {}, types=[TensorType("float32", None)])) is None
 
 
 def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on_openvino(tmp_path, monkeypatch):

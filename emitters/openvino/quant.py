@@ -98,7 +98,10 @@ def _dequantize(g: "Gen", node: Node) -> None:
         g.em.features.add("fake_quant")
         low, high = g.const(np.float32(pair.low), "float32"), g.const(np.float32(pair.high), "float32")
         fq = f"ops.fake_quantize({g.var_of(pair.x)}, {low}, {high}, {low}, {high}, {pair.levels})"
-        g.out(0, fq if pair.shape is None else f"ops.reshape({fq}, {i64(g, list(pair.shape))}, False)")
+        for kind, arg in pair.moves:
+            fq = f"ops.reshape({fq}, {i64(g, list(arg))}, False)" if kind == "reshape" \
+                else f"ops.transpose({fq}, {i64(g, list(arg))})"
+        g.out(0, fq)
         return
     axis, r, block = int(g.a("axis")), g.t(0).rank, int(g.a("block_size", 0))
     out_t = g.ty(g.out_dtype(0))

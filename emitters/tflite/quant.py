@@ -44,7 +44,9 @@ def dequantize_linear(c: Any) -> list[str]:
         c.cg.features.add(FAKE_QUANT)
         fq = (f"tf.quantization.fake_quant_with_min_max_vars({c.cg.expr(pair.x)}, min={_f32(pair.low)}, "
               f"max={_f32(pair.high)}, num_bits=8, narrow_range=False)")
-        return [f"{c.o()} = {fq}" if pair.shape is None else f"{c.o()} = tf.reshape({fq}, {list(pair.shape)})"]
+        for kind, arg in pair.moves:
+            fq = f"tf.reshape({fq}, {list(arg)})" if kind == "reshape" else f"tf.transpose({fq}, perm={list(arg)})"
+        return [f"{c.o()} = {fq}"]
     w = symmetric_weight(c.node)
     if w is None or w.axis is not None and not (w.values.ndim == 4 and w.axis == 0 and all(
             n.op == "conv" and k == 1 for n, k in c.node.outputs[0].uses)):

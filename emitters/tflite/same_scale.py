@@ -8,7 +8,8 @@ DequantizeLinear and its output's QuantizeLinear) then subtracts a mean rounded 
 step: a ViT's first layer norm came out 15 steps off onnxruntime, 73 % of its values exact.
 
 ``marked(node)`` says which IR nodes hold such averages: any node that reads a dequantized
-8-bit activation (a layer norm's mean inside its TensorFlow code), except a ``reduce_mean``/
+8-bit activation, maybe transposed or reshaped (a layer norm's mean inside its TensorFlow code), or a marked average's result
+(the converter hands the int8 range on down such a chain), except a ``reduce_mean``/
 ``reduce_sum``/``average_pool``/``global_average_pool`` whose own result a ``quantize_linear``
 reads (the source's int8 average, rounded as the source rounds it). The TensorFlow module computes those under the name
 scope ``SCOPE`` (``emitters.tensorflow.codegen`` asks the target's ``extra["name_scope"]``),
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translator.compile.quantized import activation_pair
+from translator.compile.quantized import LAYOUT_OPS, activation_pair
 
 #: the name scope of the marked nodes' TensorFlow ops
 SCOPE = "opbridge_float"
@@ -38,10 +39,14 @@ def marked(node: Any) -> str | None:
     a ``quantize_linear`` reads is the source's int8 average: not marked), else None."""
     if not node.inputs or node.inputs[0] is None:
         return None
-    src = node.inputs[0].producer
-    if src is None or src.op != "dequantize_linear" or activation_pair(src) is None:
-        return None
     if node.op in AVERAGES and any(u.op == "quantize_linear" for out in node.outputs for u, _ in out.uses):
+        return None
+    src = node.inputs[0].producer
+    while src is not None and src.op in LAYOUT_OPS and src.inputs and src.inputs[0] is not None:
+        src = src.inputs[0].producer  # (a layer norm over channels reads its input transposed)
+    if src is not None and src.op in AVERAGES and marked(src):
+        return SCOPE  # the float average of a marked one (a pooled feature's layer norm): float too
+    if src is None or src.op != "dequantize_linear" or activation_pair(src) is None:
         return None
     return SCOPE
 
@@ -68,27 +73,53 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
                 readers.setdefault(int(i), []).append(k)
         graph_outputs = {int(o) for o in (g.outputs if g.outputs is not None else [])}
         dequantize = getattr(fb.BuiltinOperator, "DEQUANTIZE")
-        plan: dict[int, list[Any]] = {}
-        dropped: set[int] = set()
-        rename: dict[int, int] = {}  # a dropped DEQUANTIZE's float output -> the float result
-        for k, op in enumerate(g.operators):
+
+        def is_marked(op: Any) -> bool:
             if builtin(op) not in wanted or op.outputs is None or len(op.outputs) != 1:
-                continue
+                return False
             x, y = int(op.inputs[0]), int(op.outputs[0])
             name = g.tensors[y].name
             name = name.decode() if isinstance(name, bytes) else (name or "")
-            if SCOPE not in name or g.tensors[x].type not in eight or g.tensors[y].type not in eight:
+            return SCOPE in name and g.tensors[x].type in eight and g.tensors[y].type in eight
+
+        # an average that reads a marked one's result: floated too, reading the float result
+        # (the converter names its output after its own op, outside the scope)
+        chosen = {k for k, op in enumerate(g.operators) if is_marked(op)}
+        grew = True
+        while grew:
+            grew = False
+            for k in sorted(chosen):
+                for r in readers.get(int(g.operators[k].outputs[0]), []):
+                    ro = g.operators[r]
+                    if r not in chosen and builtin(ro) in wanted and ro.outputs is not None and len(ro.outputs) == 1 \
+                            and g.tensors[int(ro.outputs[0])].type in eight:
+                        chosen.add(r)
+                        grew = True
+        plan: dict[int, list[Any]] = {}
+        dropped: set[int] = set()
+        rename: dict[int, int] = {}  # a dropped DEQUANTIZE's float output -> the float result
+        floated: dict[int, int] = {}  # an int8 result -> the float tensor that replaced it
+        for k, op in enumerate(g.operators):
+            if k not in chosen:
                 continue
-            xf = float_tensor(fb, g, x, "_float_in")
+            x, y = int(op.inputs[0]), int(op.outputs[0])
             yf = float_tensor(fb, g, y, "_float")
-            dq = fb.OperatorT()
-            dq.opcodeIndex, dq.inputs, dq.outputs = opcode(fb, m, dequantize), [x], [xf]
-            op.inputs = [xf, *[int(i) for i in op.inputs[1:]]]
+            if x in floated:
+                seq = [op]
+                op.inputs = [floated[x], *[int(i) for i in op.inputs[1:]]]
+            else:
+                xf = float_tensor(fb, g, x, "_float_in")
+                dq = fb.OperatorT()
+                dq.opcodeIndex, dq.inputs, dq.outputs = opcode(fb, m, dequantize), [x], [xf]
+                op.inputs = [xf, *[int(i) for i in op.inputs[1:]]]
+                seq = [dq, op]
             op.outputs = [yf]
-            seq = [dq, op]
+            floated[y] = yf
             integer_readers = y in graph_outputs
             for r in readers.get(y, []):
                 ro = g.operators[r]
+                if r in chosen:
+                    continue
                 if builtin(ro) == dequantize and len(ro.outputs) == 1 \
                         and int(ro.outputs[0]) not in graph_outputs:
                     dropped.add(r)

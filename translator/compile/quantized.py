@@ -31,31 +31,54 @@ def _scalar(v: Value | None, default: float | None = None) -> float | None:
 @dataclass(frozen=True)
 class ActivationRange:
     """A per-tensor 8-bit QDQ pair: ``x`` (the float value quantized) on ``levels`` levels
-    from ``low`` to ``high``; ``shape``: the static shape the quantized values were reshaped
-    to between the two (a QOperator model flattens its pooled int8 tensor), else None."""
+    from ``low`` to ``high``; ``moves``: what moved the quantized values between the two, in
+    order from the quantization: ``("reshape", static shape)`` (a QOperator model flattens its
+    pooled int8 tensor) or ``("transpose", perm)`` (a channels-last source's, or the layout
+    pass's, transpose of the integers). Each commutes with a per-tensor quantization: a writer
+    applies them to the fake-quantized float value."""
     x: Value
     low: float
     high: float
     levels: int
-    shape: tuple[int, ...] | None = None
+    moves: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 #: ops that only reshape (row-major order kept) and commute with per-tensor quantization
 _RESHAPES = ("reshape", "flatten", "squeeze", "unsqueeze")
 
 
+def _moves(v: Value) -> tuple[Node | None, tuple[tuple[str, tuple[int, ...]], ...] | None]:
+    """The producer of ``v`` before the reshapes and transposes that lead to it, and those
+    moves in order (consecutive reshapes as one); None for the moves where a reshape's shape
+    or a transpose's perm is not known statically."""
+    chain: list[tuple[str, tuple[int, ...]]] = []
+    p = v.producer
+    while p is not None and p.op in _RESHAPES + ("transpose",) and p.inputs and p.inputs[0] is not None:
+        if p.op == "transpose":
+            perm = p.attrs.get("perm")
+            if perm is None:
+                return p, None
+            chain.append(("transpose", tuple(int(d) for d in perm)))
+        else:
+            shape = p.outputs[0].type.shape
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                return p, None
+            if not chain or chain[-1][0] != "reshape":  # (walking backwards: the later reshape wins)
+                chain.append(("reshape", tuple(int(d) for d in shape)))
+        p = p.inputs[0].producer
+    return p, tuple(reversed(chain))
+
+
 def activation_pair(node: Node) -> ActivationRange | None:
     """``node`` (a ``dequantize_linear``) as the second half of an activation's QDQ pair (the
-    quantized values maybe reshaped between the two): the quantize of a float32 value, both per tensor with the same constant 8-bit scale and zero
-    point (what computes ``clamp(round(x / s), q_min - z, q_max - z) · s``), else None."""
+    quantized values maybe reshaped or transposed between the two): the quantize of a float32
+    value, both per tensor with the same constant 8-bit scale and zero point (what computes
+    ``clamp(round(x / s), q_min - z, q_max - z) · s``), else None."""
     x = node.inputs[0] if node.op == "dequantize_linear" and node.inputs else None
-    q = x.producer if x is not None else None
-    shape = None
-    while q is not None and q.op in _RESHAPES and q.inputs and q.inputs[0] is not None:
-        if shape is None:
-            shape = x.type.shape if x.type.shape is not None and all(isinstance(d, int) for d in x.type.shape) else ()
-        q = q.inputs[0].producer
-    if shape == ():  # reshaped to a shape not known statically: not rewritten
+    if x is None:
+        return None
+    q, moves = _moves(x)
+    if moves is None:  # moved in a way not known statically: not rewritten
         return None
     if q is None or q.op != "quantize_linear" or int(q.attrs.get("block_size", 0) or 0) \
             or int(node.attrs.get("block_size", 0) or 0):
@@ -71,7 +94,7 @@ def activation_pair(node: Node) -> ActivationRange | None:
         return None  # (onnxruntime's calibration writes an infinite scale for a range that reaches ±inf or ±FLT_MAX)
     lo, hi = QRANGE8[dt]
     low, high = exact_range(float(s), float(z), lo, hi)  # type: ignore[arg-type]
-    return ActivationRange(q.inputs[0], low, high, hi - lo + 1, tuple(int(d) for d in shape) if shape else None)
+    return ActivationRange(q.inputs[0], low, high, hi - lo + 1, moves)
 
 
 def exact_range(scale: float, zero_point: float, q_min: int, q_max: int) -> tuple[float, float]:
