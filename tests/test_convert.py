@@ -54,6 +54,23 @@ def test_several_targets_onto_an_existing_file_is_one_line_exit_2(tmp_path):
     assert out.read_bytes() == b"from an earlier run"
 
 
+def test_one_file_into_an_existing_folder_and_a_folder_onto_an_existing_file(tmp_path):
+    """``-o`` naming an existing folder for a one-file artifact writes into it, as ``cp`` does
+    (it replaced the folder and everything in it); a folder artifact onto an existing file is
+    one line and exit 2, the file untouched (it was an internal error after converting)."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    p = cli("convert", str(MODEL), "--to", "onnx", "-o", str(folder), "--no-check")
+    assert p.returncode == 0, p.stderr
+    assert (folder / "notes.txt").read_text() == "mine" and (folder / (MODEL.stem + ".onnx")).is_file()
+    f = tmp_path / "taken"
+    f.write_bytes(b"from an earlier run")
+    p = cli("convert", str(MODEL), "--to", "pytorch", "-o", str(f), "--no-check")
+    assert p.returncode == 2 and "an existing file" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert f.read_bytes() == b"from an earlier run"
+
+
 def test_unknown_target_exits_2():
     p = cli("convert", str(MODEL), "--to", "caffe", "-o", "/tmp/never")
     assert p.returncode == 2 and "unknown target" in p.stderr

@@ -451,7 +451,7 @@ def register_convert(sub: "Any", add: "Callable[..., Any]", target_options: bool
                    help="quantized .tflite sources: compute the 8-bit layers in LiteRT's integer arithmetic written "
                         "as float ops (bit-exact against the interpreter; the output is a float model)")
     c.add_argument("--to", required=True, help=f"{', '.join(names(include_reference=False))} (comma-separated) or all")
-    c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets)")
+    c.add_argument("-o", "--output", required=True, help="output path (a folder when several targets; an existing folder takes a one-file artifact, .onnx or .tflite, named after the model)")
     c.add_argument("--all-or-nothing", action="store_true",
                    help="several targets: when one fails, write none (default: write every target that converts, "
                         "exit 2 naming the others)")

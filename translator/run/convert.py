@@ -262,6 +262,14 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
         raise OpbridgeError("bad_option", f"-o {out}: an existing file; {len(targets)} targets write a folder there "
                             "(one file per target)")
+    if len(targets) == 1:
+        (t,) = targets
+        file_artifact = get(t).suffix.startswith(".")  # .onnx, .tflite: one file; the others a folder
+        if file_artifact and os.path.isdir(out) and not os.path.islink(out):  # (as cp: into the folder)
+            finals[t] = os.path.join(out, stem + get(t).suffix)
+        elif not file_artifact and os.path.exists(out) and not os.path.isdir(out):
+            raise OpbridgeError("bad_option", f"-o {out}: an existing file; the {t} artifact is a folder "
+                                "(give a new path or that folder)")
     stage = staging(str(out))
     staged: dict[str, Path] = {}
     results: list[dict[str, Any]] = []
