@@ -8,7 +8,7 @@ Per model (a child process with a timeout, so a crash or a hang is one row):
 |---|---|---|
 | onnx | onnxruntime on the source file | both sessions in this process, same SessionOptions, alternately |
 | tensorflow | onnxruntime on the source file | the generated ``tf.function`` (prepared runner) and the source session, alternately |
-| pytorch | onnxruntime; onnx2torch | ours and onnx2torch's module in the peers venv (``peers.compare_pytorch``) |
+| pytorch | onnxruntime; onnx2torch; the original ``nn.Module`` (zoo) | ours and onnx2torch's module in the peers venv (``peers.compare_pytorch``); ours and the zoo's own module in the zoo venv (``zoo_models.py _time``) |
 | tflite | onnxruntime; onnx2tf | both flatbuffers in onnx2tf's venv, one TFLite build (``peers.compare_tflite``) |
 | openvino | onnxruntime; OpenVINO's own reader | both ``ov.Model``s compiled with the same CPU config (``peers.compare_openvino``) |
 
@@ -126,6 +126,10 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
             if t in peers.COMPARE:
                 ours, theirs = peers.COMPARE[t](path, feeds, n, out_dir, threads)
                 cell = {"ours": _slim(ours), "peer": _slim(theirs), "peer_name": peers.PEER_OF[t]}
+                if t == "pytorch" and ours.get("ok"):
+                    floor = framework_floor(path, out_dir / "ours_for_peer_venv", n, threads)
+                    if floor is not None:
+                        cell["framework"] = floor
             elif t == "onnx":
                 target, art, convert_s = peers.convert_ours("onnx", path, out_dir)
                 written = out_dir / "ours_onnx"  # the saved file, in a session set up as the source's
@@ -145,6 +149,28 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
             cell = {"ours": peers.failed(exc)}
         row["targets"][t] = cell
     return row
+
+
+def framework_floor(path: Path, ours: Path, n: int, threads: int) -> dict[str, Any] | None:
+    """A zoo model's original ``nn.Module`` beside opbridge's PyTorch module, in the zoo venv
+    (``zoo_models.py _time``): the framework's own kernels, the floor issue 25 reports for
+    pytorch. None for a model not from the zoo; the error when the child fails."""
+    import subprocess
+
+    from zoo_models import CACHE
+
+    venv = HERE / ".venv-zoo" / "bin" / "python"
+    if path.parent.parent.resolve() != CACHE.resolve() or not (ours / "model.py").exists():
+        return None
+    if not venv.exists():
+        return {"ok": False, "error": "bench/.venv-zoo is not set up (bench/setup_zoo.sh)"}
+    p = subprocess.run([str(venv), str(HERE / "zoo_models.py"), "_time", path.parent.name, str(ours), str(n), str(threads)],
+                       capture_output=True, text=True, timeout=1800, env={**os.environ, **QUIET_ENV})
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode or not lines:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"ok": False, "error": f"zoo_models.py _time exited {p.returncode}: {tail[:300]}"}
+    return {"ok": True, **json.loads(lines[-1])}
 
 
 def _slim(rec: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +240,13 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
                      + (f"; {failed} not timed" if failed else "")
                      + (f"; conversion time / peer's: median {statistics.median(conv):.2f} over {len(conv)}" if conv else ""))
         lines.append("            worst five: " + ", ".join(f"{m} {x:.2f} (vs {who})" for x, m, who in worst))
+        own = sorted(((c["framework"]["ours_s"] / c["framework"]["original_s"], r["model"]) for r in rows
+                      for c in [r.get("targets", {}).get(t) or {}] if (c.get("framework") or {}).get("ok")), reverse=True)
+        if own:
+            lines.append(f"            vs the original nn.Module (the framework's own kernels, same process): median "
+                         f"{statistics.median(x for x, _ in own):.2f} (bound {BOUND[t]:.1f}), above 1.5: "
+                         f"{sum(1 for x, _ in own if x > 1.5)}/{len(own)}; worst five: "
+                         + ", ".join(f"{m} {x:.2f}" for x, m in own[:5]))
     return lines
 
 

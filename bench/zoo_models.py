@@ -16,6 +16,7 @@ builders, in the child process that exports one model.
     python bench/zoo_models.py --list
     python bench/zoo_models.py build [--only bert,resnet18] [--variants ts,ts-dyn,dynamo,dynamo-dyn]
                                      [--timeout 900] [--force]
+    bench/.venv-zoo/bin/python bench/zoo_models.py _time NAME OURS_DIR N THREADS   (bench/latency.py)
 
 ``build`` runs under any Python: each model is exported by a child
 ``bench/.venv-zoo/bin/python bench/zoo_models.py _export NAME VARIANTS`` with a timeout
@@ -503,6 +504,46 @@ def build_all(names: list[str], variants: list[str], timeout: float, force: bool
     return lines
 
 
+def time_original(name: str, ours: Path, n: int, threads: int) -> dict[str, Any]:
+    """Child (in .venv-zoo): the original ``nn.Module`` the zoo exported (rebuilt from its seed)
+    and opbridge's module converted from that export (``ours``: model.py, weights.npz,
+    meta.json as bench/peers writes them), in this one process: same torch, thread count and
+    inputs, each warmed up, then timed alternately under ``torch.inference_mode`` (issue 25:
+    the framework's own kernels set the floor a PyTorch artifact is held to)."""
+    import logging
+    import statistics
+    import warnings
+
+    import numpy as np
+    import torch
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    torch.set_num_threads(threads)
+    sys.path.insert(0, str(HERE / "peers"))
+    from _model_onnx2torch import WARMUP, load_ours
+
+    model, keys, _, _ = build(name)
+    with np.load(CACHE / name / "inputs.npz", allow_pickle=False) as z:
+        feeds = {k: z[k] for k in z.files}
+    mine, meta = load_ours(ours)
+    runs = {"original": (model, [torch.from_numpy(feeds[k]) for k in keys]),
+            "ours": (mine, [torch.from_numpy(np.asarray(feeds[k]).astype(meta["input_dtypes"].get(k, feeds[k].dtype)))
+                            for k in meta["input_names"]])}
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    with torch.inference_mode():
+        for mod, a in runs.values():
+            for _ in range(WARMUP):
+                mod(*a)
+        for _ in range(n):
+            for key, (mod, a) in runs.items():
+                t = time.perf_counter()
+                mod(*a)
+                times[key].append(time.perf_counter() - t)
+    return {"original_s": statistics.median(times["original"]), "ours_s": statistics.median(times["ours"]),
+            "threads": torch.get_num_threads(), "torch": torch.__version__}
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -532,5 +573,7 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_export"]:
         export_one(sys.argv[2], sys.argv[3].split(","))
+    elif sys.argv[1:2] == ["_time"]:  # _time NAME OURS_DIR N THREADS: one JSON line
+        print(json.dumps(time_original(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
     else:
         sys.exit(main())
