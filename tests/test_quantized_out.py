@@ -36,6 +36,24 @@ def _initializer(rng, name, *shape):
     return t
 
 
+def _quantized(tmp_path, rng, nodes, inits, x_shape, y_shape, operators=True, opset=17, count=4):
+    """A float one-input model of ``nodes`` quantized by onnxruntime's ``quantize_static`` (u8
+    activations, s8 weights; QOperator or QDQ), calibrated on ``count`` random inputs: its path."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, list(x_shape))],
+                     [h.make_tensor_value_info("y", T.FLOAT, list(y_shape))], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / ("qop.onnx" if operators else "qdq.onnx")
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", opset)]), str(fp))
+    quantize_static(str(fp), str(src), calibration_reader(rng, tuple(x_shape), count=count),
+                    quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return src
+
+
 def _qdq_cnn(path, per_channel: bool, operators: bool = False):
     import onnx
     from onnx import TensorProto as T
@@ -220,9 +238,7 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
     input) and com.microsoft QLinearAdd / QLinearGlobalAveragePool, whose shapes ONNX's own
     inference does not know (inferred here, so what follows them has a rank)."""
     import onnx
-    from onnx import TensorProto as T
     from onnx import helper as h
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
@@ -235,13 +251,7 @@ def test_a_qoperator_net_with_a_depthwise_conv_and_a_residual_add(target, tmp_pa
              h.make_node("Add", ["r1", "r2"], ["s"]), h.make_node("GlobalAveragePool", ["s"], ["p"]),
              h.make_node("Flatten", ["p"], ["f"]), h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
     inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("wd", 8, 1, 3, 3), w("bd", 8), w("wf", 5, 8), w("bf", 5)]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [1, 5])], inits)
-    fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
-
-    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 16, 16), count=4), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 16, 16), (1, 5))
     ops = {n.op_type for n in onnx.load(str(src)).graph.node}
     assert {"QLinearConv", "QLinearAdd", "QLinearGlobalAveragePool"} <= ops, ops
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
@@ -259,7 +269,6 @@ def test_the_convolutions_a_qlinear_concat_reads_stay_integer_kernels(target, tm
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
@@ -275,12 +284,7 @@ def test_the_convolutions_a_qlinear_concat_reads_stay_integer_kernels(target, tm
              h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
     inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("wd", 8, 1, 3, 3), w("bd", 8), w("w3", 16, 12, 3, 3), w("b3", 16),
              w("wf", 5, 16), w("bf", 5), *sl]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 16, 16])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [1, 5])], inits)
-    fp, src = tmp_path / "f.onnx", tmp_path / "qop.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
-    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 16, 16), count=4), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 16, 16), (1, 5))
     ops = collections.Counter(n.op_type for n in onnx.load(str(src)).graph.node)
     assert ops["QLinearConcat"] == 1 and ops["QLinearConv"] == 3, ops
     res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"))
@@ -301,9 +305,7 @@ def test_a_channels_first_layer_norm_and_a_pooled_layer_norm_stay_exact_on_tflit
     (float) pooled mean to the pool's int8 scale. Now every product is an integer kernel and
     the output matches onnxruntime's integer kernels."""
     import onnx
-    from onnx import TensorProto as T
     from onnx import helper as h
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
@@ -327,13 +329,7 @@ def test_a_channels_first_layer_norm_and_a_pooled_layer_norm_stay_exact_on_tflit
              *(onnx.numpy_helper.from_array((1 + 0.2 * rng.standard_normal(c)).astype(np.float32), n) for n in ("g1", "g2")),
              *(onnx.numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), n) for n in ("be1", "be2")),
              onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "axes")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 32, 32])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], inits)
-    fp, src = tmp_path / "f.onnx", tmp_path / "q.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), str(fp))
-    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 32, 32), count=8),
-                    quant_format=QuantFormat.QOperator if operators else QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 32, 32), (1, 10), operators, opset=18, count=8)
     res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "out"))
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
