@@ -6,7 +6,7 @@ Per model (a child process with a timeout, so a crash or a hang is one row):
 
 | target | timed against | how |
 |---|---|---|
-| onnx | onnxruntime on the source file | both sessions in this process, same SessionOptions, alternately |
+| onnx | onnxruntime on the source file | both sessions in this process, same SessionOptions, alternately; onnxruntime's optimized node count of each |
 | tensorflow | onnxruntime on the source file | the generated ``tf.function`` (prepared runner) and the source session, alternately |
 | pytorch | onnxruntime; onnx2torch; the original ``nn.Module`` (zoo) | ours and onnx2torch's module in the peers venv (``peers.compare_pytorch``); ours and the zoo's own module in the zoo venv (``zoo_models.py _time``) |
 | tflite | onnxruntime; onnx2tf | both flatbuffers in onnx2tf's venv, one TFLite build (``peers.compare_tflite``) |
@@ -99,14 +99,29 @@ def _feeds(path: Path, npz: Path | None) -> dict[str, np.ndarray]:
     return inputs_for(path)
 
 
-def session(path: Path, threads: int) -> Any:
-    """An onnxruntime session on ``path`` with ``threads`` intra-op threads (sequential)."""
+def session(path: Path, threads: int, optimized_to: Path | None = None) -> Any:
+    """An onnxruntime session on ``path`` with ``threads`` intra-op threads (sequential);
+    ``optimized_to``: where onnxruntime writes the graph it optimized."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     so.log_severity_level = 3
+    if optimized_to is not None:
+        so.optimized_model_filepath = str(optimized_to)
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def optimized_nodes(path: Path, threads: int, work: Path) -> int | None:
+    """How many nodes onnxruntime runs for ``path`` after its graph optimizations."""
+    import onnx
+
+    out = work / f"optimized_{path.stem}_{abs(hash(str(path)))}.onnx"
+    try:
+        session(path, threads, out)
+        return len(onnx.load(str(out), load_external_data=False).graph.node)
+    except Exception:  # noqa: BLE001 - a count that cannot be had is left out
+        return None
 
 
 def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads: int, work: Path) -> dict[str, Any]:
@@ -136,7 +151,10 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
                 mine = session(written if written.is_file() else written / "model.onnx", threads)
                 lat = peers.timed({"ours": lambda: mine.run(None, feeds), "source": src_call}, n)
                 cell = {"ours": {"ok": True, "convert_s": convert_s, "latency_s": lat["ours"]},
-                        "source_alongside_s": lat["source"]}
+                        "source_alongside_s": lat["source"],
+                        "optimized_nodes": {"ours": optimized_nodes(written if written.is_file() else written / "model.onnx",
+                                                                    threads, out_dir),
+                                            "source": optimized_nodes(path, threads, out_dir)}}
             elif t == "tensorflow":
                 target, art, convert_s = peers.convert_ours("tensorflow", path, out_dir)
                 call = target.prepared(art)
@@ -240,6 +258,14 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
                      + (f"; {failed} not timed" if failed else "")
                      + (f"; conversion time / peer's: median {statistics.median(conv):.2f} over {len(conv)}" if conv else ""))
         lines.append("            worst five: " + ", ".join(f"{m} {x:.2f} (vs {who})" for x, m, who in worst))
+        counts = [(c["optimized_nodes"]["ours"], c["optimized_nodes"]["source"], r["model"]) for r in rows
+                  for c in [r.get("targets", {}).get(t) or {}]
+                  if c.get("optimized_nodes") and None not in c["optimized_nodes"].values()]
+        if counts:
+            more = sorted(((o - s_, m) for o, s_, m in counts if o > s_), reverse=True)
+            lines.append(f"            onnxruntime's optimized graph, ours vs the source's: {sum(o for o, _, _ in counts)} vs "
+                         f"{sum(s_ for _, s_, _ in counts)} nodes over {len(counts)} models; more nodes on {len(more)}"
+                         + (": " + ", ".join(f"{m} +{d}" for d, m in more[:5]) if more else ""))
         own = sorted(((c["framework"]["ours_s"] / c["framework"]["original_s"], r["model"]) for r in rows
                       for c in [r.get("targets", {}).get(t) or {}] if (c.get("framework") or {}).get("ok")), reverse=True)
         if own:
