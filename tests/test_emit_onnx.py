@@ -259,3 +259,44 @@ def test_every_native_onnx_cell_has_the_node_writer_as_its_rule():
               if (c := op.backends.get("onnx")) is not None and c.status == "native" and not c.unimplemented}
     have = rules("onnx")
     assert set(have) == native and all(r.fn is write_node for r in have.values())
+
+
+def test_a_scale_before_a_matmul_stays_where_onnxruntime_fuses_it(tmp_path):
+    """Attention as torch.onnx writes it: ``Transpose → Mul(scale) → MatMul`` on both operands.
+    onnxruntime folds each scale into the MatMul (``FusedMatMul``'s alpha) only when the Mul
+    feeds it directly; the transpose pass used to move the transposes below the Muls (nothing
+    cancelled), and the re-emitted file ran more nodes than its source. A transpose still
+    moves where it cancels: two inverse transposes around a Relu leave none."""
+    import onnxruntime as ort
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    half = onnx.numpy_helper.from_array(np.array(0.5, np.float32), "half")
+    quarter = onnx.numpy_helper.from_array(np.array([0.25], np.float32), "quarter")
+    nodes = [h.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]), h.make_node("Mul", ["qt", "half"], ["qs"]),
+             h.make_node("Sqrt", ["quarter"], ["root"]),  # a scale computed from a constant (the target folds nothing)
+             h.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]), h.make_node("Mul", ["root", "kt"], ["ks"]),
+             h.make_node("MatMul", ["qs", "ks"], ["y"]),
+             h.make_node("Transpose", ["z"], ["zt"], perm=[0, 2, 3, 1]), h.make_node("Relu", ["zt"], ["zr"]),
+             h.make_node("Transpose", ["zr"], ["zb"], perm=[0, 3, 1, 2]), h.make_node("Add", ["zb", "z"], ["w"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info(n, T.FLOAT, [1, 5, 2, 4]) for n in ("q", "k", "z")],
+                     [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("w", T.FLOAT, None)],
+                     [half, quarter])
+    src = tmp_path / "attn.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    import opbridge
+
+    res = opbridge.convert(str(src), to="onnx", out=str(tmp_path / "out.onnx"))
+    assert res["targets"][0]["check"]["status"] == "pass", res
+    written = onnx.load(str(tmp_path / "out.onnx")).graph
+    made = {o: n.op_type for n in written.node for o in n.output}
+    mm = next(n for n in written.node if n.op_type == "MatMul")
+    assert [made.get(i) for i in mm.input] == ["Mul", "Mul"], [made.get(i) for i in mm.input]
+    assert sum(n.op_type == "Transpose" for n in written.node) == 2, [n.op_type for n in written.node]
+    counts = []
+    for path in (src, tmp_path / "out.onnx"):
+        so = ort.SessionOptions()
+        so.optimized_model_filepath = str(tmp_path / f"opt_{path.stem}.onnx")
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        counts.append(len(onnx.load(so.optimized_model_filepath).graph.node))
+    assert counts[1] <= counts[0], counts

@@ -7,7 +7,8 @@
   opset covers is then decomposed by the table, or refused with the kernel or type named.
 * ``prepare``: layout ops between per-tensor QDQ pairs (``quantized.adjacent_qdq``) and int8
   activations as uint8 (``quantized.uint8_activations``): the form onnxruntime's QDQ fusion
-  finds on x86.
+  finds on x86; a scale before the transpose that feeds a MatMul (``fusable``), where
+  onnxruntime folds it into the MatMul.
 * ``fold=False``: the graph is written as it is (constant subgraphs stay ONNX nodes), and
   every dtype is legal (no legalization).
 """
@@ -33,13 +34,17 @@ def configure(model: Any, ctx: Any) -> None:
 def prepare(model: Any, ctx: Any) -> None:
     """The QDQ form onnxruntime fuses into integer kernels and loads with its default
     optimizations: layout ops between Q/DQ pairs (``quantized.adjacent_qdq``), int8 activations
-    as uint8 (``quantized.uint8_activations``)."""
+    as uint8 (``quantized.uint8_activations``); scales next to the MatMuls they feed
+    (``fusable.scales_before_matmuls``)."""
     from translator.compile import quantized
     from translator.compile.pipeline import every_graph
+
+    from .fusable import scales_before_matmuls
 
     for g in every_graph(model.graph):
         quantized.adjacent_qdq(g)
         quantized.uint8_activations(g)
+        scales_before_matmuls(g)
 
 
 def accepts(node: Any, ctx: Any) -> Refusal | None:
