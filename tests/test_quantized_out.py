@@ -715,6 +715,45 @@ def test_integers_moved_between_a_quantize_and_its_dequantize_are_still_a_pair()
     assert activation_pair(g.add_node("dequantize_linear", [t2, s, z], {}, types=[TensorType("float32", None)])) is None
 
 
+def test_a_quantized_constant_concatenated_on_another_grid_is_rounded_as_the_source_rounds_it(tmp_path):
+    """A ViT's class token: a float constant quantized on its own grid (scale 1), concatenated
+    with activations and quantized again on the concat's grid (scale 2). onnxruntime computes
+    1, 3, 5, 7 / 2 and rounds half to even (0, 2, 2, 4); LiteRT's int8 concat requantized the
+    token half away from zero (1, 2, 3, 4): a step off on half its values, eleven after a
+    ViT's first layer norm, and the int8 model fell back to float. The token is put on the
+    output's grid when converting; the file is int8 and exact."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+
+    def c(name, value, dtype=np.float32):
+        return onnx.numpy_helper.from_array(np.asarray(value, dtype), name)
+
+    inits = [c("cls", [[[1, 3, 5, 7]]]), c("s1", 1.0), c("s2", 2.0), c("z", 0, np.int8)]
+    nodes = [h.make_node("QuantizeLinear", ["cls", "s1", "z"], ["cq"]), h.make_node("DequantizeLinear", ["cq", "s1", "z"], ["cd"]),
+             h.make_node("QuantizeLinear", ["x", "s2", "z"], ["xq"]), h.make_node("DequantizeLinear", ["xq", "s2", "z"], ["xd"]),
+             h.make_node("Concat", ["cd", "xd"], ["cat"], axis=1),
+             h.make_node("QuantizeLinear", ["cat", "s2", "z"], ["yq"]), h.make_node("DequantizeLinear", ["yq", "s2", "z"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 4])], inits)
+    src = tmp_path / "cls.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "out.tflite"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and not any("--float-quantization" in w for w in rec.get("warnings", [])), rec
+    (out,) = rec["check"]["outputs"]
+    assert out["quantization"]["max_steps"] == 0, out
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(str(tmp_path / "out.tflite"))
+    assert any(o["op_name"] == "CONCATENATION" and it.get_tensor_details()[o["outputs"][0]]["dtype"] == np.int8
+               for o in it._get_ops_details()), "the concat is an int8 kernel"
+    y = list(it.get_signature_runner()(x=np.zeros((1, 2, 4), np.float32)).values())[0]
+    assert y[0, 0].tolist() == [0.0, 4.0, 4.0, 8.0], y[0, 0]
+
+
 def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on_openvino(tmp_path, monkeypatch):
     """OpenVINO has no kernel for onnxruntime's DynamicQuantizeLinear → MatMulInteger: its
     emulation ran float matmuls between rounding ops (0 of 3 i8 layers). Read as int8-weight

@@ -33,7 +33,8 @@ def prepare(model: Any, ctx: Any) -> None:
     dynamic quantization of a MatMul becomes the matmul of an int8 weight
     (``quantized.dynamic_as_weight_only``): the converter writes it as a hybrid kernel, which
     quantizes the activation at run time (LiteRT's dynamic-range quantization)."""
-    from translator.compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only, weight_only_model
+    from translator.compile.quantized import (constants_on_output_grid, dynamic_as_weight_only, hybrid_as_weight_only,
+                                              weight_only_model)
 
     from .quant import quantized_interface
     from .segments import SEGMENT_NODES
@@ -41,6 +42,8 @@ def prepare(model: Any, ctx: Any) -> None:
     from translator.ir.infer import infer
 
     if not ctx.options.get("float_quantization"):
+        for g in every_graph(model.graph):
+            constants_on_output_grid(g)
         if sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph)):
             infer(model.graph, ctx.tables)
         weight_only_model(model.graph)  # a dynamic-range .tflite's int8 weights: hybrid kernels again

@@ -732,3 +732,69 @@ QOPERATOR_PRODUCTS = ("qlinear_conv", "qlinear_matmul", "qlinear_add")
 
 
 __all__ += ["INTEGER_PRODUCTS", "QOPERATOR_PRODUCTS", "integer_domain"]
+
+
+def _constant_integers(x: Value | None, scale: np.float32, zero_point: float) -> np.ndarray | None:
+    """The integers of ``x``, an 8-bit constant or the per-tensor quantization (``scale``,
+    ``zero_point``) of a float32 constant (a class token: folding leaves its QuantizeLinear),
+    computed as QuantizeLinear does; else None."""
+    if x is None:
+        return None
+    if x.is_const:
+        return np.asarray(x.const)
+    q = x.producer
+    dt = (q.meta.get("source_dtypes") or [x.type.dtype])[0] if q is not None else None
+    if q is None or q.op != "quantize_linear" or dt not in QRANGE8 or q.inputs[0] is None or not q.inputs[0].is_const \
+            or _scalar(q.inputs[1]) != float(scale) or _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0) != zero_point:
+        return None
+    lo, hi = QRANGE8[dt]
+    c = np.asarray(q.inputs[0].const)
+    if c.dtype != np.float32:
+        return None
+    return np.clip(np.rint(c / np.float32(scale)) + np.float32(zero_point), lo, hi)
+
+
+def constants_on_output_grid(g: Graph) -> int:
+    """A ``concat`` read by one per-tensor ``quantize_linear``, with an input that dequantizes a
+    per-tensor 8-bit constant on another grid (a ViT's class token beside its patch
+    embeddings): that input put on the output's grid now, as the source's float concat and
+    quantization round it (float32 division, half to even), and dequantized on that grid. A
+    writer's int8 concat then copies those values instead of requantizing them: LiteRT
+    requantizes a tie the other way, and a ViT's class token came out a step off (eleven
+    after its first layer norm). Exact. Returns the inputs rewritten."""
+    from ..table.dtypes import numpy_dtype
+
+    done = 0
+    for n in list(g.nodes):
+        out = n.outputs[0] if n.op == "concat" and n.graph is g and n.outputs else None
+        if out is None or len(out.uses) != 1 or out in g.outputs:
+            continue
+        q = out.uses[0][0]
+        dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] if q.op == "quantize_linear" else None
+        zv = q.inputs[2] if len(q.inputs) > 2 else None
+        s2, z2 = _scalar(q.inputs[1]), _scalar(zv, 0.0)
+        if dt not in QRANGE8 or zv is None or s2 is None or z2 is None or not s2 > 0:
+            continue
+        lo, hi = QRANGE8[dt]
+        for i, v in enumerate(list(n.inputs)):
+            parts = _dq_parts(v)
+            if parts is None or parts[1].size != 1 or parts[2] is not None and parts[2].size != 1:
+                continue
+            dq, scales, zps = parts
+            z1 = float(zps[0]) if zps is not None else 0.0
+            ints = _constant_integers(dq.inputs[0], scales[0], z1)
+            if ints is None or float(scales[0]) == s2 and z1 == z2:
+                continue
+            real = (ints.astype(np.float32) - np.float32(z1)) * scales[0]
+            y = np.clip(np.rint(real / np.float32(s2)) + np.float32(z2), lo, hi).astype(numpy_dtype(dt))
+            c = g.add_constant(f"{dq.name}_on_output_grid", y, dt)
+            new = g.add_node("dequantize_linear", [c, q.inputs[1], zv], {}, name=f"{dq.name}_on_output_grid",
+                             types=[v.type], before=n)
+            _stamp(new)
+            n.replace_input(i, new.outputs[0])
+            _drop_unread(g, [dq, dq.inputs[0].producer if dq.inputs[0] is not None else None])
+            done += 1
+    return done
+
+
+__all__ += ["constants_on_output_grid"]
