@@ -754,6 +754,41 @@ def test_a_quantized_constant_concatenated_on_another_grid_is_rounded_as_the_sou
     assert y[0, 0].tolist() == [0.0, 4.0, 4.0, 8.0], y[0, 0]
 
 
+@pytest.mark.parametrize("operators", [False, True], ids=["qdq", "qoperator"])
+def test_an_int8_sigmoid_is_rounded_once_on_the_sources_grid(operators, tmp_path):
+    """LiteRT's int8 LOGISTIC writes a fixed range (1/256, -128), so the converter requantizes
+    it to the source's range: two roundings where onnxruntime's QLinearSigmoid (and its QDQ
+    sigmoid) has one. An EfficientNet's SiLUs put the TFLite file a step off on 29 % of its
+    outputs. Computed in float between a DEQUANTIZE and the QUANTIZE, as XNNPACK runs it, the
+    file matches onnxruntime exactly and every product stays an integer kernel."""
+    from onnx import helper as h
+
+    import opbridge
+
+    rng = np.random.default_rng(3)
+    w = functools.partial(_initializer, rng)
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), h.make_node("Sigmoid", ["c1"], ["g1"]),
+             h.make_node("Mul", ["c1", "g1"], ["s1"]),
+             h.make_node("Conv", ["s1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), h.make_node("Sigmoid", ["c2"], ["g2"]),
+             h.make_node("Mul", ["c2", "g2"], ["s2"]), h.make_node("GlobalAveragePool", ["s2"], ["p"]),
+             h.make_node("Flatten", ["p"], ["f"]), h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [w("w1", 16, 3, 3, 3), w("b1", 16), w("w2", 16, 16, 3, 3), w("b2", 16), w("wf", 10, 16), w("bf", 10)]
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 16, 16), (1, 10), operators, count=8)
+    res = opbridge.convert(str(src), to="tflite", out=str(tmp_path / "out.tflite"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    ik = rec["integer_kernels"]
+    assert ik["integer"] == ik["total"] == 3, ik
+    (out,) = rec["check"]["outputs"]
+    assert out["quantization"]["max_steps"] == 0 and out["quantization"]["exact_share"] == 1.0, out
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(str(tmp_path / "out.tflite"))
+    kinds = {t["index"]: t["dtype"] for t in it.get_tensor_details()}
+    sig = [kinds[o["inputs"][0]] for o in it._get_ops_details() if o["op_name"] == "LOGISTIC"]
+    assert sig and all(k == np.float32 for k in sig), sig
+
+
 def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on_openvino(tmp_path, monkeypatch):
     """OpenVINO has no kernel for onnxruntime's DynamicQuantizeLinear → MatMulInteger: its
     emulation ran float matmuls between rounding ops (0 of 3 i8 layers). Read as int8-weight

@@ -10,7 +10,8 @@ produced it (known from the generated source's line numbers) is reported to the 
 (``translator.compile.pipeline.Rejected``), which decomposes it through the table and runs again.
 8-bit ops XNNPACK has no quantized kernel for run in float between a DEQUANTIZE and a
 QUANTIZE (``delegable``, ``--xnnpack-islands``); averages the source computes in float stay
-float (``same_scale``). Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
+float (``same_scale``); a sigmoid or tanh whose int8 kernel writes a fixed range is rounded
+once into the source's range (``fixed_range``). Graphs above 2 x 10k nodes convert in segments of the lowered IR, joined afterwards
 (``segments``). Renamed I/O names are recorded in the flatbuffer's metadata.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from translator.ir.graph import Model
 from translator.compile.pipeline import Rejected
 from translator.compile.registry import Refusal
 
-from . import delegable, infinities, same_scale, segments
+from . import delegable, fixed_range, infinities, same_scale, segments
 from .quant import DYNAMIC_RANGE, FAKE_QUANT, QUANTIZED_IO
 from .registry import NAME
 from .runtime import quiet_stderr
@@ -57,6 +58,8 @@ def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_ou
     art.options["allow_select_tf_ops"] = allow
     islands = ctx.options.get("xnnpack_islands") or "auto"
     art.options["xnnpack_islands"] = islands == "on" or islands == "auto" and model.source_format != "tflite"
+    # a .tflite source's own sigmoid/tanh kernels write their fixed range: kept as they are
+    art.options["round_once"] = model.source_format != "tflite"
     qio = json.loads((model.metadata or {}).get(QUANTIZED_IO) or "{}")
     if qio:
         art.options["quantized_io"] = dict(qio)
@@ -148,6 +151,8 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
     flat = infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX
     if FAKE_QUANT in features:  # averages the source computes in float, which the converter quantized
         flat = same_scale.float_again(flat)[0]
+    if FAKE_QUANT in features and artifact.options.get("round_once"):  # sigmoid/tanh rounded once, as the source does
+        flat = fixed_range.once(flat)[0]
     if FAKE_QUANT in features and artifact.options.get("xnnpack_islands"):
         flat, moved = delegable.float_islands(flat)
         if moved:
