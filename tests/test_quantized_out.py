@@ -789,6 +789,25 @@ def test_an_int8_sigmoid_is_rounded_once_on_the_sources_grid(operators, tmp_path
     assert sig and all(k == np.float32 for k in sig), sig
 
 
+def test_a_concat_read_by_anything_but_one_quantization_is_left_alone():
+    """``constants_on_output_grid`` looks at a concat read by one ``quantize_linear``; a concat
+    read by a one-input op (a GRU model's Relu) or by two readers is not one (it read the
+    reader's second input and raised IndexError on three models of the wild corpus)."""
+    from translator.compile.quantized import constants_on_output_grid
+    from translator.ir.graph import Graph, TensorType
+
+    g = Graph("cat")
+    x = g.add_input("x", TensorType("float32", (1, 2)))
+    c = g.add_constant("c", np.ones((1, 2), np.float32), "float32")
+    t = TensorType("float32", (2, 2))
+    cat = g.add_node("concat", [c, x], {"axis": 0}, types=[t]).outputs[0]
+    g.add_node("relu", [cat], {}, types=[t])
+    cat2 = g.add_node("concat", [x, c], {"axis": 0}, types=[t]).outputs[0]
+    g.add_node("relu", [cat2], {}, types=[t])
+    g.add_node("neg", [cat2], {}, types=[t])
+    assert constants_on_output_grid(g) == 0
+
+
 def test_a_dynamically_quantized_matmul_is_a_compressed_weight_fullyconnected_on_openvino(tmp_path, monkeypatch):
     """OpenVINO has no kernel for onnxruntime's DynamicQuantizeLinear → MatMulInteger: its
     emulation ran float matmuls between rounding ops (0 of 3 i8 layers). Read as int8-weight

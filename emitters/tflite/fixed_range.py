@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .same_scale import builtin_of, float_tensor, opcode
+from .same_scale import builtin_of, float_tensor, opcode, readers_of
 
 #: the builtins whose 8-bit kernels write a fixed output range
 FIXED = ("LOGISTIC", "TANH")
@@ -32,11 +32,7 @@ def once(flat: bytes) -> tuple[bytes, int]:
     eight = {fb.TensorType.INT8, fb.TensorType.UINT8}
     done = 0
     for g in m.subgraphs:
-        readers: dict[int, list[int]] = {}
-        for k, op in enumerate(g.operators):
-            for i in op.inputs if op.inputs is not None else []:
-                readers.setdefault(int(i), []).append(k)
-        outputs = {int(o) for o in (g.outputs if g.outputs is not None else [])}
+        readers, outputs = readers_of(g)
         plan: dict[int, list[Any]] = {}
         for k, op in enumerate(g.operators):
             code = builtin_of(m.operatorCodes[op.opcodeIndex])

@@ -67,11 +67,7 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
 
     done = 0
     for g in m.subgraphs:
-        readers: dict[int, list[int]] = {}
-        for k, op in enumerate(g.operators):
-            for i in op.inputs if op.inputs is not None else []:
-                readers.setdefault(int(i), []).append(k)
-        graph_outputs = {int(o) for o in (g.outputs if g.outputs is not None else [])}
+        readers, graph_outputs = readers_of(g)
         dequantize = getattr(fb.BuiltinOperator, "DEQUANTIZE")
 
         def is_marked(op: Any) -> bool:
@@ -143,6 +139,16 @@ def float_again(flat: bytes) -> tuple[bytes, int]:
     return bytes(fbu.convert_object_to_bytearray(m)), done
 
 
+def readers_of(g: Any) -> tuple[dict[int, list[int]], set[int]]:
+    """Subgraph ``g``'s readers (tensor index → the indices of the operators that read it) and
+    its output tensors."""
+    readers: dict[int, list[int]] = {}
+    for k, op in enumerate(g.operators):
+        for i in op.inputs if op.inputs is not None else []:
+            readers.setdefault(int(i), []).append(k)
+    return readers, {int(o) for o in (g.outputs if g.outputs is not None else [])}
+
+
 def builtin_of(code: Any) -> int:
     """An operator code's builtin (the wider of its two fields: codes past 127)."""
     return max(code.builtinCode, code.deprecatedBuiltinCode)
@@ -172,4 +178,5 @@ def float_tensor(fb: Any, g: Any, like: int, suffix: str) -> int:
     return len(g.tensors) - 1
 
 
-__all__ = ["AVERAGES", "BUILTINS", "SCOPE", "builtin_of", "float_again", "float_tensor", "marked", "opcode"]
+__all__ = ["AVERAGES", "BUILTINS", "SCOPE", "builtin_of", "float_again", "float_tensor", "marked", "opcode",
+           "readers_of"]

@@ -770,10 +770,12 @@ def constants_on_output_grid(g: Graph) -> int:
         if out is None or len(out.uses) != 1 or out in g.outputs:
             continue
         q = out.uses[0][0]
-        dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] if q.op == "quantize_linear" else None
-        zv = q.inputs[2] if len(q.inputs) > 2 else None
-        s2, z2 = _scalar(q.inputs[1]), _scalar(zv, 0.0)
-        if dt not in QRANGE8 or zv is None or s2 is None or z2 is None or not s2 > 0:
+        if q.op != "quantize_linear" or len(q.inputs) < 3 or q.inputs[2] is None:
+            continue
+        dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]
+        zv = q.inputs[2]
+        s2, z2 = _scalar(q.inputs[1]), _scalar(zv)
+        if dt not in QRANGE8 or s2 is None or z2 is None or not s2 > 0:
             continue
         lo, hi = QRANGE8[dt]
         for i, v in enumerate(list(n.inputs)):
