@@ -433,14 +433,8 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
             returns[i] = wrapped
     in_dtypes = {v.name: str(v.type.dtype) for v in g.inputs
                  if source_in.get(v.name) is not None and v.type.dtype is not None and source_in[v.name] != v.type.dtype}
-    # 2-D convolution filters held channels-last: oneDNN's NHWC kernels, and the activations
-    # they produce stay channels-last through the elementwise ops after them (values unchanged;
-    # load_state_dict copies into a buffer keeping its memory format)
-    filters = {id(n.inputs[1]) for n in g.walk() if n.op == "conv" and len(n.inputs) > 1 and n.inputs[1] is not None
-               and n.inputs[1].is_const and np.ndim(n.inputs[1].const) == 4}
-    buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype,
-                "channels_last": key in filters and dtype in ("float32", "float16", "bfloat16")}
-               for key, (name, arr, dtype, _) in cg.buffers.items()]
+    buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
+               for name, arr, dtype, _ in cg.buffers.values()]
     class_name = _class_name(model)
     legalized = list(ctx.warnings)
     source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
