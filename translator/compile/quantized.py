@@ -734,24 +734,24 @@ QOPERATOR_PRODUCTS = ("qlinear_conv", "qlinear_matmul", "qlinear_add")
 __all__ += ["INTEGER_PRODUCTS", "QOPERATOR_PRODUCTS", "integer_domain"]
 
 
-def _constant_integers(x: Value | None, scale: np.float32, zero_point: float) -> np.ndarray | None:
-    """The integers of ``x``, an 8-bit constant or the per-tensor quantization (``scale``,
-    ``zero_point``) of a float32 constant (a class token: folding leaves its QuantizeLinear),
-    computed as QuantizeLinear does; else None."""
+def _constant_integers(x: Value | None) -> np.ndarray | None:
+    """The integers of ``x``: an 8-bit constant, or the per-tensor quantization of a float32
+    constant (a class token: folding leaves its QuantizeLinear), computed by the reference
+    QuantizeLinear; else None."""
+    from ..reference.quantize import quantize_linear
+
     if x is None:
         return None
     if x.is_const:
         return np.asarray(x.const)
     q = x.producer
-    dt = (q.meta.get("source_dtypes") or [x.type.dtype])[0] if q is not None else None
-    if q is None or q.op != "quantize_linear" or dt not in QRANGE8 or q.inputs[0] is None or not q.inputs[0].is_const \
-            or _scalar(q.inputs[1]) != float(scale) or _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0) != zero_point:
+    if q is None or q.op != "quantize_linear" or len(q.inputs) < 3 or not all(v is not None and v.is_const
+                                                                               for v in q.inputs[:3]):
         return None
-    lo, hi = QRANGE8[dt]
-    c = np.asarray(q.inputs[0].const)
-    if c.dtype != np.float32:
+    c, s, z = (np.asarray(v.const) for v in q.inputs[:3])
+    if c.dtype != np.float32 or s.size != 1 or z.size != 1 or z.dtype.name not in QRANGE8:
         return None
-    return np.clip(np.rint(c / np.float32(scale)) + np.float32(zero_point), lo, hi)
+    return quantize_linear(c, s.reshape(()), z.reshape(()))
 
 
 def constants_on_output_grid(g: Graph) -> int:
@@ -762,7 +762,7 @@ def constants_on_output_grid(g: Graph) -> int:
     writer's int8 concat then copies those values instead of requantizing them: LiteRT
     requantizes a tie the other way, and a ViT's class token came out a step off (eleven
     after its first layer norm). Exact. Returns the inputs rewritten."""
-    from ..table.dtypes import numpy_dtype
+    from ..reference.quantize import dequantize_linear, quantize_linear
 
     done = 0
     for n in list(g.nodes):
@@ -777,18 +777,17 @@ def constants_on_output_grid(g: Graph) -> int:
         s2, z2 = _scalar(q.inputs[1]), _scalar(zv)
         if dt not in QRANGE8 or s2 is None or z2 is None or not s2 > 0:
             continue
-        lo, hi = QRANGE8[dt]
         for i, v in enumerate(list(n.inputs)):
             parts = _dq_parts(v)
             if parts is None or parts[1].size != 1 or parts[2] is not None and parts[2].size != 1:
                 continue
             dq, scales, zps = parts
             z1 = float(zps[0]) if zps is not None else 0.0
-            ints = _constant_integers(dq.inputs[0], scales[0], z1)
+            ints = _constant_integers(dq.inputs[0])
             if ints is None or float(scales[0]) == s2 and z1 == z2:
                 continue
-            real = (ints.astype(np.float32) - np.float32(z1)) * scales[0]
-            y = np.clip(np.rint(real / np.float32(s2)) + np.float32(z2), lo, hi).astype(numpy_dtype(dt))
+            real = dequantize_linear(ints, scales.reshape(()), None if zps is None else zps.reshape(()))
+            y = quantize_linear(real, np.float32(s2), np.asarray(z2).astype(np.dtype(dt)))
             c = g.add_constant(f"{dq.name}_on_output_grid", y, dt)
             new = g.add_node("dequantize_linear", [c, q.inputs[1], zv], {}, name=f"{dq.name}_on_output_grid",
                              types=[v.type], before=n)
