@@ -1131,3 +1131,116 @@ def test_float_targets_compute_quantized_products_as_the_integer_kernels_do(targ
         assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, o
     k = rec["integer_kernels"]
     assert k["integer"] == k["total"] == 2, k  # the two filters (the 240-element gemm weight is under the size counted)
+
+
+#: (a scale, a zero point, b scale, b zero point, c scale, c zero point) found by search: the
+#: dequantized sum (product) of these grids lands on 31 (40) near-ties of the 65,536 pairs
+_ADD_GRIDS = (0.010582, 114, 0.00759, 152, 0.017028, 142)
+_MUL_GRIDS = (0.015468, 159, 0.025169, 108, 0.012458, 155)
+
+
+def _requantizing_binary(path, op: str, operators: bool, a_shape, b_shape, grids):
+    """``Q(x_a) op Q(x_b)`` requantized and dequantized: onnxruntime's QLinearAdd/QLinearMul
+    (QOperator) or DequantizeLinear → Add/Mul → QuantizeLinear (QDQ, fused into the same
+    kernels). Float inputs, u8 grids ``grids``."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    sa, za, sb, zb, sc, zc = grids
+    inits = [onnx.numpy_helper.from_array(np.asarray(v, t), n) for n, v, t in
+             (("sa", sa, np.float32), ("za", za, np.uint8), ("sb", sb, np.float32), ("zb", zb, np.uint8),
+              ("sc", sc, np.float32), ("zc", zc, np.uint8))]
+    nodes = [h.make_node("QuantizeLinear", ["xa", "sa", "za"], ["qa"]), h.make_node("QuantizeLinear", ["xb", "sb", "zb"], ["qb"])]
+    if operators:
+        nodes.append(h.make_node(f"QLinear{op}", ["qa", "sa", "za", "qb", "sb", "zb", "sc", "zc"], ["qc"], domain="com.microsoft"))
+    else:
+        nodes += [h.make_node("DequantizeLinear", ["qa", "sa", "za"], ["fa"]), h.make_node("DequantizeLinear", ["qb", "sb", "zb"], ["fb"]),
+                  h.make_node(op, ["fa", "fb"], ["fc"]), h.make_node("QuantizeLinear", ["fc", "sc", "zc"], ["qc"])]
+    nodes.append(h.make_node("DequantizeLinear", ["qc", "sc", "zc"], ["y"]))
+    out_shape = list(np.broadcast_shapes(tuple(a_shape), tuple(b_shape)))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("xa", T.FLOAT, list(a_shape)),
+                                  h.make_tensor_value_info("xb", T.FLOAT, list(b_shape))],
+                     [h.make_tensor_value_info("y", T.FLOAT, out_shape)], inits)
+    imports = [h.make_opsetid("", 17)] + ([h.make_opsetid("com.microsoft", 1)] if operators else [])
+    onnx.save(h.make_model(g, opset_imports=imports), str(path))
+    return path
+
+
+@pytest.mark.parametrize("case", ["add", "add_first_broadcast", "mul"])
+@pytest.mark.parametrize("operators", [False, True], ids=["qdq", "qoperator"])
+@pytest.mark.parametrize("target", ["pytorch", "tensorflow"])
+def test_float_targets_add_and_multiply_quantized_activations_as_onnxruntime_does(target, operators, case, tmp_path):
+    """Every pair of u8 values (65,536) on two grids, added or multiplied and requantized.
+    onnxruntime's QLinearAdd (x86-64) computes ``fma(q_A, s_A/s_c, fma(q_B, s_B/s_c, fixed))``
+    with A the operand its broadcast loop hands over as the vector (input 1 when input 0 is
+    one value per span, ``[1, C, 1, 1] + [1, C, H, W]``), QLinearMul ``(q_a - z_a)(q_b - z_b) ·
+    (s_a s_b / s_c) + z_c``; the dequantized forms round at other points and are a step off on
+    the near-ties these grids were searched for (a GhostNet's quantized residual adds spread 4
+    such values of one block to a quarter of its output). PyTorch and TensorFlow compute in
+    the kernels' order: every value exact."""
+    import opbridge
+
+    op = "Mul" if case == "mul" else "Add"
+    grids = _MUL_GRIDS if case == "mul" else _ADD_GRIDS
+    sa, za, sb, zb = grids[:4]
+    q = np.arange(256, dtype=np.float32)
+    if case == "add_first_broadcast":  # a: one value per channel; b: each channel holds every value
+        a_shape, b_shape = (1, 256, 1, 1), (1, 256, 16, 16)
+        qa, qb = q.reshape(a_shape), np.broadcast_to(q.reshape(1, 1, 16, 16), b_shape)
+    else:
+        a_shape = b_shape = (1, 1, 256, 256)
+        qa, qb = np.broadcast_to(q.reshape(1, 1, 256, 1), a_shape), np.broadcast_to(q.reshape(1, 1, 1, 256), b_shape)
+    feeds = {"xa": ((qa - za) * np.float32(sa)).astype(np.float32), "xb": ((qb - zb) * np.float32(sb)).astype(np.float32)}
+    np.savez(tmp_path / "in.npz", **feeds)
+    src = _requantizing_binary(tmp_path / "m.onnx", op, operators, a_shape, b_shape, grids)
+    res = opbridge.convert(str(src), to=target, out=str(tmp_path / "out"), inputs=str(tmp_path / "in.npz"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    (o,) = rec["check"]["outputs"]
+    assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, o
+
+
+def test_a_convolution_with_an_int32_bias_past_float32s_integers_is_computed_in_integers(tmp_path):
+    """onnxruntime's quantizer writes a bias ``round(b / (s_x s_w))``; a channel with a tiny
+    weight scale makes it larger than 2^24 (a RepVGG's 3x3 convolutions: 62,223,084), which
+    float32 cannot hold. The kernels add it to the int32 accumulator and convert the sum; the
+    float targets add it in float64 and round the sum to float32 the same way, instead of
+    leaving the convolution in its dequantized form (a step off on near-ties that a RepVGG
+    spread to 2 % of its output)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+    from translator.compile.quantized import integer_domain
+    from translator.frontends.onnx import load_onnx
+
+    rng = np.random.default_rng(3)
+    c = 8
+    sx, sy = np.float32(0.02), np.float32(0.05)
+    sw = np.full(c, 1e-6, np.float32)
+    sw[::2] = 0.01
+    bias = rng.integers(-(1 << 26), 1 << 26, c).astype(np.int32)
+    w = rng.integers(-127, 128, (c, 4, 3, 3)).astype(np.int8)
+    arr = onnx.numpy_helper.from_array
+    inits = [arr(np.asarray(sx), "sx"), arr(np.asarray(128, np.uint8), "zx"), arr(w, "wq"), arr(sw, "sw"),
+             arr(np.zeros(c, np.int8), "zw"), arr(bias, "bq"), arr((sx * sw).astype(np.float32), "sb"),
+             arr(np.zeros(c, np.int32), "zb"), arr(np.asarray(sy), "sy"), arr(np.asarray(128, np.uint8), "zy")]
+    nodes = [h.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]), h.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             h.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["wd"], axis=0),
+             h.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["bd"], axis=0),
+             h.make_node("Conv", ["xd", "wd", "bd"], ["cv"], pads=[1, 1, 1, 1]),
+             h.make_node("QuantizeLinear", ["cv", "sy", "zy"], ["yq"]), h.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 4, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, c, 16, 16])], inits)
+    src = tmp_path / "conv.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), str(src))
+    assert integer_domain(load_onnx(str(src)).graph) == 1
+    np.savez(tmp_path / "in.npz", x=rng.standard_normal((1, 4, 16, 16)).astype(np.float32) * 2)
+    for target in ("pytorch", "tensorflow"):
+        res = opbridge.convert(str(src), to=target, out=str(tmp_path / target), inputs=str(tmp_path / "in.npz"))
+        (rec,) = res["targets"]
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+        (o,) = rec["check"]["outputs"]
+        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (target, o)
