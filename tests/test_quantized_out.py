@@ -1244,3 +1244,45 @@ def test_a_convolution_with_an_int32_bias_past_float32s_integers_is_computed_in_
         assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
         (o,) = rec["check"]["outputs"]
         assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (target, o)
+
+
+def test_a_residual_sum_after_a_convolution_is_requantized_as_onnxruntime_does_on_openvino(tmp_path):
+    """A ResNet (a strided stem, two residual blocks ``relu(x + conv(relu(conv(x))))`` of 64
+    channels, pooling, a classifier) in QDQ form. OpenVINO's CPU plugin folds ``Convolution →
+    FakeQuantize → Add → FakeQuantize`` into the second convolution's post-ops, which
+    requantize the sum otherwise than onnxruntime's QLinearAdd: the next convolution came out a
+    step off on a sixth of its values, and 2 of the 10 outputs a step off. The sum's
+    quantization is written explicitly instead; every convolution and the classifier still run
+    in u8/i8, and the outputs are exact."""
+    from onnx import helper as h
+
+    import opbridge
+
+    rng = np.random.default_rng(1)
+    c = 64
+    w = functools.partial(_initializer, rng)
+    inits = [w("w0", c, 3, 3, 3), w("b0", c)]
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Relu", ["c0"], ["stem"])]
+    prev = "stem"
+    for k in range(2):
+        inits += [w(f"wa{k}", c, c, 3, 3), w(f"ba{k}", c), w(f"wb{k}", c, c, 3, 3), w(f"bb{k}", c)]
+        nodes += [h.make_node("Conv", [prev, f"wa{k}", f"ba{k}"], [f"ca{k}"], pads=[1, 1, 1, 1]),
+                  h.make_node("Relu", [f"ca{k}"], [f"ra{k}"]),
+                  h.make_node("Conv", [f"ra{k}", f"wb{k}", f"bb{k}"], [f"cb{k}"], pads=[1, 1, 1, 1]),
+                  h.make_node("Add", [prev, f"cb{k}"], [f"s{k}"]), h.make_node("Relu", [f"s{k}"], [f"block{k}"])]
+        prev = f"block{k}"
+    inits += [w("wf", 10, c), w("bf", 10)]
+    nodes += [h.make_node("GlobalAveragePool", [prev], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
+              h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 64, 64), (1, 10), operators=False)
+    x = np.concatenate([np.random.default_rng(100 + k).standard_normal((1, 3, 64, 64)) for k in range(5)])
+    for k in range(5):  # five inputs: without the explicit sum, 7 of their 50 outputs were a step off
+        np.savez(tmp_path / "in.npz", x=x[k:k + 1].astype(np.float32))
+        res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "ov"), inputs=str(tmp_path / "in.npz"))
+        (rec,) = res["targets"]
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+        (o,) = rec["check"]["outputs"]
+        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (k, o)
+    precisions = _precisions(str(next((tmp_path / "ov").rglob("*.xml"))))
+    assert precisions == {("Convolution", "u8"): 5, ("FullyConnected", "u8"): 1}, precisions
