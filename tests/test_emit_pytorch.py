@@ -99,10 +99,15 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-def test_weights_are_buffers_and_small_constants_are_literals():
+def test_layers_are_torch_nn_modules_and_small_constants_are_literals():
+    """A convolution or a product with its own float32 weight is the ``torch.nn`` layer a
+    PyTorch user writes (``state_dict`` keys ``<layer>.weight``); constants that steer the
+    code are literals."""
     art = pt.emit(load_onnx(MODEL))
-    assert "c1_w" in art.weights and art.weights["c1_w"].shape == (8, 3, 3, 3)
-    assert "self.register_buffer('c1_w', torch.empty([8, 3, 3, 3], dtype=torch.float32))" in art.source
+    assert art.weights["conv1.weight"].shape == (8, 3, 3, 3) and art.weights["conv1.bias"].shape == (8,)
+    assert "self.conv1 = torch.nn.Conv2d(3, 8, [3, 3], padding=[1, 1])" in art.source
+    assert "self.fc = torch.nn.Linear(16, 10)" in art.source and "= self.fc(" in art.source
+    assert not any(k.startswith("c1_w") for k in art.weights) and "register_buffer" not in art.source
     model, feeds = single_op_model("reshape", [_x(2, 3, 4), np.array([4, -1], np.int64)], {})
     shape = model.graph.inputs[1]
     c = model.graph.add_constant("target_shape", np.array([4, -1], np.int64), "int64")
@@ -580,7 +585,7 @@ def _i(*v):
 SPATIAL_CASES = {
     # SAME: the total pad is ext - 1 - (size - 1) % stride; UPPER puts the odd one at the end
     "conv_same_upper_s2": (_one("Conv", {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
-                                {"w": _wt(4, 3, 3, 3)}, ["w"]), ["F.conv2d(F.pad(x, [", "x.shape[3]"]),
+                                {"w": _wt(4, 3, 3, 3)}, ["w"]), ["(F.pad(x, [", "x.shape[3]"]),
     "conv_same_lower_even_kernel": (_one("Conv", {"kernel_shape": [4, 4], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
                                          {"w": _wt(4, 3, 4, 4, seed=1)}, ["w"]), ["x.shape[2]"]),
     "conv_same_s3_kernel_2": (_one("Conv", {"kernel_shape": [2, 2], "strides": [3, 3], "auto_pad": "SAME_UPPER"},
@@ -683,3 +688,22 @@ def test_run_time_sizes_pass_torch_export_with_dynamic_dims(case, tmp_path):
         with torch.no_grad():
             for want, got in zip(m(x), ep.module()(x)):
                 assert want.shape == got.shape and torch.allclose(want, got, atol=1e-6), (case, shape)
+
+
+def test_a_weight_two_layers_share_stays_one_buffer():
+    """Two convolutions reading one weight: a layer of its own would load it twice (and let the
+    two drift apart when trained); it stays one buffer both read."""
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(_wt(3, 3, 3, 3), "shared")
+    nodes = [helper.make_node("Conv", ["x", "shared"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "shared"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    art = pt.emit(from_proto(m))
+    assert list(art.weights) == ["shared"] and "torch.nn.Conv2d" not in art.source, art.source
+    x = _x(1, 3, 8, 8)
+    (got,) = pt.run(art, {"x": x})
+    (want,) = _reference(lambda: from_proto(m), {"x": x})
+    assert compare(want, got).ok

@@ -124,7 +124,7 @@ def test_a_raw_string_never_reaches_code_unquoted():
 
 def _minimal_pytorch() -> dict[str, Any]:
     return dict(class_name="M", version="0", source="m.onnx", ops={}, weights_file="w.safetensors", helpers=[],
-                buffers=[], input_names=R.code_lines(["x"]), output_names=["y"], body=R.code_lines(["y = x"]),
+                buffers=[], modules=[], input_names=R.code_lines(["x"]), output_names=["y"], body=R.code_lines(["y = x"]),
                 returns=R.code_lines(["y"]), legalized={}, prepared=[], prepare=R.code_lines([]))
 
 

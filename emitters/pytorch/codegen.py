@@ -152,6 +152,12 @@ class Codegen:
         #: its lines, and the non-persistent buffers it fills (name, shape, dtype)
         self.prepare = _Scope(None, "")
         self.prepared: list[tuple[str, list[int], str]] = []
+        #: layers written as ``torch.nn`` submodules: (attribute name, constructor code,
+        #: {parameter name: its array}); their weights load as ``<name>.<parameter>``
+        self.modules: list[tuple[str, str, dict[str, np.ndarray]]] = []
+        #: id of a node a rule wrote together with its producer (a bias added by a
+        #: ``torch.nn.Linear``) → the value whose expression its one output takes
+        self.absorbed: dict[int, Value] = {}
 
     # ------------------------------------------------------------------ names
     def fresh(self, base: str) -> str:
@@ -180,6 +186,17 @@ class Codegen:
             dtype = self.dtype_name(v.type.dtype)
             self.buffers[id(v)] = (name, v.const, dtype, v)
         return f"self.{self.buffers[id(v)][0]}"
+
+    def submodule(self, base: str, ctor: str, params: dict[str, np.ndarray]) -> str:
+        """A ``torch.nn`` layer built by ``ctor`` (code from the rule: numbers only) as attribute
+        ``self.<name>``, ``name`` derived from ``base`` (a weight's or node's name, sanitized),
+        its ``params`` loaded as ``<name>.<parameter>``; returns ``self.<name>``."""
+        root = ident(base, prefix="layer")
+        if root in self._module_attrs or root in _RESERVED:
+            root = f"{root}_"
+        name = self.buffer_names.take(root)
+        self.modules.append((name, ctor, params))
+        return f"self.{name}"
 
     def dtype_name(self, dtype: str | None) -> str:
         if dtype is None or dtype not in self.torch_dtype:
@@ -270,6 +287,10 @@ class Codegen:
             raise e.refuse("unsupported_dtype", str(exc)) from None
 
     def node(self, node: Node) -> None:
+        src = self.absorbed.pop(id(node), None)
+        if src is not None:  # already computed by the node that wrote it together with its own
+            self.scope.names[id(node.outputs[0])] = self.ref(src)
+            return
         e = NodeEmit(self, node)
         start = len(self.scope.lines)
         try:
@@ -435,17 +456,19 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                  if source_in.get(v.name) is not None and v.type.dtype is not None and source_in[v.name] != v.type.dtype}
     buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
                for name, arr, dtype, _ in cg.buffers.values()]
+    modules = [{"name": name, "ctor": code} for (name, _, _), code in zip(cg.modules, code_lines(c for _, c, _ in cg.modules))]
     class_name = _class_name(model)
     legalized = list(ctx.warnings)
     source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
                     ops=model.op_histogram(), weights_file=WEIGHTS_FILE,
                     helpers=code_lines(helper_source(h) for h in cg.helpers),
-                    buffers=buffers, input_names=code_lines(params), output_names=list(io.outputs),
+                    buffers=buffers, modules=modules, input_names=code_lines(params), output_names=list(io.outputs),
                     body=code_lines(free_dead_locals(cg.scope.lines, set(params) | set(returns))),
                     prepared=[{"name": n, "shape": sh, "dtype": dt} for n, sh, dt in cg.prepared],
                     prepare=code_lines(cg.prepare.lines),
                     returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
+    weights.update({f"{name}.{k}": arr for name, _, params in cg.modules for k, arr in params.items()})
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            list(ctx.decomposed), legalized, in_dtypes, out_dtypes, out_legal, io.renamed(),
                            list(io.warnings))

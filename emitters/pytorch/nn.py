@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
@@ -116,11 +118,43 @@ def torch_kwargs(**kw: object) -> str:
     return out
 
 
+# ----------------------------------------------------------------------------- layers
+def own_weight(e: NodeEmit, i: int, rank: int | None = None) -> np.ndarray | None:
+    """Input ``i`` as a layer's own parameter: a float32 constant (of ``rank``) that no other
+    node reads; else None (a shared, quantized or computed weight stays a buffer or a value)."""
+    v = e.v(i)
+    if v is None or not v.is_const or v.type.dtype != "float32" or len(v.uses) != 1 \
+            or e.cg.scope.lookup(v) is not None:
+        return None
+    arr = np.asarray(v.const, dtype=np.float32)
+    return arr if rank is None or arr.ndim == rank else None
+
+
+def layer_name(e: NodeEmit, i: int) -> str:
+    """A layer's attribute name (sanitized by the code generator): its weight's name without
+    ``.weight`` (``layer1.0.conv1``), else the node's scope path without the op's own name and
+    without the scopes the next one repeats (torch.onnx's ``/layer1/layer1.0/conv1/Conv`` →
+    ``layer1.0.conv1``)."""
+    v = e.v(i)
+    name = v.name if v is not None else ""
+    if name.endswith(".weight") and len(name) > len(".weight"):
+        return name[:-len(".weight")]
+    parts = [p for p in (e.node.name or "").split("/") if p]
+    if len(parts) >= 2:
+        parts = parts[:-1]
+    keep = [p for k, p in enumerate(parts) if not (k + 1 < len(parts) and parts[k + 1].startswith(p + "."))]
+    return ".".join(keep) or e.node.op
+
+
 # ----------------------------------------------------------------------------- convolutions
 @rule("conv")
 def conv(e: NodeEmit) -> str:
-    x, w = e.x(0), e.x(1)
     nd = e.need_rank(1) - 2
+    w_own = own_weight(e, 1, nd + 2)
+    b_own = own_weight(e, 2, 1) if e.has(2) else None
+    if w_own is not None and (b_own is not None or not e.has(2)) and nd in (1, 2, 3):
+        return conv_layer(e, nd, w_own, b_own)
+    x, w = e.x(0), e.x(1)
     spatial(e, nd)
     strides = ints_attr(e, "strides", nd, 1)
     dil = ints_attr(e, "dilations", nd, 1)
@@ -139,6 +173,36 @@ def conv(e: NodeEmit) -> str:
         kw["groups"] = int(e.attr("group"))
     b = e.x(2) if e.has(2) else "None"
     return f"F.conv{nd}d({x}, {w}, {b}{torch_kwargs(**kw)})"
+
+
+def conv_layer(e: NodeEmit, nd: int, w: np.ndarray, b: np.ndarray | None) -> str:
+    """``conv`` as a ``torch.nn.Conv{nd}d`` submodule holding its own weight (and bias):
+    what a PyTorch user writes, ``state_dict`` keys ``<layer>.weight`` / ``<layer>.bias``.
+    Asymmetric pads go to ``F.pad`` before it, as in the functional form."""
+    x = e.x(0)
+    strides = ints_attr(e, "strides", nd, 1)
+    dil = ints_attr(e, "dilations", nd, 1)
+    begins, ends = explicit_pads(e, nd, conv_extents(e, 1, nd, dil), strides)
+    groups = int(e.attr("group"))
+    kw: dict[str, object] = {"stride": strides, "dilation": dil, "groups": groups}
+    if begins == ends and static(begins):
+        kw["padding"] = [int(p) for p in begins]
+    else:
+        x = f"F.pad({x}, {pads_code(begins, ends)})"
+    cin, cout, kernel = int(w.shape[1]) * groups, int(w.shape[0]), [int(k) for k in w.shape[2:]]
+    ctor = f"torch.nn.Conv{nd}d({cin}, {cout}, {literal(kernel)}{torch_kwargs(**kw)}" + \
+        (", bias=False)" if b is None else ")")
+    params = {"weight": w} if b is None else {"weight": w, "bias": b}
+    return f"{e.cg.submodule(layer_name(e, 1), ctor, params)}({x})"
+
+
+def linear_layer(e: NodeEmit, x: str, weight: np.ndarray, bias: np.ndarray | None, wi: int) -> str:
+    """A product with a constant ``[out, in]`` ``weight`` as a ``torch.nn.Linear`` submodule."""
+    n_out, n_in = int(weight.shape[0]), int(weight.shape[1])
+    ctor = f"torch.nn.Linear({n_in}, {n_out}" + (", bias=False)" if bias is None else ")")
+    params = {"weight": np.ascontiguousarray(weight)} if bias is None else \
+        {"weight": np.ascontiguousarray(weight), "bias": bias}
+    return f"{e.cg.submodule(layer_name(e, wi), ctor, params)}({x})"
 
 
 @rule("conv_transpose")
@@ -772,7 +836,15 @@ def hardmax(e: NodeEmit) -> str:
 
 @rule("gemm")
 def gemm(e: NodeEmit) -> str:
-    """alpha * A' @ B' + beta * C."""
+    """alpha * A' @ B' + beta * C; ``A @ B' + C`` with a constant B and a constant C of one
+    value per column is a ``torch.nn.Linear``."""
+    w = own_weight(e, 1, 2)
+    c = own_weight(e, 2) if e.has(2) else None
+    if w is not None and not e.attr("transA") and float(e.attr("alpha")) == 1.0 and e.is_float(0) \
+            and e.dtype_id(0) == "float32" and (not e.has(2) or float(e.attr("beta")) == 1.0 and c is not None):
+        weight = w if e.attr("transB") else w.T
+        if c is None or c.size == weight.shape[0] and (c.ndim == 1 or c.ndim == 2 and c.shape[0] == 1):
+            return linear_layer(e, e.x(0), weight, None if c is None else c.reshape(-1), 1)
     a = e.x(0) + (".T" if e.attr("transA") else "")
     b = e.x(1) + (".T" if e.attr("transB") else "")
     alpha, beta = float(e.attr("alpha")), float(e.attr("beta"))
@@ -796,3 +868,36 @@ def det(e: NodeEmit) -> str:
     if e.dtype_id(0) in ("float32", "float64"):
         return f"torch.linalg.det({e.x(0)})"
     return f"torch.linalg.det({e.x(0)}.float()).to({e.dtype(0)})"
+
+
+@rule("matmul")
+def matmul(e: NodeEmit) -> str:
+    """A product with a constant float32 matrix of its own is a ``torch.nn.Linear`` (its
+    weight, the matrix transposed, stored ``[out, in]``); else the cell's snippet."""
+    w = own_weight(e, 1, 2)
+    if w is not None and e.dtype_id(0) == "float32" and (e.rank(0) or 0) >= 2:
+        bias, add = _bias_after(e, int(w.shape[1]))
+        if add is not None:
+            e.cg.absorbed[id(add)] = e.node.outputs[0]
+        return linear_layer(e, e.x(0), w.T, bias, 1)
+    return e.snippet()
+
+
+def _bias_after(e: NodeEmit, n: int) -> tuple[np.ndarray | None, object]:
+    """The product's one reader when it is an ``add`` of a float32 constant of ``n`` values that
+    nothing else reads (torch.onnx writes ``nn.Linear`` on a 3-D input as MatMul + Add): (that
+    bias, the add node), which the ``torch.nn.Linear`` then adds; else (None, None)."""
+    out = e.node.outputs[0]
+    g = e.node.graph
+    if len(out.uses) != 1 or g is None or any(o is out for o in g.outputs):
+        return None, None
+    add, k = out.uses[0]
+    if add.op != "add" or len(add.inputs) != 2 or add.graph is not g:
+        return None, None
+    b = add.inputs[1 - k]
+    if b is None or not b.is_const or b.type.dtype != "float32" or len(b.uses) != 1 or add.inputs[0] is add.inputs[1]:
+        return None, None
+    arr = np.asarray(b.const, dtype=np.float32)
+    if arr.size != n or arr.ndim != 1 or add.outputs[0].type.shape != out.type.shape:
+        return None, None
+    return arr, add
