@@ -1254,11 +1254,58 @@ def test_a_residual_sum_after_a_convolution_is_requantized_as_onnxruntime_does_o
     step off on a sixth of its values, and 2 of the 10 outputs a step off. The sum's
     quantization is written explicitly instead; every convolution and the classifier still run
     in u8/i8, and the outputs are exact."""
-    from onnx import helper as h
+    import opbridge
+
+    rng = np.random.default_rng(1)
+    nodes, inits = _two_block_resnet(rng)
+    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 64, 64), (1, 10), operators=False)
+    x = np.concatenate([np.random.default_rng(100 + k).standard_normal((1, 3, 64, 64)) for k in range(5)])
+    for k in range(5):  # five inputs: without the explicit sum, 7 of their 50 outputs were a step off
+        np.savez(tmp_path / "in.npz", x=x[k:k + 1].astype(np.float32))
+        res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "ov"), inputs=str(tmp_path / "in.npz"))
+        (rec,) = res["targets"]
+        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+        (o,) = rec["check"]["outputs"]
+        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (k, o)
+    precisions = _precisions(str(next((tmp_path / "ov").rglob("*.xml"))))
+    assert precisions == {("Convolution", "u8"): 5, ("FullyConnected", "u8"): 1}, precisions
+
+
+def test_an_int8_residual_sum_keeps_a_fake_quantize_that_openvino_compiles_by_default(tmp_path):
+    """The same ResNet on int8 activations (a full-int8 TFLite's, onnxruntime's QInt8): the
+    CPU plugin finds no implementation for the explicit quantization of the sum under its
+    default (bf16) inference precision, so the sum keeps its FakeQuantize; the model compiles
+    with the plugin's defaults and its convolutions run as integer kernels."""
+    import openvino as ov
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     import opbridge
 
     rng = np.random.default_rng(1)
+    nodes, inits = _two_block_resnet(rng)
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    import onnx
+
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 64, 64])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 10])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    quantize_static(str(fp), str(src), calibration_reader(rng, (1, 3, 64, 64), count=4), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "ov"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    xml = str(next((tmp_path / "ov").rglob("*.xml")))
+    ov.Core().compile_model(xml, "CPU", {"INFERENCE_NUM_THREADS": 1})  # the plugin's default precision
+    assert _precisions(xml) == {("Convolution", "u8"): 5, ("FullyConnected", "u8"): 1}, _precisions(xml)
+
+
+def _two_block_resnet(rng):
+    """A strided stem, two residual blocks ``relu(x + conv(relu(conv(x))))`` of 64 channels,
+    pooling and a classifier: (nodes, initializers)."""
+    from onnx import helper as h
+
     c = 64
     w = functools.partial(_initializer, rng)
     inits = [w("w0", c, 3, 3, 3), w("b0", c)]
@@ -1275,14 +1322,4 @@ def test_a_residual_sum_after_a_convolution_is_requantized_as_onnxruntime_does_o
     inits += [w("wf", 10, c), w("bf", 10)]
     nodes += [h.make_node("GlobalAveragePool", [prev], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
               h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
-    src = _quantized(tmp_path, rng, nodes, inits, (1, 3, 64, 64), (1, 10), operators=False)
-    x = np.concatenate([np.random.default_rng(100 + k).standard_normal((1, 3, 64, 64)) for k in range(5)])
-    for k in range(5):  # five inputs: without the explicit sum, 7 of their 50 outputs were a step off
-        np.savez(tmp_path / "in.npz", x=x[k:k + 1].astype(np.float32))
-        res = opbridge.convert(str(src), to="openvino", out=str(tmp_path / "ov"), inputs=str(tmp_path / "in.npz"))
-        (rec,) = res["targets"]
-        assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-        (o,) = rec["check"]["outputs"]
-        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (k, o)
-    precisions = _precisions(str(next((tmp_path / "ov").rglob("*.xml"))))
-    assert precisions == {("Convolution", "u8"): 5, ("FullyConnected", "u8"): 1}, precisions
+    return nodes, inits

@@ -129,9 +129,15 @@ def _convolution_sum(x: Value) -> bool:
     post-ops, where the sum's requantization rounds otherwise than onnxruntime's QLinearAdd: a
     ResNet's next convolution was a step off on 17 % of its values. Written as the explicit
     quantization (``Divide``, ``Round`` half to even, ``Clamp``, ``Convert`` to u8) and its
-    dequantization, the sum stays a node of its own and the convolutions stay u8/i8."""
+    dequantization, the sum stays a node of its own and the convolutions stay u8/i8. Only for
+    a u8 grid (onnxruntime's static quantizer's activations): with an i8 one, the CPU plugin of
+    OpenVINO 2026.4 finds no implementation for the explicit form under its default bf16
+    inference precision ("No suitable implementations"), and the FakeQuantize stays."""
     p = x.producer
     if p is None or p.op != "add":
+        return False
+    if not any(u.op == "quantize_linear" and (u.meta.get("source_dtypes") or [u.outputs[0].type.dtype])[0] == "uint8"
+               for u, _ in x.uses):
         return False
     for v in p.inputs:
         dq = v.producer if v is not None else None

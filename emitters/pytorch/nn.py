@@ -137,6 +137,7 @@ def layer_name(e: NodeEmit, i: int) -> str:
     ``layer1.0.conv1``)."""
     v = e.v(i)
     name = v.name if v is not None else ""
+    name = name[:-len("_fused")] if name.endswith("_fused") else name  # a batch norm folded in (passes/fuse)
     if name.endswith(".weight") and len(name) > len(".weight"):
         return name[:-len(".weight")]
     parts = [p for p in (e.node.name or "").split("/") if p]
