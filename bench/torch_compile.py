@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="opbridge-compile-") as work:
             out = Path(work) / "row.json"
             code = (f"import sys, json; sys.path[:0] = [{str(HERE)!r}, {str(ROOT)!r}]; import torch_compile as t; "
-                    f"open({str(out)!r}, 'w').write(json.dumps(t.one({name!r}, {a.variant!r}, {a.n}), default=float))")
+                    f"r = json.dumps(t.one({name!r}, {a.variant!r}, {a.n}), default=float); "
+                    f"open({str(out)!r}, 'w').write(r)")  # (written only once the row is complete)
             try:
                 p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=a.timeout,
                                    env={**os.environ, **QUIET_ENV, "TORCHINDUCTOR_CACHE_DIR": str(Path(work) / "inductor")})
