@@ -707,3 +707,24 @@ def test_a_weight_two_layers_share_stays_one_buffer():
     (got,) = pt.run(art, {"x": x})
     (want,) = _reference(lambda: from_proto(m), {"x": x})
     assert compare(want, got).ok
+
+
+@pytest.mark.parametrize("weight", ["forward.weight", "_prepare.weight", "__init__.weight", "a b;import os.weight"])
+def test_a_layer_named_after_a_module_attribute_does_not_shadow_it(weight):
+    """A layer's name comes from its weight's name: one that would shadow ``forward``, the
+    module's ``_prepare`` or any ``torch.nn.Module`` attribute gets a suffix; any text is
+    sanitized into an identifier."""
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(_wt(3, 3, 3, 3), weight)
+    g = helper.make_graph([helper.make_node("Conv", ["x", weight], ["y"], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    art = pt.emit(from_proto(m))
+    (name,) = {k.rsplit(".", 1)[0] for k in art.weights}
+    assert name.isidentifier() and name not in ("forward", "_prepare", "__init__"), name
+    x = _x(1, 3, 8, 8)
+    (got,) = pt.run(art, {"x": x})
+    (want,) = _reference(lambda: from_proto(m), {"x": x})
+    assert compare(want, got).ok

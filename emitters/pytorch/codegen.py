@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 #: constants written inline (``torch.tensor(...)``): scalars, and integer vectors up to this size
 INLINE_MAX = 8
 _RESERVED = frozenset(dir(builtins)) | {"os", "math", "torch", "F", "self", "load", "load_file", "SOURCE", "OPS",
-                                        "WEIGHTS_FILE"}
+                                        "WEIGHTS_FILE", "_prepare"}  # (_prepare: the module's own method)
 
 
 def torch_dtypes(tables: Tables) -> dict[str, str]:
@@ -456,7 +456,9 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                  if source_in.get(v.name) is not None and v.type.dtype is not None and source_in[v.name] != v.type.dtype}
     buffers = [{"name": name, "shape": [int(d) for d in np.shape(arr)], "dtype": dtype}
                for name, arr, dtype, _ in cg.buffers.values()]
-    modules = [{"name": name, "ctor": code} for (name, _, _), code in zip(cg.modules, code_lines(c for _, c, _ in cg.modules))]
+    # (names already identifiers: ``submodule`` sanitized and de-duplicated them)
+    modules = [{"name": name, "ctor": ctor} for name, ctor in zip(code_lines(n for n, _, _ in cg.modules),
+                                                                  code_lines(c for _, c, _ in cg.modules))]
     class_name = _class_name(model)
     legalized = list(ctx.warnings)
     source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
