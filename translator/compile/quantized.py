@@ -10,6 +10,7 @@ parameters a fake-quantization op takes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -755,13 +756,21 @@ def _fma(g: Graph, x: Value, r: float, y: Value, name: str, before: Node, shape:
     return _cast(g, s, "float32", f"{name}_f32", before)
 
 
-def _activation_dqs(node: Node) -> list[tuple[Node, np.ndarray, np.ndarray | None]] | None:
-    """Both inputs of ``node`` as per-tensor 8-bit dequantized activations, else None."""
-    parts = [_dq_parts(v) for v in node.inputs]
-    if any(p is None or p[1].size != 1 or p[0].inputs[0].is_const or p[2] is not None and p[2].size != 1
-           for p in parts):
-        return None
-    return parts  # type: ignore[return-value]
+def _requantized_pairs(g: Graph, op: str) -> Iterator[tuple[Node, Node, list[tuple[Node, np.ndarray, np.ndarray | None]]]]:
+    """Each binary ``op`` node of ``g`` over two per-tensor 8-bit dequantized activations whose
+    float32 result one per-tensor ``quantize_linear`` reads: (the node, that quantize, both
+    operands' ``_dq_parts``). Nodes removed meanwhile are skipped."""
+    for node in list(g.nodes):
+        if node.op != op or node.graph is not g or len(node.inputs) != 2 or len(node.outputs) != 1:
+            continue
+        q = _requantized(g, node)
+        if q is None or node.outputs[0].type.dtype != "float32":
+            continue
+        parts = [_dq_parts(v) for v in node.inputs]
+        if any(p is None or p[1].size != 1 or p[0].inputs[0].is_const or p[2] is not None and p[2].size != 1
+               for p in parts):
+            continue
+        yield node, q, parts  # type: ignore[misc]
 
 
 def _on_unit_grid(g: Graph, q: Node, name: str) -> None:
@@ -783,15 +792,9 @@ def _integer_adds(g: Graph) -> int:
     output."""
     done = 0
     f32 = np.float32
-    for node in list(g.nodes):
-        if node.op != "add" or node.graph is not g or len(node.inputs) != 2 or len(node.outputs) != 1:
-            continue
-        q = _requantized(g, node)
-        if q is None or node.outputs[0].type.dtype != "float32":
-            continue
-        parts = _activation_dqs(node)
+    for node, q, parts in _requantized_pairs(g, "add"):
         first = _span_operand(node)
-        if parts is None or first is None:
+        if first is None:
             continue
         sc, zc = f32(_scalar(q.inputs[1])), f32(_scalar(q.inputs[2]))
         (dqa, sa, za), (dqb, sb, zb) = parts[first], parts[1 - first]
@@ -818,15 +821,7 @@ def _integer_muls(g: Graph) -> int:
     (two roundings), rounded half to even and saturated."""
     done = 0
     f32 = np.float32
-    for node in list(g.nodes):
-        if node.op != "mul" or node.graph is not g or len(node.inputs) != 2 or len(node.outputs) != 1:
-            continue
-        q = _requantized(g, node)
-        if q is None or node.outputs[0].type.dtype != "float32":
-            continue
-        parts = _activation_dqs(node)
-        if parts is None:
-            continue
+    for node, q, parts in _requantized_pairs(g, "mul"):
         sc, zc = f32(_scalar(q.inputs[1])), f32(_scalar(q.inputs[2]))
         one = g.add_constant(f"{node.name}_unit_scale", np.asarray(1.0, dtype=f32), "float32")
         ints = [_integers(g, dq, one, f"{node.name}_{k}_int", node, per_tensor=True) for k, (dq, _, _) in enumerate(parts)]
