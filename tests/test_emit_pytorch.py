@@ -728,3 +728,34 @@ def test_a_layer_named_after_a_module_attribute_does_not_shadow_it(weight):
     (got,) = pt.run(art, {"x": x})
     (want,) = _reference(lambda: from_proto(m), {"x": x})
     assert compare(want, got).ok
+
+
+@pytest.mark.parametrize("bias_read_twice", [False, True], ids=["folded", "bias_shared"])
+def test_a_matmul_and_its_bias_add_are_one_linear_layer(bias_read_twice):
+    """torch.onnx writes ``nn.Linear`` on a 3-D input as MatMul + Add: the product with a
+    constant matrix is a ``torch.nn.Linear`` and the Add of a bias nothing else reads is its
+    bias; a bias another node also reads stays an Add over a buffer."""
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(_wt(4, 5), "proj.weight_t")
+    b = numpy_helper.from_array(_wt(5, seed=1), "proj.bias")
+    nodes = [helper.make_node("MatMul", ["x", "proj.weight_t"], ["m"], name="/proj/MatMul"),
+             helper.make_node("Add", ["m", "proj.bias"], ["y"], name="/proj/Add")]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 5])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])]
+    if bias_read_twice:
+        nodes.append(helper.make_node("Mul", ["v", "proj.bias"], ["z"]))
+        ins.append(helper.make_tensor_value_info("v", TensorProto.FLOAT, [5]))
+        outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [5]))
+    g = helper.make_graph(nodes, "g", ins, outs, [w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    art = pt.emit(from_proto(m))
+    if bias_read_twice:
+        assert "self.proj = torch.nn.Linear(4, 5, bias=False)" in art.source, art.source
+    else:
+        assert "self.proj = torch.nn.Linear(4, 5)" in art.source and sorted(art.weights) == ["proj.bias", "proj.weight"]
+        np.testing.assert_array_equal(art.weights["proj.weight"], _wt(4, 5).T)
+    feeds = {"x": _x(2, 3, 4), **({"v": _x(5)} if bias_read_twice else {})}
+    got = pt.run(art, feeds)
+    want = _reference(lambda: from_proto(m), feeds)
+    assert len(got) == len(want) and all(compare(a, b_).ok for a, b_ in zip(want, got))
