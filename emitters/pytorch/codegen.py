@@ -177,12 +177,17 @@ class Codegen:
         self.scope.names[id(v)] = name
         return name
 
+    def attribute(self, base: str, prefix: str) -> str:
+        """A new attribute name of the module (a buffer or a layer), derived from ``base``:
+        sanitized, never shadowing a ``torch.nn.Module`` attribute or a reserved name, unique."""
+        root = ident(base, prefix=prefix)
+        if root in self._module_attrs or root in _RESERVED:
+            root = f"{root}_"
+        return self.buffer_names.take(root)
+
     def buffer(self, v: Value) -> str:
         if id(v) not in self.buffers:
-            root = ident(v.name, prefix="c")
-            if root in self._module_attrs or root in _RESERVED:
-                root = f"{root}_"
-            name = self.buffer_names.take(root)
+            name = self.attribute(v.name, "c")
             dtype = self.dtype_name(v.type.dtype)
             self.buffers[id(v)] = (name, v.const, dtype, v)
         return f"self.{self.buffers[id(v)][0]}"
@@ -191,10 +196,7 @@ class Codegen:
         """A ``torch.nn`` layer built by ``ctor`` (code from the rule: numbers only) as attribute
         ``self.<name>``, ``name`` derived from ``base`` (a weight's or node's name, sanitized),
         its ``params`` loaded as ``<name>.<parameter>``; returns ``self.<name>``."""
-        root = ident(base, prefix="layer")
-        if root in self._module_attrs or root in _RESERVED:
-            root = f"{root}_"
-        name = self.buffer_names.take(root)
+        name = self.attribute(base, "layer")
         self.modules.append((name, ctor, params))
         return f"self.{name}"
 

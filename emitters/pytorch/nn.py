@@ -151,45 +151,37 @@ def layer_name(e: NodeEmit, i: int) -> str:
 @rule("conv")
 def conv(e: NodeEmit) -> str:
     nd = e.need_rank(1) - 2
+    spatial(e, nd)
+    x, kw = conv_input(e, nd)
     w_own = own_weight(e, 1, nd + 2)
     b_own = own_weight(e, 2, 1) if e.has(2) else None
-    if w_own is not None and (b_own is not None or not e.has(2)) and nd in (1, 2, 3):
-        return conv_layer(e, nd, w_own, b_own)
-    x, w = e.x(0), e.x(1)
-    spatial(e, nd)
-    strides = ints_attr(e, "strides", nd, 1)
-    dil = ints_attr(e, "dilations", nd, 1)
-    begins, ends = explicit_pads(e, nd, conv_extents(e, 1, nd, dil), strides)
-    kw: dict[str, object] = {}
-    if strides != [1] * nd:
-        kw["stride"] = strides
-    if begins == ends and static(begins):
-        if any(begins):
-            kw["padding"] = begins
-    else:
-        x = f"F.pad({x}, {pads_code(begins, ends)})"
-    if dil != [1] * nd:
-        kw["dilation"] = dil
-    if int(e.attr("group")) != 1:
-        kw["groups"] = int(e.attr("group"))
+    if w_own is not None and (b_own is not None or not e.has(2)):
+        return conv_layer(e, nd, x, kw, w_own, b_own)
     b = e.x(2) if e.has(2) else "None"
-    return f"F.conv{nd}d({x}, {w}, {b}{torch_kwargs(**kw)})"
+    return f"F.conv{nd}d({x}, {e.x(1)}, {b}{torch_kwargs(**kw)})"
 
 
-def conv_layer(e: NodeEmit, nd: int, w: np.ndarray, b: np.ndarray | None) -> str:
-    """``conv`` as a ``torch.nn.Conv{nd}d`` submodule holding its own weight (and bias):
-    what a PyTorch user writes, ``state_dict`` keys ``<layer>.weight`` / ``<layer>.bias``.
-    Asymmetric pads go to ``F.pad`` before it, as in the functional form."""
+def conv_input(e: NodeEmit, nd: int) -> tuple[str, dict[str, object]]:
+    """A convolution's input (asymmetric pads applied by ``F.pad``) and torch's keyword
+    arguments for it (``torch_kwargs`` drops those at their defaults)."""
     x = e.x(0)
     strides = ints_attr(e, "strides", nd, 1)
     dil = ints_attr(e, "dilations", nd, 1)
     begins, ends = explicit_pads(e, nd, conv_extents(e, 1, nd, dil), strides)
-    groups = int(e.attr("group"))
-    kw: dict[str, object] = {"stride": strides, "dilation": dil, "groups": groups}
+    kw: dict[str, object] = {"stride": strides}
     if begins == ends and static(begins):
         kw["padding"] = [int(p) for p in begins]
     else:
         x = f"F.pad({x}, {pads_code(begins, ends)})"
+    kw["dilation"] = dil
+    kw["groups"] = int(e.attr("group"))
+    return x, kw
+
+
+def conv_layer(e: NodeEmit, nd: int, x: str, kw: dict[str, object], w: np.ndarray, b: np.ndarray | None) -> str:
+    """``conv`` as a ``torch.nn.Conv{nd}d`` submodule holding its own weight (and bias):
+    what a PyTorch user writes, ``state_dict`` keys ``<layer>.weight`` / ``<layer>.bias``."""
+    groups = int(kw["groups"])  # type: ignore[call-overload]
     cin, cout, kernel = int(w.shape[1]) * groups, int(w.shape[0]), [int(k) for k in w.shape[2:]]
     ctor = f"torch.nn.Conv{nd}d({cin}, {cout}, {literal(kernel)}{torch_kwargs(**kw)}" + \
         (", bias=False)" if b is None else ")")

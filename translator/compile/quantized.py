@@ -773,11 +773,12 @@ def _requantized_pairs(g: Graph, op: str) -> Iterator[tuple[Node, Node, list[tup
         yield node, q, parts  # type: ignore[misc]
 
 
-def _on_unit_grid(g: Graph, q: Node, name: str) -> None:
-    """``q`` (the requantization) with scale 1 and zero point 0: its input is already the
-    output grid's value, zero point included; ``q`` rounds it half to even and saturates."""
+def _on_unit_grid(g: Graph, q: Node, name: str, one: Value | None = None) -> None:
+    """``q`` (the requantization) with scale 1 (``one``, else a new constant) and zero point 0:
+    its input is already the output grid's value, zero point included; ``q`` rounds it half to
+    even and saturates."""
     dtype = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]
-    q.replace_input(1, g.add_constant(f"{name}_unit_scale", np.asarray(1.0, dtype=np.float32), "float32"))
+    q.replace_input(1, one or g.add_constant(f"{name}_unit_scale", np.asarray(1.0, dtype=np.float32), "float32"))
     q.replace_input(2, g.add_constant(f"{name}_no_zero_point", np.zeros((), dtype=np.dtype(dtype)), dtype))
 
 
@@ -834,7 +835,7 @@ def _integer_muls(g: Graph) -> int:
         shifted = _binary(g, "add", scaled, g.add_constant(f"{node.name}_zero_point", np.asarray(zc, dtype=f32),
                                                            "float32"), "float32", f"{node.name}_shifted", q, shape)
         q.replace_input(0, shifted)
-        _on_unit_grid(g, q, node.name)
+        _on_unit_grid(g, q, node.name, one)
         _drop_unread(g, [p[0] for p in parts])
         done += 1
     return done
