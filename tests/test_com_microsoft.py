@@ -25,15 +25,8 @@ REQUANTIZED = ("qlinear_add_uint8", "qlinear_add_int8_no_c_zero_point", "qlinear
                "qlinear_sigmoid_uint8", "qlinear_sigmoid_int8", "qlinear_leaky_relu", "qlinear_average_pool",
                "qlinear_average_pool_count_pad", "qlinear_global_average_pool", "qlinear_add_saturating_uint8",
                "qlinear_leaky_relu_saturating_int8")
-_ONNX_OPSET = ("the ONNX target picks its opset (28) from the nodes it writes natively, before lowering: the "
-               "QuantizeLinear the decomposition inserts has no onnxruntime 1.32 CPU kernel at 28 (emitters/onnx "
-               "choose_opset; --opset 25 converts and checks, test_onnx_target_below_opset_28)")
-
-
 #: (case, target) → why it does not convert and pass its check yet
-PENDING: dict[tuple[str, str], str] = {
-    **{(name, "onnx"): _ONNX_OPSET for name in REQUANTIZED},
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 @dataclass
@@ -427,10 +420,42 @@ def test_converts_and_checks(name, target, tmp_path):
             assert vs["ok"], (o["name"], vs)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_onnx_target_writes_the_contrib_ops_it_read(name, tmp_path):
+    """The ONNX target writes each IR node of a ``com.microsoft.X`` cell as that contrib op
+    (onnxruntime's fused or integer kernel), not as its decomposition, unless onnxruntime has
+    no CPU kernel for it (BiasAdd: CUDA only); and it writes no contrib op the source lacks.
+    (A contrib node the frontend reads as standard ops, as FusedConv with Z, stays standard.)"""
+    import onnx
+
+    import opbridge
+    from emitters.onnx.runtime import node_refusal
+    from translator.frontends.onnx import load_onnx
+    from translator.table.loader import load_tables
+
+    tables = load_tables()
+    case = build(name)
+    path = _write(case, tmp_path / f"{name}.onnx")
+    expected, no_kernel = set(), set()
+    for n in load_onnx(path).graph.walk():
+        cell = tables.ops[n.op].backends.get("onnx")
+        if cell is not None and cell.status == "native" and cell.names[0].startswith(MS + "."):
+            op_type = cell.names[0][len(MS) + 1:]
+            (no_kernel if node_refusal(n, cell, 21) is not None else expected).add(op_type)
+    res = opbridge.convert(path, to="onnx", out=str(tmp_path / "out.onnx"), inputs=case.inputs, check=False)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok", rec
+    source = {n.op_type for n in onnx.load(path).graph.node if n.domain == MS}
+    written = {n.op_type for n in onnx.load(str(tmp_path / "out.onnx")).graph.node if n.domain == MS}
+    assert written <= source, written - source
+    assert written == expected, (written, expected)
+    assert no_kernel <= {"BiasAdd"}, no_kernel
+
+
 @pytest.mark.parametrize("name", REQUANTIZED)
 def test_onnx_target_below_opset_28(name, tmp_path):
-    """The requantizing decompositions on the ONNX target at an opset whose QuantizeLinear
-    onnxruntime runs (the default opset is the PENDING gap above)."""
+    """The requantizing contrib ops on the ONNX target at an opset below 28 (whose
+    QuantizeLinear onnxruntime runs) convert and check too."""
     import opbridge
 
     case = build(name)
@@ -480,16 +505,23 @@ def test_a_contrib_op_without_its_opset_import_is_a_bad_model(tmp_path):
 
 def test_channels_last_pool_is_refused_with_the_reason(tmp_path):
     """NHWC (channels_last=1, onnxruntime's NHWC transformer) is outside the decomposition's
-    ``when``: every target refuses the node and says why, nothing is written."""
+    ``when``: a target other than ONNX refuses the node and says why, nothing is written; the
+    ONNX target writes the contrib op as it is."""
+    import onnx
+
     import opbridge
 
     case = _qlinear_pool("QLinearGlobalAveragePool", channels_last=1)
     case.inputs = {"x": u8(1, 7, 7, 3)}
     path = _write(case, tmp_path / "nhwc.onnx")
-    res = opbridge.convert(path, to="onnx", out=str(tmp_path / "out.onnx"), check=False)
+    res = opbridge.convert(path, to="tflite", out=str(tmp_path / "out.tflite"), check=False)
     (rec,) = res["targets"]
     assert rec["status"] == "failed" and rec["reason"] == "unsupported_op", rec
     assert "channels_last" in rec["detail"] and not res["written"], rec
+    res = opbridge.convert(path, to="onnx", out=str(tmp_path / "out.onnx"), check=False)
+    assert res["targets"][0]["status"] == "ok", res
+    (node,) = onnx.load(str(tmp_path / "out.onnx")).graph.node
+    assert (node.domain, node.op_type) == (MS, "QLinearGlobalAveragePool"), node
 
 
 def test_a_quantized_lstm_over_a_run_time_length_falls_back_to_the_float_form_where_its_loop_is_rejected(tmp_path):

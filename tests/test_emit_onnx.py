@@ -248,17 +248,20 @@ def test_the_opset_option_is_kept_and_the_plan_refuses_what_convert_refuses(monk
 
 def test_every_native_onnx_cell_has_the_node_writer_as_its_rule():
     """The families register ``write_node`` for exactly the ops whose onnx cell is native (and
-    not a declared gap: a com.microsoft op onnxruntime has but the emitter decomposes says
-    ``unimplemented``)."""
+    not a declared gap, ``unimplemented``), com.microsoft ones included; FusedConv with an
+    activation's parameters packs them first (``nn.fused_conv_with_params``)."""
     from translator.compile.registry import rules
     from translator.table.loader import load_tables
 
     from emitters.onnx.codegen import write_node
+    from emitters.onnx.nn import fused_conv_with_params
 
     native = {op.id for op in load_tables().ops.values()
               if (c := op.backends.get("onnx")) is not None and c.status == "native" and not c.unimplemented}
     have = rules("onnx")
-    assert set(have) == native and all(r.fn is write_node for r in have.values())
+    packed = {"conv_clip", "conv_hard_sigmoid", "conv_leaky_relu"}
+    assert set(have) == native
+    assert all(r.fn is (fused_conv_with_params if op in packed else write_node) for op, r in have.items())
 
 
 def test_a_scale_before_a_matmul_stays_where_onnxruntime_fuses_it(tmp_path):

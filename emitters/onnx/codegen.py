@@ -20,7 +20,7 @@ from translator.ir.names import NameSet
 from translator.compile.registry import rules
 
 from .registry import NAME
-from .runtime import element_types
+from .runtime import element_types, split_name
 
 #: Above this many nodes the emitted model gets onnx.checker's structural check only: the
 #: full check's strict shape inference grows superlinearly inside ONNX's C++ (measured
@@ -124,19 +124,22 @@ class Emitter:
         return rule.fn(self, n)
 
     def schema(self, op_type: str, n: Any) -> Any:
+        """The schema of a cell's op name at the target opset (``runtime.schema_of``: ONNX's
+        default domain, or onnxruntime's contrib schemas for ``com.microsoft.X``)."""
         import onnx.defs
 
+        from .runtime import schema_of
+
+        found = schema_of(op_type, self.opset)
+        if found is not None:
+            return found
+        since = None
         try:
-            return onnx.defs.get_schema(op_type, self.opset, "")
+            since = onnx.defs.get_schema(op_type).since_version
         except Exception:  # noqa: BLE001
-            since = None
-            try:
-                since = onnx.defs.get_schema(op_type).since_version
-            except Exception:  # noqa: BLE001
-                pass
-            raise Unsupported(n.op, NAME, "unsupported_op",
-                              f"ONNX {op_type} needs opset {since or '?'} but the target opset is {self.opset}",
-                              n.name) from None
+            pass
+        raise Unsupported(n.op, NAME, "unsupported_op",
+                          f"ONNX {op_type} needs opset {since or '?'} but the target opset is {self.opset}", n.name)
 
     def attribute(self, key: str, v: Any, schema: Any, n: Any) -> Any:
         import onnx
@@ -160,7 +163,7 @@ class Emitter:
                 return helper.make_attribute(key, [self.graph(x, False) for x in v])
             if v and all(isinstance(x, np.ndarray) for x in v):
                 return helper.make_attribute(key, [self.tensor(x, "") for x in v])
-            t = decl.type
+            t = decl
             if t == A.INTS:
                 return helper.make_attribute(key, [int(x) for x in v], attr_type=A.INTS)
             if t == A.FLOATS:
@@ -170,32 +173,31 @@ class Emitter:
             return helper.make_attribute(key, list(v))
         if isinstance(v, str):
             return helper.make_attribute(key, v.encode("utf-8", "surrogateescape"))
-        if decl.type == A.FLOAT:
+        if decl == A.FLOAT:
             return helper.make_attribute(key, float(v))
-        if decl.type == A.INT:
+        if decl == A.INT:
             return helper.make_attribute(key, int(v))
         return helper.make_attribute(key, v)
 
 
-def write_node(em: Emitter, n: Any) -> Any:
+def write_node(em: Emitter, n: Any, attrs: dict[str, Any] | None = None) -> Any:
     """The rule of every op ONNX has natively: one NodeProto of the cell's type (a
     ``com.microsoft.X`` name: op X of that domain), the cell's fixed attributes, then the
-    node's. A function op's body reads its attributes, so their defaults are spelled out."""
+    node's (``attrs``: the node's as its rule renamed them). A function op's body reads its
+    attributes, so their defaults are spelled out."""
     from onnx import helper
 
     op = em.tables.ops[n.op]
     cell = op.backends[NAME]
-    op_type, domain = cell.names[0], ""
-    if op_type.startswith("com.microsoft."):
-        domain, op_type = "com.microsoft", op_type.split(".", 2)[2]
-    schema = em.schema(op_type, n)
-    attrs: dict[str, Any] = dict(cell.attrs)
-    if getattr(schema, "has_function", False) and op.signature is not None:
+    schema = em.schema(cell.names[0], n)
+    domain, op_type = split_name(cell.names[0])
+    written: dict[str, Any] = dict(cell.attrs)
+    if schema.has_function and op.signature is not None:
         for a in op.signature.attributes:
             if a.default is not None and a.name in schema.attributes:
-                attrs.setdefault(a.name, list(a.default) if isinstance(a.default, tuple) else a.default)
-    attrs.update(n.attrs)
-    protos = [em.attribute(k, v, schema, n) for k, v in attrs.items()]
+                written.setdefault(a.name, list(a.default) if isinstance(a.default, tuple) else a.default)
+    written.update(n.attrs if attrs is None else attrs)
+    protos = [em.attribute(k, v, schema, n) for k, v in written.items()]
     ins = [em.name(v) if v is not None else "" for v in n.inputs]
     outs = [em.name(v) for v in n.outputs]
     node = helper.make_node(op_type, ins, outs, name=em.node_names.take(n.name) if n.name else None,

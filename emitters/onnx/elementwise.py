@@ -20,3 +20,8 @@ OPS = (
 )
 
 rule(*OPS)(write_node)
+
+#: onnxruntime's contrib form (a ``com.microsoft.X`` cell), kept as the model had it
+CONTRIB = ("bias_residual_add",)
+
+rule(*CONTRIB)(write_node)

@@ -22,3 +22,24 @@ OPS = (
 )
 
 rule(*OPS)(write_node)
+
+#: onnxruntime's contrib forms (``com.microsoft.X`` cells): the IR has them only from a model
+#: that already uses them, so the ONNX written back keeps them (onnxruntime's fused kernels)
+CONTRIB = (
+    "bias_gelu", "conv_relu", "conv_sigmoid", "conv_tanh", "gelu_tanh", "quick_gelu", "scaled_matmul",
+    "skip_layer_normalization", "skip_rms_normalization",
+)
+
+rule(*CONTRIB)(write_node)
+
+
+@rule("conv_clip", "conv_hard_sigmoid", "conv_leaky_relu")
+def fused_conv_with_params(em, n):
+    """FusedConv whose activation has parameters: the IR op's own attributes (those a ``conv``
+    does not have, in the op's signature order: Clip's min, max) are FusedConv's
+    ``activation_params``, as the frontend read them."""
+    conv = em.tables.ops["conv"].signature
+    own = [a for a in em.tables.ops[n.op].signature.attributes if conv.attribute(a.name) is None]
+    attrs = {k: v for k, v in n.attrs.items() if k not in {a.name for a in own}}
+    attrs["activation_params"] = [float(n.attrs.get(a.name, a.default)) for a in own]
+    return write_node(em, n, attrs)

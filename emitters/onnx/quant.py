@@ -15,6 +15,15 @@ OPS = (
 
 rule(*OPS)(write_node)
 
+#: onnxruntime's contrib quantized ops (``com.microsoft.X`` cells), kept as the model had them:
+#: onnxruntime runs them as integer kernels
+CONTRIB = (
+    "matmul_integer_to_float", "qlinear_add", "qlinear_average_pool", "qlinear_concat",
+    "qlinear_global_average_pool", "qlinear_leaky_relu", "qlinear_mul", "qlinear_sigmoid",
+)
+
+rule(*CONTRIB)(write_node)
+
 
 def integer_plan(node, ctx) -> tuple[str, str]:
     """How onnxruntime will run compute node ``node`` of the planned graph (``report``)."""

@@ -13,3 +13,9 @@ OPS = (
 )
 
 rule(*OPS)(write_node)
+
+#: onnxruntime's contrib LSTM over quantized weights (a ``com.microsoft.X`` cell), kept as the
+#: model had it: onnxruntime quantizes X and the hidden state at run time
+CONTRIB = ("dynamic_quantize_lstm",)
+
+rule(*CONTRIB)(write_node)

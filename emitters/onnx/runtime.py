@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -65,11 +66,88 @@ OPSET_FLOOR = 21
 
 _OPEN = 2**31 - 1  # onnxruntime's "and every later version"
 
+#: onnxruntime's contrib domain: its ops are written under the table's ``com.microsoft.X`` names
+MS_DOMAIN = "com.microsoft"
+_DOMAINS = ("", "ai.onnx", MS_DOMAIN)
+
+
+def _qualified(domain: str, op_type: str) -> str:
+    return f"{domain}.{op_type}" if domain == MS_DOMAIN else op_type
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """A cell's name → (domain, op type): ``com.microsoft.FusedConv`` → (``com.microsoft``,
+    ``FusedConv``); a default-domain name → (``""``, itself)."""
+    if name.startswith(MS_DOMAIN + "."):
+        return MS_DOMAIN, name[len(MS_DOMAIN) + 1:]
+    return "", name
+
+
+@dataclass(frozen=True)
+class Formal:
+    name: str
+    type_str: str
+    variadic: bool
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What the target needs of an op's schema, the same for ONNX's default domain
+    (``onnx.defs``) and onnxruntime's contrib ops (the schemas onnxruntime registers, which
+    ``onnx.defs`` does not know): formal inputs and outputs, type constraints, attribute
+    types (``onnx.AttributeProto`` numbers) and which are required."""
+    name: str
+    since_version: int
+    inputs: tuple[Formal, ...]
+    outputs: tuple[Formal, ...]
+    type_constraints: Mapping[str, frozenset[str]]
+    attributes: Mapping[str, int]
+    required: frozenset[str]
+    has_function: bool = False
+
+
+def _normalized(s: Any, variadic: Any) -> Schema:
+    def formals(ps: Any) -> tuple[Formal, ...]:
+        return tuple(Formal(p.name, getattr(p, "type_str", None) or p.typeStr, int(p.option) == variadic) for p in ps)
+
+    return Schema(s.name, s.since_version, formals(s.inputs), formals(s.outputs),
+                  {tc.type_param_str: frozenset(tc.allowed_type_strs) for tc in s.type_constraints},
+                  {k: int(a.type) for k, a in s.attributes.items()},
+                  frozenset(k for k, a in s.attributes.items() if a.required),
+                  bool(getattr(s, "has_function", False)))
+
+
+@lru_cache(maxsize=None)
+def _contrib_schemas() -> dict[str, Any]:
+    try:
+        import onnxruntime.capi._pybind_state as C
+    except ImportError:
+        return {}
+    return {s.name: s for s in C.get_all_operator_schema() if s.domain == MS_DOMAIN}
+
+
+@lru_cache(maxsize=None)
+def schema_of(name: str, opset: int) -> Schema | None:
+    """The schema a cell's op name has at ``opset`` (a contrib op has one version), or None."""
+    import onnx.defs
+
+    variadic = int(onnx.defs.OpSchema.FormalParameterOption.Variadic)
+    domain, op_type = split_name(name)
+    if domain:
+        found = _contrib_schemas().get(op_type)
+        return None if found is None else _normalized(found, variadic)
+    try:
+        return _normalized(onnx.defs.get_schema(op_type, opset, ""), variadic)
+    except Exception:  # noqa: BLE001 - no such op at this opset
+        return None
+
 
 @lru_cache(maxsize=None)
 def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[int, int, dict[str, frozenset[str]]]]]] | None:
     """(onnxruntime version, op → its schema versions, op → CPU kernels ``(first, last,
-    {type param: types})``) for the default domain; None when onnxruntime does not list them."""
+    {type param: types})``) for the default domain and onnxruntime's contrib domain (keyed
+    ``com.microsoft.X``, as the table's cells name them); None when onnxruntime does not list
+    them."""
     try:
         import onnxruntime as ort
         from onnxruntime.capi import onnxruntime_pybind11_state as C
@@ -79,13 +157,14 @@ def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[i
         return None
     kernels: dict[str, list[tuple[int, int, dict[str, frozenset[str]]]]] = defaultdict(list)
     for k in kernel_defs:
-        if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
+        if k.provider == "CPUExecutionProvider" and k.domain in _DOMAINS:
             first, last = k.version_range
-            kernels[k.op_name].append((first, last, {p: frozenset(ts) for p, ts in k.type_constraints.items()}))
+            kernels[_qualified(k.domain, k.op_name)].append(
+                (first, last, {p: frozenset(ts) for p, ts in k.type_constraints.items()}))
     versions: dict[str, list[int]] = defaultdict(list)
     for sd in schema_defs:
-        if sd.domain in ("", "ai.onnx"):
-            versions[sd.name].append(sd.since_version)
+        if sd.domain in _DOMAINS:
+            versions[_qualified(sd.domain, sd.name)].append(sd.since_version)
     return ort.__version__, {k: sorted(v) for k, v in versions.items()}, dict(kernels)
 
 
@@ -93,15 +172,16 @@ def runtime_kernels() -> tuple[str, dict[str, list[int]], dict[str, list[tuple[i
 def _placeholder_attrs(op_type: str, opset: int) -> list[Any]:
     """A value for each attribute the schema requires, so that the probe gets past graph
     checks (MaxRoiPool without pooled_shape fails before onnxruntime looks for a kernel)."""
-    import onnx.defs
+    import onnx
     from onnx import helper
 
-    kinds = onnx.defs.OpSchema.AttrType
-    filler = {kinds.INT: 1, kinds.INTS: [1, 1], kinds.FLOAT: 1.0, kinds.FLOATS: [1.0],
-              kinds.STRING: "", kinds.STRINGS: [""]}
-    schema = onnx.defs.get_schema(op_type, opset, "")
-    return [helper.make_attribute(name, filler[a.type])
-            for name, a in sorted(schema.attributes.items()) if a.required and a.type in filler]
+    A = onnx.AttributeProto
+    filler = {A.INT: 1, A.INTS: [1, 1], A.FLOAT: 1.0, A.FLOATS: [1.0], A.STRING: "", A.STRINGS: [""]}
+    schema = schema_of(op_type, opset)
+    if schema is None:
+        return []
+    return [helper.make_attribute(name, filler[t])
+            for name, t in sorted(schema.attributes.items()) if name in schema.required and t in filler]
 
 
 def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> bool:
@@ -112,14 +192,16 @@ def _runs_without_kernel(op_type: str, opset: int, inputs: tuple[int, ...]) -> b
     import onnx
     from onnx import helper
 
+    domain, bare = split_name(op_type)
     names = [f"i{k}" if t else "" for k, t in enumerate(inputs)]
-    node = helper.make_node(op_type, names, ["y"])
+    node = helper.make_node(bare, names, ["y"], domain=domain or None)
     node.attribute.extend(_placeholder_attrs(op_type, opset))
     graph = helper.make_graph(
         [node], "probe",
         [helper.make_tensor_value_info(nm, t, None) for nm, t in zip(names, inputs) if t],
         [onnx.ValueInfoProto(name="y")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=runtime_limits()[1])
+    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=imports, ir_version=runtime_limits()[1])
     try:
         ort_session(model.SerializeToString())
     except Exception as exc:  # noqa: BLE001 - the probe's answer
@@ -170,30 +252,18 @@ def _type_str(dtype: str) -> str | None:
 
 
 @lru_cache(maxsize=None)
-def _schema(op_type: str, opset: int) -> Any:
-    import onnx.defs
-
-    try:
-        return onnx.defs.get_schema(op_type, opset, "")
-    except Exception:  # noqa: BLE001 - no such op at this opset
-        return None
-
-
-@lru_cache(maxsize=None)
 def _verdict(op_type: str, opset: int, ins: tuple[str | None, ...], outs: tuple[str | None, ...],
              attr_names: tuple[str, ...], runtime: bool) -> Refusal | None:
-    import onnx.defs
-
-    schema = _schema(op_type, opset)
+    schema = schema_of(op_type, opset)
     if schema is None:
         return Refusal("unsupported_op", f"ONNX {op_type} does not exist at opset {opset}")
     where = f"ONNX {op_type}-{schema.since_version} (opset {opset})"
-    allowed = {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+    allowed = schema.type_constraints
     bound: dict[str, str] = {}
-    for formals, dts, is_input in ((list(schema.inputs), ins, True), (list(schema.outputs), outs, False)):
+    for formals, dts, is_input in ((schema.inputs, ins, True), (schema.outputs, outs, False)):
         if not formals:
             continue
-        if len(dts) > len(formals) and formals[-1].option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
+        if len(dts) > len(formals) and not formals[-1].variadic:
             return Refusal("unsupported_op", f"{where} takes at most {len(formals)} "
                                              f"{'inputs' if is_input else 'outputs'}, not {len(dts)}")
         for i, dt in enumerate(dts):
@@ -221,9 +291,10 @@ def _dtypes(values: Iterable[Any]) -> tuple[str | None, ...]:
 def node_refusal(node: Any, cell: Any, opset: int, attrs: bool = False, runtime: bool = True) -> Refusal | None:
     """Whether the ONNX schema in force at ``opset`` takes ``node`` written as its ``cell``
     (input types; with ``attrs``, every attribute the node and the cell set) and, with
-    ``runtime``, onnxruntime has a CPU kernel for that version and those types. Ops of
-    another domain (``com.microsoft.*``) are onnxruntime's own: not checked here."""
-    if cell is None or cell.status != "native" or cell.names[0].startswith("com."):
+    ``runtime``, onnxruntime has a CPU kernel for that version and those types. An op of
+    onnxruntime's contrib domain (``com.microsoft.X``) is checked against the schema and
+    kernels onnxruntime registers for it."""
+    if cell is None or cell.status != "native":
         return None
     names = tuple(sorted({*node.attrs, *cell.attrs})) if attrs else ()
     return _verdict(cell.names[0], opset, _dtypes(node.inputs), _dtypes(node.outputs), names, runtime)
@@ -272,10 +343,28 @@ def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
 
     from translator.ir.ort_run import run_session
 
-    sess = ort_session(proto.SerializeToString())
+    sess = ort_session(proto.SerializeToString(), sequential=thread_dependent(proto))
     names = [i.name for i in sess.get_inputs()]
     feed = {k: v for k, v in inputs.items() if k in names}
     return run_session(sess, feed)
+
+
+#: kernels whose numbers depend on the thread count: DynamicQuantizeLSTM quantizes its hidden
+#: state per chunk of batch rows it hands to a thread
+THREAD_DEPENDENT = frozenset({"DynamicQuantizeLSTM"})
+
+
+def thread_dependent(proto: Any) -> bool:
+    """Whether the model (any subgraph) has a kernel whose numbers depend on the thread count:
+    the check then runs it on one thread, as the frontend runs the source."""
+    def nodes(g: Any) -> Iterable[Any]:
+        for n in g.node:
+            yield n
+            for a in n.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    yield from nodes(sub)
+
+    return any(n.domain == MS_DOMAIN and n.op_type in THREAD_DEPENDENT for n in nodes(proto.graph))
 
 
 #: metadata_props key: JSON {written output name: the model's output name} for renamed outputs

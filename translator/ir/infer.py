@@ -88,6 +88,14 @@ def _same_as_first(n: Node) -> list:
     return [s] + [None] * (len(n.outputs) - 1)
 
 
+@shape_rule("skip_layer_normalization", "skip_rms_normalization")
+def _skip_normalization(n: Node) -> list:
+    """output and the input + skip (+ bias) sum have the input's shape; mean and inv_std_var
+    (training outputs, refused by the frontend) are left to the reference."""
+    s = n.inputs[0].type.shape if n.inputs and n.inputs[0] is not None else None
+    return [s, None, None, s][:len(n.outputs)]
+
+
 @shape_rule("expand")
 def _expand(n: Node) -> list:
     x, shp = n.inputs[0].type.shape, _const(n.inputs[1])
@@ -295,7 +303,7 @@ def _dft(n: Node) -> list:
     return [tuple(out)]
 
 
-@shape_rule("lstm", "gru", "rnn")
+@shape_rule("lstm", "gru", "rnn", "dynamic_quantize_lstm")
 def _recurrent(n: Node) -> list:
     """ONNX recurrences: ``X`` is (seq, batch, input), or (batch, seq, input) with ``layout=1``;
     ``Y`` is (seq, dirs, batch, hidden) / (batch, seq, dirs, hidden), ``Y_h`` (and LSTM's
@@ -397,7 +405,7 @@ def _flatten(n: Node) -> list:
     return [(product(tuple(s[:axis])), product(tuple(s[axis:])))]
 
 
-@shape_rule("matmul")
+@shape_rule("matmul", "scaled_matmul", "matmul_integer_to_float")
 def _matmul(n: Node) -> list:
     a, b = n.inputs[0].type.shape, n.inputs[1].type.shape
     if a is None or b is None:
@@ -476,13 +484,17 @@ def _spatial_out(size: Any, k: Any, stride: int, dil: int, pad: int, ceil: bool 
     return (-(-num // stride) if ceil else num // stride) + 1
 
 
-@shape_rule("conv", "max_pool", "average_pool", "lp_pool", "qlinear_conv", "conv_integer")
+#: a convolution and its activation in one op (onnxruntime's FusedConv)
+FUSED_CONVS = ("conv_relu", "conv_tanh", "conv_sigmoid", "conv_leaky_relu", "conv_clip", "conv_hard_sigmoid")
+
+
+@shape_rule("conv", "max_pool", "average_pool", "lp_pool", "qlinear_conv", "conv_integer", *FUSED_CONVS)
 def _conv(n: Node) -> list:
     x = n.inputs[0].type.shape
     if x is None:
         return [None] * len(n.outputs)
     sp = len(x) - 2
-    if n.op in ("conv", "qlinear_conv", "conv_integer"):
+    if n.op in ("conv", "qlinear_conv", "conv_integer", *FUSED_CONVS):
         w = n.inputs[3 if n.op == "qlinear_conv" else 1].type.shape
         if w is None:
             return [None]
@@ -520,6 +532,12 @@ def _conv(n: Node) -> list:
     ceil = bool(n.attrs.get("ceil_mode", 0))
     dims = tuple(_spatial_out(x[2 + i], kernel[i], strides[i], dil[i], pads[i] + pads[i + sp], ceil) for i in range(sp))
     return [(x[0], channels) + dims] * len(n.outputs)
+
+
+@shape_rule("qlinear_average_pool")
+def _qlinear_average_pool(n: Node) -> list:
+    """An average pool's shape over NCHW; NHWC (``channels_last``) is left unknown."""
+    return [None] if int(n.attrs.get("channels_last", 0) or 0) else _conv(n)
 
 
 @shape_rule("split")
