@@ -352,3 +352,29 @@ def test_openvino_is_imported_with_its_usage_telemetry_off():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.split() == ["openvino.tools.ovc.telemetry_stub"] * 2 + ["openvino_telemetry"], p.stdout
+
+
+@pytest.mark.parametrize("x_shape, slope_shape, dtype", [
+    ((2, 4, 3, 4), (4,), TensorProto.FLOAT),          # 1-D slope along the LAST axis (4 = C as well)
+    ((2, 4, 3, 5), (1, 4, 1, 1), TensorProto.FLOAT),  # per channel, as Keras / torch.onnx write it
+    ((2, 4, 3, 5), (3, 5), TensorProto.FLOAT),
+    ((2, 4, 3, 5), (1,), TensorProto.FLOAT),
+    ((3, 4), (4,), TensorProto.FLOAT),
+    ((2, 4, 3, 4), (4,), TensorProto.INT32),          # integers: the select form
+])
+def test_prelu_broadcasts_its_slope_as_onnx_does(x_shape, slope_shape, dtype):
+    """OpenVINO's PRelu puts a 1-D slope as long as axis 1 along axis 1; ONNX's goes along the
+    last axis (numpy): written so that both agree with the reference, and as one PRelu (which
+    the CPU plugin fuses into the convolution before it) for float inputs."""
+    np_dt = {TensorProto.FLOAT: np.float32, TensorProto.INT32: np.int32}[dtype]
+    x = (RNG.standard_normal(x_shape) * 4).astype(np_dt)
+    slope = (RNG.standard_normal(slope_shape) * 2).astype(np_dt)
+    model = _onnx([helper.make_node("PRelu", ["x", "s"], ["y"])],
+                  [helper.make_tensor_value_info("x", dtype, list(x_shape))],
+                  [helper.make_tensor_value_info("y", dtype, list(x_shape))],
+                  [helper.make_tensor("s", dtype, list(slope_shape), slope.ravel().tolist())])
+    art = ovb.emit(from_proto(model))
+    (got,) = ovb.run(art, {"x": x})
+    np.testing.assert_allclose(got, np.where(x < 0, x * slope, x), rtol=1e-6)
+    types = {op.get_type_name() for op in art.model.get_ordered_ops()}
+    assert ("PRelu" in types) == (dtype == TensorProto.FLOAT), types

@@ -487,9 +487,20 @@ def _softmax_ce(g: "Gen", node: Node) -> None:
 # ----------------------------------------------------------------------------- activations with parameters
 @rule("prelu")
 def _prelu(g: "Gen", node: Node) -> None:
-    # y = x < 0 ? x * slope : x (numpy broadcasting of slope, unlike OpenVINO PRelu's channel rule)
+    """OpenVINO's PRelu (which the CPU plugin fuses into the convolution before it) over a
+    float input. Its slope follows numpy's broadcasting except that a 1-D slope as long as the
+    data's axis 1 goes along that axis: ONNX's 1-D slope goes along the last axis, so one of
+    rank 1 and length > 1 is written as [1, C]. Integer inputs (and an unknown rank):
+    ``x < 0 ? x * slope : x``."""
     x, s = g.x(0), g.x(1)
-    g.out(0, f"ops.select(ops.less({x}, {g.const(0, g.dtype(0))}), ops.multiply({x}, {s}), {x})")
+    rank, srank = g.t(0).rank, g.t(1).rank
+    if g.dtype(0) not in ("float32", "float16", "bfloat16") or rank is None or srank is None:
+        g.out(0, f"ops.select(ops.less({x}, {g.const(0, g.dtype(0))}), ops.multiply({x}, {s}), {x})")
+        return
+    shape = g.t(1).shape
+    if srank == 1 and rank > 1 and not (shape is not None and shape[0] == 1):
+        s = g.let(f"ops.unsqueeze({s}, {i64(g, [0])})")
+    g.out(0, f"ops.prelu({x}, {s})")
 
 
 @rule("gelu")

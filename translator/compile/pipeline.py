@@ -149,6 +149,12 @@ def _passes(model: Model, ctx: Compilation, emit: bool) -> Any:
     ctx.source_outputs = [v.type.dtype for v in g.outputs]
     before = {id(n): n.name for n in g.walk()}
     if target.fold:
+        from . import quantized
+
+        # an integer weight scaled in float ops stays 8-bit (a weight-only DequantizeLinear) rather
+        # than folding into a float32 constant
+        if sum(quantized.scaled_int_weights(sub) for sub in every_graph(g)):
+            infer(g, tables)
         fold(g)
         from .passes import control
 
