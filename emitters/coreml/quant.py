@@ -60,7 +60,7 @@ def _qdtype(node: Node) -> str | None:
     if "coreml_qdtype" in node.meta:
         return node.meta["coreml_qdtype"]
     if node.op == "quantize_linear":
-        return (node.meta.get("source_dtypes") or [None])[0] or node.outputs[0].type.dtype
+        return node.model_dtype()
     return (node.meta.get("source_in_dtypes") or [None])[0] or node.inputs[0].type.dtype  # a decomposition's step
 
 

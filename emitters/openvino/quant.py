@@ -72,9 +72,11 @@ def prepare(model: "Any", ctx: "Any") -> None:
     read as the matmul of an int8 weight (``quantized.dynamic_as_weight_only``; a dynamic-range
     ``.tflite``'s hybrid kernels likewise, ``hybrid_as_weight_only``): OpenVINO's
     compressed-weight pattern, whose FullyConnected keeps the weights int8 and decompresses them
-    in the kernel (runtime precision i8). The activation is no longer rounded to 8 bits: the check
+    in the kernel (runtime precision i8); ``DynamicQuantizeLSTM`` as the LSTM of its dequantized
+    weights (the table's float form). The activation is no longer rounded to 8 bits: the check
     holds the output to twice the source's own rounding, and ``convert`` writes the exact
     emulation (``float_quantization``) when it strays further."""
+    from translator.compile.lowering import decompose_now
     from translator.compile.pipeline import every_graph
     from translator.compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
     from translator.ir.infer import infer
@@ -82,6 +84,9 @@ def prepare(model: "Any", ctx: "Any") -> None:
     if ctx.options.get("float_quantization"):
         return
     n = sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph))
+    # DynamicQuantizeLSTM likewise: its float form (OpenVINO's LSTMSequence over the dequantized
+    # weights) instead of the exact loop that rounds X and the hidden state at every step
+    n += sum(decompose_now(g, ctx, ("dynamic_quantize_lstm",)) for g in every_graph(model.graph))
     if n:
         infer(model.graph, ctx.tables)
         model.metadata = {**(model.metadata or {}), WEIGHT_ONLY: str(n)}
@@ -136,7 +141,7 @@ def _convolution_sum(x: Value) -> bool:
     p = x.producer
     if p is None or p.op != "add":
         return False
-    if not any(u.op == "quantize_linear" and (u.meta.get("source_dtypes") or [u.outputs[0].type.dtype])[0] == "uint8"
+    if not any(u.op == "quantize_linear" and u.model_dtype() == "uint8"
                for u, _ in x.uses):
         return False
     for v in p.inputs:

@@ -84,7 +84,7 @@ def activation_pair(node: Node) -> ActivationRange | None:
     if q is None or q.op != "quantize_linear" or int(q.attrs.get("block_size", 0) or 0) \
             or int(node.attrs.get("block_size", 0) or 0):
         return None
-    dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]  # before a target's legalization
+    dt = q.model_dtype()  # before a target's legalization
     if dt not in QRANGE8 or q.inputs[0] is None or q.inputs[0].type.dtype != "float32" \
             or node.outputs[0].type.dtype != "float32":
         return None
@@ -640,7 +640,7 @@ def _requantized(g: Graph, node: Node) -> Node | None:
     sy = _scalar(q.inputs[1]) if len(q.inputs) > 1 else None
     zy = q.inputs[2] if len(q.inputs) > 2 else None
     if sy is None or not np.isfinite(sy) or not sy > 0 or int(q.attrs.get("block_size", 0) or 0) \
-            or zy is None or _scalar(zy) is None or (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0] not in QRANGE8:
+            or zy is None or _scalar(zy) is None or q.model_dtype() not in QRANGE8:
         return None
     return q
 
@@ -840,7 +840,7 @@ def _on_unit_grid(g: Graph, q: Node, name: str, one: Value | None = None) -> Non
     """``q`` (the requantization) with scale 1 (``one``, else a new constant) and zero point 0:
     its input is already the output grid's value, zero point included; ``q`` rounds it half to
     even and saturates."""
-    dtype = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]
+    dtype = q.model_dtype()
     q.replace_input(1, one or g.add_constant(f"{name}_unit_scale", np.asarray(1.0, dtype=np.float32), "float32"))
     q.replace_input(2, g.add_constant(f"{name}_no_zero_point", np.zeros((), dtype=np.dtype(dtype)), dtype))
 
@@ -950,7 +950,7 @@ def constants_on_output_grid(g: Graph) -> int:
         q = out.uses[0][0]
         if q.op != "quantize_linear" or len(q.inputs) < 3 or q.inputs[2] is None:
             continue
-        dt = (q.meta.get("source_dtypes") or [q.outputs[0].type.dtype])[0]
+        dt = q.model_dtype()
         zv = q.inputs[2]
         s2, z2 = _scalar(q.inputs[1]), _scalar(zv)
         if dt not in QRANGE8 or s2 is None or z2 is None or not s2 > 0:

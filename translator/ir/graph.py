@@ -122,6 +122,13 @@ class Node:
             if v is not None:
                 v.uses.append((self, i))
 
+    def model_dtype(self, i: int = 0) -> str | None:
+        """The dtype output ``i`` has in the model: as the pipeline noted it before a target's
+        legalization (``meta["source_dtypes"]``; an int8 tensor a target computes in int32),
+        else the value's own."""
+        noted = self.meta.get("source_dtypes")
+        return noted[i] if noted and i < len(noted) and noted[i] is not None else self.outputs[i].type.dtype
+
     def replace_input(self, index: int, value: Value | None) -> None:
         ins = list(self._inputs)
         ins[index] = value
