@@ -569,3 +569,31 @@ def test_openvino_runs_a_quantized_lstm_as_its_lstm_sequence(name, tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
     types = {op.get_type_name() for op in ov.Core().read_model(str(tmp_path / "out" / "model.xml")).get_ordered_ops()}
     assert "LSTMSequence" in types and not types & {"Loop", "TensorIterator"}, sorted(types)
+
+
+def test_a_contrib_op_inside_a_loop_body_is_written_with_its_opset_import(tmp_path):
+    """The contrib domain's opset import covers every graph of the model: a QuickGelu in a
+    Loop body (which the ONNX target writes as it is) needs it as much as one at the top."""
+    import onnx
+
+    import opbridge
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), ms("QuickGelu", ["acc_in"], ["acc_out"], alpha=1.5)],
+        "body",
+        [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("cond_in", T.BOOL, []),
+         helper.make_tensor_value_info("acc_in", T.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []), helper.make_tensor_value_info("acc_out", T.FLOAT, [2, 3])])
+    g = helper.make_graph([helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)], "g",
+                          [helper.make_tensor_value_info("n", T.INT64, []), helper.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    onnx.save(m, str(tmp_path / "loop.onnx"))
+    res = opbridge.convert(str(tmp_path / "loop.onnx"), to="onnx", out=str(tmp_path / "out.onnx"),
+                           inputs={"n": np.array(3, np.int64), "x": f32(2, 3)})
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    assert MS in {o.domain for o in out.opset_import}
+    (loop,) = [n for n in out.graph.node if n.op_type == "Loop"]
+    assert [n.op_type for n in loop.attribute[0].g.node if n.domain == MS] == ["QuickGelu"]

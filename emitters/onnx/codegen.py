@@ -20,7 +20,7 @@ from translator.ir.names import NameSet
 from translator.compile.registry import rules
 
 from .registry import NAME
-from .runtime import element_types, split_name
+from .runtime import MS_DOMAIN, all_nodes, element_types, split_name
 
 #: Above this many nodes the emitted model gets onnx.checker's structural check only: the
 #: full check's strict shape inference grows superlinearly inside ONNX's C++ (measured
@@ -163,12 +163,11 @@ class Emitter:
                 return helper.make_attribute(key, [self.graph(x, False) for x in v])
             if v and all(isinstance(x, np.ndarray) for x in v):
                 return helper.make_attribute(key, [self.tensor(x, "") for x in v])
-            t = decl
-            if t == A.INTS:
+            if decl == A.INTS:
                 return helper.make_attribute(key, [int(x) for x in v], attr_type=A.INTS)
-            if t == A.FLOATS:
+            if decl == A.FLOATS:
                 return helper.make_attribute(key, [float(x) for x in v], attr_type=A.FLOATS)
-            if t == A.STRINGS:
+            if decl == A.STRINGS:
                 return helper.make_attribute(key, [str(x).encode("utf-8", "surrogateescape") for x in v], attr_type=A.STRINGS)
             return helper.make_attribute(key, list(v))
         if isinstance(v, str):
@@ -234,8 +233,8 @@ def emit(model: Model, ctx: Any) -> Any:
     irv = opts.get("ir_version") or min(runtime_limits()[1], onnx.IR_VERSION)
     proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=irv,
                               producer_name="opbridge", producer_version=_version())
-    if any(n.domain == "com.microsoft" for n in proto.graph.node):
-        proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    if any(n.domain == MS_DOMAIN for n in all_nodes(proto.graph)):  # a Loop body's too
+        proto.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     proto.doc_string = _doc_string(model)
     if em.renamed_outputs:  # the check and users find each output under the model's own name
         import json

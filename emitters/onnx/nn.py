@@ -38,8 +38,8 @@ def fused_conv_with_params(em, n):
     """FusedConv whose activation has parameters: the IR op's own attributes (those a ``conv``
     does not have, in the op's signature order: Clip's min, max) are FusedConv's
     ``activation_params``, as the frontend read them."""
-    conv = em.tables.ops["conv"].signature
-    own = [a for a in em.tables.ops[n.op].signature.attributes if conv.attribute(a.name) is None]
-    attrs = {k: v for k, v in n.attrs.items() if k not in {a.name for a in own}}
+    own = em.tables.ops[n.op].signature.beyond(em.tables.ops["conv"].signature)
+    names = {a.name for a in own}
+    attrs = {k: v for k, v in n.attrs.items() if k not in names}
     attrs["activation_params"] = [float(n.attrs.get(a.name, a.default)) for a in own]
     return write_node(em, n, attrs)

@@ -354,17 +354,19 @@ def run(proto: Any, inputs: Mapping[str, Any]) -> list[Any]:
 THREAD_DEPENDENT = frozenset({"DynamicQuantizeLSTM"})
 
 
+def all_nodes(g: Any) -> Iterable[Any]:
+    """Every NodeProto of GraphProto ``g``, those of its subgraphs (Loop/If/Scan bodies) included."""
+    for n in g.node:
+        yield n
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from all_nodes(sub)
+
+
 def thread_dependent(proto: Any) -> bool:
     """Whether the model (any subgraph) has a kernel whose numbers depend on the thread count:
     the check then runs it on one thread, as the frontend runs the source."""
-    def nodes(g: Any) -> Iterable[Any]:
-        for n in g.node:
-            yield n
-            for a in n.attribute:
-                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    yield from nodes(sub)
-
-    return any(n.domain == MS_DOMAIN and n.op_type in THREAD_DEPENDENT for n in nodes(proto.graph))
+    return any(n.domain == MS_DOMAIN and n.op_type in THREAD_DEPENDENT for n in all_nodes(proto.graph))
 
 
 #: metadata_props key: JSON {written output name: the model's output name} for renamed outputs

@@ -443,17 +443,21 @@ def expand(graph: Graph, node: Node, op: Op, tables: Tables) -> list[Node]:
 __all__ = ["MAX_DEPTH", "judge", "lower", "applies", "expand", "TensorType"]
 
 
-def decompose_now(g: Graph, ctx: Any, ops: tuple[str, ...]) -> int:
+def decompose_now(g: Graph, ctx: Any, ops: tuple[str, ...], tables: Tables | None = None) -> int:
     """The nodes of ``g`` whose op is in ``ops`` replaced by their table decompositions now,
     typed and legalized as lowering does (a target's ``prepare`` that reads the expanded form:
     a QOperator model's products as QDQ before ``quantized.integer_domain``, which a target
-    without native rules for them would decompose while lowering anyway). Returns the nodes
-    expanded."""
+    without native rules for them would decompose while lowering anyway). With ``ctx`` None
+    (no target: the check's rewrite of the reference model), ``tables``' decompositions,
+    left untyped for the caller's ``infer``. Returns the nodes expanded."""
+    tables = ctx.tables if ctx is not None else tables
     done = 0
     for node in list(g.nodes):
-        op = ctx.tables.ops.get(node.op) if node.op in ops else None
+        op = tables.ops.get(node.op) if node.op in ops else None
         if op is None or not op.decomposition or node.graph is not g:
             continue
-        _settle(g, expand(g, node, op, ctx.tables), ctx)
+        new = expand(g, node, op, tables)
+        if ctx is not None:
+            _settle(g, new, ctx)
         done += 1
     return done

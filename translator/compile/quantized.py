@@ -554,7 +554,7 @@ def scaled_int_weights(g: Graph) -> int:
             continue
         a, b = mul.inputs
         cast, scale = (a.producer, b) if a.producer is not None and a.producer.op == "cast" else (b.producer, a)
-        if cast is None or cast.op != "cast" or scale.producer is not None and not scale.is_const:
+        if cast is None or cast.op != "cast":
             continue
         w, wf = cast.inputs[0], cast.outputs[0]
         if w is None or not w.is_const or w.type.dtype not in QRANGE8 or wf.type.dtype != "float32":

@@ -549,7 +549,7 @@ def _ms_fused_conv(ctx: _Ctx, node: Any, inputs: list[Value | None], attrs: dict
         op_id, rest = _resolve_op(ctx, f"{MS_DOMAIN}.FusedConv", {**attrs, "activation": act})
         conv_sig = ctx.tables.ops["conv"].signature
         sig = ctx.tables.ops[op_id].signature
-        names = [a.name for a in sig.attributes if conv_sig.attribute(a.name) is None] if sig and conv_sig else []
+        names = [a.name for a in sig.beyond(conv_sig)] if sig and conv_sig else []
         if len(params) != len(names):
             raise ctx.fail("bad_model", f"FusedConv {act} takes {len(names)} activation_params, the node has "
                            f"{len(params)}", op=node.op_type)

@@ -128,20 +128,6 @@ def quantization_steps(model: Model) -> dict[int, float]:
 DYNAMIC_FACTOR = 2.0
 
 
-def _dq_lstm_as_float(g: Any, tables: Any) -> int:
-    """onnxruntime's ``DynamicQuantizeLSTM`` in the table's float form: an LSTM over its
-    dequantized weights, X and the hidden state no longer rounded to 8 bits at each step (what
-    OpenVINO writes: ``emitters/openvino/quant.prepare``). Returns the nodes rewritten."""
-    from ..compile.lowering import expand
-
-    done = 0
-    for node in list(g.nodes):
-        if node.op == "dynamic_quantize_lstm" and node.graph is g:
-            expand(g, node, tables.ops[node.op], tables)
-            done += 1
-    return done
-
-
 def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[Any]) -> dict[int, float]:
     """Output index → how far the model's dynamic activation quantization (onnxruntime's
     ``DynamicQuantizeLinear → MatMulInteger``, its ``DynamicQuantizeLSTM``, a dynamic-range
@@ -153,14 +139,17 @@ def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[A
     the unrounded computation as the source does. Empty when the model has no such matmul."""
     from ..compile import interpreter
     from ..compile.pipeline import every_graph
+    from ..compile.lowering import decompose_now
     from ..compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
     from ..ir.infer import infer
     from ..table.loader import load_tables
 
     clone = model.clone()
     tables = load_tables()
-    if not sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) + _dq_lstm_as_float(g, tables)
-               for g in every_graph(clone.graph)):
+    # DynamicQuantizeLSTM in the table's float form: an LSTM over its dequantized weights, X
+    # and the hidden state unrounded (what OpenVINO writes: emitters/openvino/quant.prepare)
+    if not sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g)
+               + decompose_now(g, None, ("dynamic_quantize_lstm",), tables) for g in every_graph(clone.graph)):
         return {}
     infer(clone.graph)
     try:

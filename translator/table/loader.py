@@ -145,6 +145,11 @@ class Signature:
     def input_index(self, name: str) -> int | None:
         return next((i for i, p in enumerate(self.inputs) if p.name == name), None)
 
+    def beyond(self, base: "Signature") -> tuple[Attribute, ...]:
+        """The attributes this op has and ``base`` lacks, in this op's order (a fused conv's
+        activation parameters, beyond ``conv``'s: FusedConv's ``activation_params``)."""
+        return tuple(a for a in self.attributes if base.attribute(a.name) is None)
+
 
 @dataclass(frozen=True)
 class Step:
