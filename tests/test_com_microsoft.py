@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -525,10 +526,11 @@ def test_channels_last_pool_is_refused_with_the_reason(tmp_path):
 
 
 def test_a_quantized_lstm_over_a_run_time_length_falls_back_to_the_float_form_where_its_loop_is_rejected(tmp_path):
-    """ddddocr's recognizer: DynamicQuantizeLSTM over a width-dependent sequence. TFLite's
-    converter rejects the exact form's loop (a run-time trip count with stacked outputs), so
-    the table's float form is written there, said in a warning; ONNX keeps the exact form.
-    (Before the fallback, TFLite refused the model.)"""
+    """ddddocr's recognizer: DynamicQuantizeLSTM over a width-dependent sequence. By default
+    TFLite writes it as an LSTM over its int8 weights (``dynamic_lstm_as_weight_only``); with
+    ``--float-quantization`` (the exact emulation), the converter rejects the exact form's loop
+    (a run-time trip count with stacked outputs), so the table's float form is written there,
+    said in a warning; ONNX keeps the contrib op. (Before the fallback, TFLite refused the model.)"""
     import opbridge
 
     case = build("dynamic_quantize_lstm_forward_int8")
@@ -544,9 +546,14 @@ def test_a_quantized_lstm_over_a_run_time_length_falls_back_to_the_float_form_wh
     by = {r["target"]: r for r in res["targets"]}
     assert by["onnx"]["status"] == "ok", by["onnx"]
     assert not any("float form" in w for w in by["onnx"].get("warnings", []))
-    # the float form is written and said; it is that rounding away from onnxruntime (the check
-    # compares with the exact reference: on 5 unit-scale steps it may pass or not, within 2e-2)
-    t = by["tflite"]
+    assert by["tflite"]["status"] == "ok" and by["tflite"]["check"]["status"] == "pass", by["tflite"]
+    assert not any("float form" in w for w in by["tflite"].get("warnings", []))
+    # the exact emulation: the float form is written and said; it is that rounding away from
+    # onnxruntime (the check compares with the exact reference: on 5 unit-scale steps it may
+    # pass or not, within 2e-2)
+    res = opbridge.convert(path, to="tflite", out=str(tmp_path / "exact"), inputs=case.inputs,
+                           options={"float_quantization": True})
+    (t,) = res["targets"]
     assert t["status"] in ("ok", "check_failed"), t
     assert any("float form" in w for w in t.get("warnings", [])), t.get("warnings")
     assert max(o["max_abs"] for o in t["check"]["outputs"]) < 2e-2
@@ -569,6 +576,39 @@ def test_openvino_runs_a_quantized_lstm_as_its_lstm_sequence(name, tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
     types = {op.get_type_name() for op in ov.Core().read_model(str(tmp_path / "out" / "model.xml")).get_ordered_ops()}
     assert "LSTMSequence" in types and not types & {"Loop", "TensorIterator"}, sorted(types)
+
+
+@pytest.mark.parametrize("per_column", [False, True], ids=["per_direction", "per_column"])
+@pytest.mark.parametrize("target", ["pytorch", "tensorflow", "coreml", "openvino"])
+def test_a_quantized_lstm_keeps_its_int8_weights_and_runs_on_the_target_lstm(target, per_column, tmp_path):
+    """DynamicQuantizeLSTM on a target without run-time activation quantization is an LSTM over
+    its int8 weights dequantized (``quantized.dynamic_lstm_as_weight_only``): the weights stay
+    8-bit (PyTorch's int8 buffers dequantized once at load, TensorFlow's int8 constants, Core ML's
+    constexpr_affine_dequantize, OpenVINO's compressed weights), the recurrence is the target's
+    own LSTM (was: the exact loop over float32 weights, 4x the size, a Python loop on PyTorch),
+    and the check holds it to twice the source's own rounding. Two directions with a scale per
+    gate column take the flattened [D * 4H, rows] form."""
+    import opbridge
+
+    case = _dq_lstm("bidirectional", np.int8, per_column, size=(6, 2, 32, 48))
+    path = _write(case, tmp_path / "dq.onnx")
+    res = opbridge.convert(path, to=target, out=str(tmp_path / "out"), inputs=case.inputs)
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    assert not any("float ops" in w for w in rec.get("warnings", [])), rec["warnings"]  # (no exact fallback)
+    float_bytes = 4 * 2 * (32 + 48) * 4 * 48  # W and R as float32
+    out = Path(rec["output"])
+    if target == "pytorch":
+        assert rec["integer_kernels"]["integer"] == 2, rec["integer_kernels"]
+        assert "_rnn_native(" in (out / "model.py").read_text()
+    elif target == "tensorflow":
+        assert rec["integer_kernels"]["integer"] == 2, rec["integer_kernels"]
+    elif target == "coreml":
+        assert "mb.lstm(" in (out / "builder.py").read_text()
+        weights = out / "model.mlpackage" / "Data" / "com.apple.CoreML" / "weights" / "weight.bin"
+        assert weights.stat().st_size < 0.35 * float_bytes
+    else:
+        assert (out / "model.bin").stat().st_size < 0.35 * float_bytes
 
 
 def test_a_contrib_op_inside_a_loop_body_is_written_with_its_opset_import(tmp_path):

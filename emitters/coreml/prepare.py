@@ -44,13 +44,14 @@ if TYPE_CHECKING:
 def prepare(model: "Model", ctx: "Compilation") -> None:
     from translator.ir.infer import infer
     from translator.compile.pipeline import fold
-    from translator.compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
+    from translator.compile.quantized import dynamic_model_as_weight_only
 
     g = model.graph
     # onnxruntime's dynamic quantization of a matmul: MIL has no run-time activation quantization;
     # the matmul of the int8 weight (stored as int8: constexpr_affine_dequantize), float activations
-    # (a dynamic-range .tflite's hybrid kernels likewise: its inputs' run-time rounding is not spelled out)
-    dynamic = sum(dynamic_as_weight_only(sub) + hybrid_as_weight_only(sub) for sub in every_graph(g))
+    # (a dynamic-range .tflite's hybrid kernels and onnxruntime's DynamicQuantizeLSTM likewise: their
+    # inputs' run-time rounding is not spelled out; the LSTM is MIL's lstm over int8 weights)
+    dynamic = dynamic_model_as_weight_only(model, ctx)
     unrolled = unroll_counted_loops(g, ctx)
     typed = type_loop_bodies(g, ctx.tables)
     if sum(fold_constant_nodes(sub) + fold_cast_like(sub) for sub in every_graph(g)) or unrolled or typed or dynamic:

@@ -54,7 +54,7 @@ def _axis_in(a: int, rank: int) -> int | None:
     return a % rank if rank > 0 else None
 
 
-def _qdtype(node: Node) -> str | None:
+def quant_dtype(node: Node) -> str | None:
     """The quantized dtype: noted before legalization, else (a quantize/dequantize a
     decomposition wrote after it) the model dtype of its output / input, else the value's own."""
     if "coreml_qdtype" in node.meta:
@@ -68,7 +68,7 @@ def _quant_plan(node: Node) -> str | Refusal:
     """"native" (MIL quantize/dequantize: int8/uint8 data, constant scale and zero point, rank
     >= 1), "composed" (elementwise MIL ops: runtime scale / zero point, 16-bit or int32 data),
     or a Refusal."""
-    q = _qdtype(node)
+    q = quant_dtype(node)
     if q not in INT_RANGE:
         return Refusal("unsupported_dtype", f"{q} data: Core ML computes in int32/fp16/fp32 only")
     if node.meta.get("coreml_scale_dtype", node.inputs[1].type.dtype) not in FDTYPES:
@@ -192,7 +192,7 @@ def _operand(gen: Gen, node: Node, q: str, to_scale: bool) -> tuple[str, str, st
 def _quantize(gen: Gen, node: Node) -> None:
     """y = saturate(round_half_even(x / scale) + zero_point), divided in the scale's dtype;
     MIL's uint8/int8 result is cast to the legalized output dtype."""
-    q = _qdtype(node)
+    q = quant_dtype(node)
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
         return
@@ -204,7 +204,7 @@ def _quantize(gen: Gen, node: Node) -> None:
 def _dequantize(gen: Gen, node: Node) -> None:
     """y = (x - zero_point) * scale in the scale's dtype; legalized int32 data is cast back to
     its int8/uint8 first (its values are in range: inputs are range-checked at the boundary)."""
-    q = _qdtype(node)
+    q = quant_dtype(node)
     if _quant_plan(node) == "composed":
         _composed(gen, node, q)
         return

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.ir.graph import Node
+from translator.ir.graph import Node, Value
 
 from .mil import const_of, lit, np_dtype, np_lit
 from .registry import Refusal, rule
@@ -37,6 +37,32 @@ _ACT = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _SPEC = {"gru": (["Sigmoid", "Tanh"], 3, [1, 2, 0]), "lstm": (["Sigmoid", "Tanh", "Tanh"], 4, [0, 2, 1, 3])}
 
 
+def int8_weight(v: "Value | None") -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A W or R that is the dequantization of 8-bit constants (``quantized.
+    dynamic_lstm_as_weight_only``: ``DequantizeLinear`` marked ``weight_only``, perhaps reshaped):
+    its integers, scales and zero points, each broadcast to the weight's ``[D, gates * H, rows]``;
+    else None."""
+    if v is None or v.producer is None:
+        return None
+    p, shape = v.producer, v.type.shape
+    if p.op == "reshape" and p.inputs[0] is not None and p.inputs[0].producer is not None:
+        p = p.inputs[0].producer
+    if p.op != "dequantize_linear" or not p.meta.get("weight_only") or shape is None \
+            or not all(i is not None and i.is_const for i in p.inputs[:3]) or len(p.inputs) < 3:
+        return None
+    from .quant import quant_dtype
+
+    q = np.asarray(const_of(p.inputs[0])).astype(np.dtype(quant_dtype(p)))  # (legalized to int32 meanwhile)
+    full = []
+    axis = int(p.attrs.get("axis", 1)) % q.ndim
+    for k in (1, 2):
+        a = np.asarray(const_of(p.inputs[k]))
+        if a.size > 1:
+            a = a.reshape([-1 if i == axis else 1 for i in range(q.ndim)])
+        full.append(np.broadcast_to(a, q.shape).reshape(shape))
+    return q.reshape(shape), full[0], full[1]
+
+
 def _rnn_check(node: Node) -> Refusal | None:
     acts_default = _SPEC[node.op][0]
     ins = list(node.inputs) + [None] * (8 - len(node.inputs))
@@ -44,7 +70,7 @@ def _rnn_check(node: Node) -> Refusal | None:
     if x is None or len(x) != 3:
         return Refusal("dynamic_shape", f"{node.op} needs a rank-3 X")
     for i in (1, 2, 3, 7):
-        if ins[i] is not None and ins[i].is_const is False:
+        if ins[i] is not None and ins[i].is_const is False and (i not in (1, 2) or int8_weight(ins[i]) is None):
             return Refusal("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
     if ins[4] is not None:
         lens = const_of(ins[4])
@@ -140,6 +166,24 @@ def _reorder(w: np.ndarray, order: list[int]) -> np.ndarray:
     return np.concatenate([blocks[k] for k in order], axis=0)
 
 
+def _weight(gen: "Gen", node: Node, key: str, w: "np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]",
+            order: list[int], npdt: np.dtype) -> str:
+    """One direction's ``[gates * H, rows]`` weight in MIL's gate order: a constant, or for
+    8-bit integers (with their scale and zero point per row or for the whole weight)
+    ``constexpr_affine_dequantize`` (iOS16+), stored as 8 bits and dequantized at load."""
+    if not isinstance(w, tuple):
+        return gen.const(node, key, _reorder(w, order).astype(npdt))
+    q, scale, zp = (_reorder(a, order) for a in w)
+    scale, zp = scale[:, 0].astype(npdt), zp[:, 0].astype(q.dtype)  # (one per row: a scale never varies along the rows' input)
+    if np.all(scale == scale[0]) and np.all(zp == zp[0]):
+        scale, zp = scale[:1].reshape(()), zp[:1].reshape(())
+    t, tn = gen.tmp(node, key)
+    gen.emit(f"{t} = mb.constexpr_affine_dequantize(quantized_data={gen.const(node, key + '_q', np.ascontiguousarray(q))}, "
+             f"zero_point={gen.const(node, key + '_zp', zp)}, scale={gen.const(node, key + '_scale', scale)}, "
+             f"axis=0, name={tn})")
+    return t
+
+
 @rule("gru", "lstm", check=_rnn_check)
 def _rnn(gen: Gen, node: Node) -> None:
     acts_default, gates, order = _SPEC[node.op]
@@ -149,7 +193,9 @@ def _rnn(gen: Gen, node: Node) -> None:
     layout = int(gen.attr(node, "layout") or 0)
     direction = str(gen.attr(node, "direction") or "forward")
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
-    w, r = np.asarray(const_of(W)), np.asarray(const_of(R))
+    qw, qr = int8_weight(W), int8_weight(R)
+    w = np.asarray(const_of(W)) if qw is None else qw[0]
+    r = np.asarray(const_of(R)) if qr is None else qr[0]
     hidden = r.shape[-1]
     b = np.asarray(const_of(B)) if B is not None else np.zeros((len(dirs), 2 * gates * hidden), npdt)
     p = np.asarray(const_of(ins[7])) if node.op == "lstm" and ins[7] is not None else None
@@ -189,8 +235,8 @@ def _rnn(gen: Gen, node: Node) -> None:
     ys, hs, cs = [], [], []
     for d, name in enumerate(dirs):
         xd = x if name == "forward" else step(f"x_rev{d}", f"mb.reverse(x={x}, axes=[0]")
-        wi = gen.const(node, f"w_ih{d}", _reorder(w[d], order).astype(npdt))
-        wh = gen.const(node, f"w_hh{d}", _reorder(r[d], order).astype(npdt))
+        wi = _weight(gen, node, f"w_ih{d}", w[d] if qw is None else (qw[0][d], qw[1][d], qw[2][d]), order, npdt)
+        wh = _weight(gen, node, f"w_hh{d}", r[d] if qr is None else (qr[0][d], qr[1][d], qr[2][d]), order, npdt)
         bias = gen.const(node, f"bias{d}", _reorder(b[d][:gates * hidden] + b[d][gates * hidden:], order).astype(npdt))
         h0 = state(ins[5], d, "h")
         if node.op == "gru" and int(gen.attr(node, "linear_before_reset") or 0):

@@ -443,9 +443,9 @@ def emit(model: Model, ctx: "Compilation") -> Artifact:
     inputs = [(v.name, em.dtype_of(v)) for v in g.inputs]
     outputs = [(v.name, em.dtype_of(v)) for v in g.outputs]
     artifact = Artifact(source, em.weights, inputs, outputs)
-    from .quant import WEIGHT_ONLY
+    from translator.compile.quantized import DYNAMIC_AS_WEIGHT_ONLY
 
-    if (model.metadata or {}).get(WEIGHT_ONLY):
+    if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY):
         em.features.add("dynamic_range")
     if em.features:
         artifact.options["features"] = sorted(em.features)

@@ -61,35 +61,19 @@ def _quant_check(node: Node) -> Refusal | None:
     return None
 
 
-#: model metadata: how many of onnxruntime's dynamically quantized matmuls ``prepare`` read as
-#: int8-weight matmuls
-WEIGHT_ONLY = "opbridge.openvino_weight_only"
-
-
 def prepare(model: "Any", ctx: "Any") -> None:
     """onnxruntime's dynamic quantization of a MatMul (``DynamicQuantizeLinear → MatMulInteger``,
     which OpenVINO has no kernel for: the emulation ran a float matmul between rounding ops) is
-    read as the matmul of an int8 weight (``quantized.dynamic_as_weight_only``; a dynamic-range
-    ``.tflite``'s hybrid kernels likewise, ``hybrid_as_weight_only``): OpenVINO's
-    compressed-weight pattern, whose FullyConnected keeps the weights int8 and decompresses them
-    in the kernel (runtime precision i8); ``DynamicQuantizeLSTM`` as the LSTM of its dequantized
-    weights (the table's float form). The activation is no longer rounded to 8 bits: the check
-    holds the output to twice the source's own rounding, and ``convert`` writes the exact
-    emulation (``float_quantization``) when it strays further."""
-    from translator.compile.lowering import decompose_now
-    from translator.compile.pipeline import every_graph
-    from translator.compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
-    from translator.ir.infer import infer
+    read as the matmul of an int8 weight (``quantized.dynamic_model_as_weight_only``; a
+    dynamic-range ``.tflite``'s hybrid kernels likewise): OpenVINO's compressed-weight pattern,
+    whose FullyConnected keeps the weights int8 and decompresses them in the kernel (runtime
+    precision i8); ``DynamicQuantizeLSTM`` as one LSTMSequence over its int8 weights dequantized.
+    The activation is no longer rounded to 8 bits: the check holds the output to twice the
+    source's own rounding, and ``convert`` writes the exact emulation (``float_quantization``)
+    when it strays further."""
+    from translator.compile.quantized import dynamic_model_as_weight_only
 
-    if ctx.options.get("float_quantization"):
-        return
-    n = sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph))
-    # DynamicQuantizeLSTM likewise: its float form (OpenVINO's LSTMSequence over the dequantized
-    # weights) instead of the exact loop that rounds X and the hidden state at every step
-    n += sum(decompose_now(g, ctx, ("dynamic_quantize_lstm",)) for g in every_graph(model.graph))
-    if n:
-        infer(model.graph, ctx.tables)
-        model.metadata = {**(model.metadata or {}), WEIGHT_ONLY: str(n)}
+    dynamic_model_as_weight_only(model, ctx)
 
 
 @rule("dequantize_linear", check=_quant_check)

@@ -473,6 +473,9 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                     returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     weights.update({f"{name}.{k}": arr for name, _, params in cg.modules for k, arr in params.items()})
+    from translator.compile.quantized import DYNAMIC_AS_WEIGHT_ONLY
+
+    features = {"features": ["dynamic_range"]} if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY) else {}
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            list(ctx.decomposed), legalized, in_dtypes, out_dtypes, out_legal, io.renamed(),
-                           list(io.warnings))
+                           list(io.warnings), features)

@@ -46,6 +46,9 @@ class PyTorchArtifact:
     #: model input name -> ``forward`` parameter, where they differ (``names.io_names``), and why
     io_names: dict[str, dict[str, str]] = field(default_factory=dict)
     io_warnings: list[str] = field(default_factory=list)
+    #: how it was written, for ``convert`` (``features``: ``dynamic_range`` when a run-time
+    #: activation quantization was read as int8 weights and float activations)
+    options: dict[str, Any] = field(default_factory=dict)
     _cls: Any = field(default=None, repr=False)
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from translator.compile.registry import Refusal
+from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.target import Target, package_fields
 
 from . import codegen, quant, runtime
@@ -52,11 +53,17 @@ def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
 
 def prepare(model: "Model", ctx: "Compilation") -> None:
     """Quantized convolutions and matrix products computed as the integer kernels compute
-    them (``quantized.integer_domain``): the product of the integers, one float multiplier."""
+    them (``quantized.integer_domain``): the product of the integers, one float multiplier.
+    A run-time activation quantization (onnxruntime's dynamic MatMul and DynamicQuantizeLSTM, a
+    dynamic-range ``.tflite``'s hybrid kernels) is read as int8 weights dequantized once at load
+    and float activations (``quantized.dynamic_model_as_weight_only``): torch's own matmul and
+    LSTM kernels instead of the exact emulation, which ``--float-quantization`` (and ``convert``
+    when the check fails) writes."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
-    from translator.compile.quantized import QOPERATOR_PRODUCTS, integer_domain
+    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain
 
+    dynamic_model_as_weight_only(model, ctx)
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products in the same form
         integer_domain(g)
@@ -75,7 +82,7 @@ def spell(name: str) -> str:
 TARGET = Target(
     name=NAME, title="PyTorch", **package_fields(codegen, runtime), suffix="_pytorch", written="model",
     integer_plan=quant.integer_plan,
-    legal_dtypes=legal_dtypes, fold=True, accepts=accepts, prepare=prepare,
+    legal_dtypes=legal_dtypes, fold=True, accepts=accepts, prepare=prepare, options=(FLOAT_QUANTIZATION,),
     extra={"spell": spell},
     doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",
 )

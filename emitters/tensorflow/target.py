@@ -11,6 +11,7 @@ channels-last too (``io_channels_last``).
 """
 from __future__ import annotations
 
+from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.target import Option, Target, column_dtypes, dist_version, package_fields
 
 from . import codegen, quant, runtime
@@ -24,11 +25,17 @@ def version() -> str:
 
 def prepare(model, ctx) -> None:  # noqa: ANN001 - the pipeline's Model and Compilation
     """Quantized convolutions and matrix products computed as the integer kernels compute
-    them (``quantized.integer_domain``): the product of the integers, one float multiplier."""
+    them (``quantized.integer_domain``): the product of the integers, one float multiplier.
+    A run-time activation quantization (onnxruntime's dynamic MatMul and DynamicQuantizeLSTM, a
+    dynamic-range ``.tflite``'s hybrid kernels) is read as int8 weights and float activations
+    (``quantized.dynamic_model_as_weight_only``): TensorFlow's matmul and LSTM cell instead of
+    the exact emulation, which ``--float-quantization`` (and ``convert`` when the check
+    fails) writes."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
-    from translator.compile.quantized import QOPERATOR_PRODUCTS, integer_domain
+    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain
 
+    dynamic_model_as_weight_only(model, ctx)
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products too (TensorFlow has no integer rules for them)
         integer_domain(g)
@@ -51,7 +58,7 @@ TARGET = Target(
     fold=True,
     accepts=accepts,
     prepare=prepare,
-    options=(CHANNELS_LAST_IO,),
+    options=(CHANNELS_LAST_IO, FLOAT_QUANTIZATION),
     version=version,
     doc="a SavedModel (signature serving_default) whose assets.extra/ holds the generated "
         "tf.Module source, its weights.npz and the conversion report",

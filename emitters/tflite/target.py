@@ -30,22 +30,20 @@ legal_dtypes = column_dtypes(NAME)
 
 def prepare(model: Any, ctx: Any) -> None:
     """Before legalization: reinterpreting bits cannot survive a width change. onnxruntime's
-    dynamic quantization of a MatMul becomes the matmul of an int8 weight
-    (``quantized.dynamic_as_weight_only``): the converter writes it as a hybrid kernel, which
-    quantizes the activation at run time (LiteRT's dynamic-range quantization)."""
-    from translator.compile.quantized import (constants_on_output_grid, dynamic_as_weight_only, hybrid_as_weight_only,
-                                              weight_only_model)
+    dynamic quantization of a MatMul becomes the matmul of an int8 weight, its
+    DynamicQuantizeLSTM an LSTM over int8 weights (``quantized.dynamic_model_as_weight_only``):
+    the converter writes them as hybrid kernels, which quantize the activation at run time
+    (LiteRT's dynamic-range quantization)."""
+    from translator.compile.quantized import constants_on_output_grid, dynamic_model_as_weight_only, weight_only_model
 
     from .quant import quantized_interface
     from .segments import SEGMENT_NODES
     from translator.compile.pipeline import every_graph
-    from translator.ir.infer import infer
 
     if not ctx.options.get("float_quantization"):
         for g in every_graph(model.graph):
             constants_on_output_grid(g)
-        if sum(dynamic_as_weight_only(g) + hybrid_as_weight_only(g) for g in every_graph(model.graph)):
-            infer(model.graph, ctx.tables)
+        dynamic_model_as_weight_only(model, ctx)
         weight_only_model(model.graph)  # a dynamic-range .tflite's int8 weights: hybrid kernels again
         if not any(True for n in model.graph.nodes for _ in n.subgraphs()) \
                 and len(model.graph.nodes) <= SEGMENT_NODES:  # (a model converted in segments keeps a float interface)

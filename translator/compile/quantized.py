@@ -10,7 +10,7 @@ parameters a fake-quantization op takes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -520,6 +520,121 @@ def dynamic_as_weight_only(g: Graph) -> int:
     if done:
         g.toposort()
     return done
+
+
+#: the LSTM attributes ``DynamicQuantizeLSTM`` shares with ONNX LSTM
+_LSTM_ATTRS = ("activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+               "input_forget")
+
+
+def _lstm_weight(g: Graph, node: Node, q: Value | None, scale: Value | None, zp: Value | None,
+                 role: str) -> Value | None:
+    """``DequantizeLinear`` of the int8 LSTM weight ``q`` (``[D, rows, 4H]``, stored transposed)
+    in ONNX LSTM's layout ``[D, 4H, rows]``: the integers transposed now, one scale (and zero
+    point) per direction along axis 0, or per gate column along axis 1 when there is one
+    direction. None when the scales cannot be written so (two directions, a scale per column)."""
+    if q is None or scale is None or not q.is_const or not scale.is_const or (zp is not None and not zp.is_const):
+        return None
+    w = np.asarray(q.const)
+    if w.ndim != 3 or w.dtype not in (np.int8, np.uint8):
+        return None
+    d, cols = w.shape[0], w.shape[2]
+    s = np.asarray(scale.const, np.float32)
+    z = np.zeros(s.shape, w.dtype) if zp is None else np.asarray(zp.const)
+    if z.dtype != w.dtype or z.size != s.size:
+        return None
+    wt = np.ascontiguousarray(w.transpose(0, 2, 1))
+    shape = tuple(int(x) for x in wt.shape)
+    if s.size == d:
+        axis, s, z = 0, s.reshape(d), z.reshape(d)
+    elif d == 1 and s.size == cols:
+        axis, s, z = 1, s.reshape(cols), z.reshape(cols)
+    elif s.size == d * cols:  # per column of each direction: the rows of [D * 4H, rows], reshaped back
+        axis, s, z, wt = 0, s.reshape(-1), z.reshape(-1), wt.reshape(d * cols, -1)
+    else:
+        return None
+    dtype = q.type.dtype
+    dq = g.add_node("dequantize_linear",
+                    [g.add_constant(f"{node.name}_{role}", wt, dtype),
+                     g.add_constant(f"{node.name}_{role}_scale", s, "float32"),
+                     g.add_constant(f"{node.name}_{role}_zero_point", z, dtype)],
+                    {"axis": axis}, name=f"{node.name}_{role}",
+                    types=[TensorType("float32", tuple(int(x) for x in wt.shape))], before=node)
+    dq.meta["weight_only"] = True
+    _stamp(dq)
+    out = dq.outputs[0]
+    if wt.shape != shape:
+        rs = g.add_node("reshape", [out, g.add_constant(f"{node.name}_{role}_shape", np.array(shape, np.int64), "int64")],
+                        {}, name=f"{node.name}_{role}_reshape", types=[TensorType("float32", shape)], before=node)
+        _stamp(rs)
+        out = rs.outputs[0]
+    return out
+
+
+def dynamic_lstm_as_weight_only(g: Graph) -> int:
+    """onnxruntime's ``DynamicQuantizeLSTM`` rewritten as an ONNX ``LSTM`` over its weights
+    dequantized (``DequantizeLinear`` of the int8 constants, marked ``weight_only``): the
+    table's float form, but with the weights kept 8-bit for the writers that store weight-only
+    QDQ islands as such (PyTorch's int8 buffers dequantized once at load, Core ML's
+    ``constexpr_affine_dequantize``), and the recurrence on the target's own LSTM kernel instead
+    of the exact loop (``compile/dq_lstm.py``) that rounds X and the hidden state at every step.
+    The result differs from onnxruntime's by that rounding: the check holds it to
+    ``check.DYNAMIC_FACTOR`` times the source's own, and ``convert`` writes the exact loop
+    past that. Returns the nodes rewritten."""
+    done = 0
+    for n in list(g.nodes):
+        if n.op != "dynamic_quantize_lstm" or n.graph is not g:
+            continue
+        ins = list(n.inputs) + [None] * (12 - len(n.inputs))
+        if ins[0] is None or ins[0].type.dtype != "float32":
+            continue
+        w = _lstm_weight(g, n, ins[1], ins[8], ins[9], "W")
+        r = _lstm_weight(g, n, ins[2], ins[10], ins[11], "R") if w is not None else None
+        if r is None:
+            while w is not None and w.producer is not None:  # the weight's nodes, unused
+                p = w.producer
+                w = p.inputs[0] if p.op == "reshape" else None
+                g.remove_node(p)
+            continue
+        attrs = {k: n.attrs[k] for k in _LSTM_ATTRS if n.attrs.get(k) is not None}
+        lin = [ins[0], w, r] + ins[3:8]
+        while lin[-1] is None:
+            lin.pop()
+        lstm = g.add_node("lstm", lin, attrs, outputs=len(n.outputs), name=f"{n.name}_float",
+                          types=[v.type for v in n.outputs], before=n)
+        lstm.meta["decomposed_root"] = n.meta.get("decomposed_root", n.name)
+        _stamp(lstm)
+        g.replace_node(n, [o if old.uses or old in g.outputs else None
+                           for o, old in zip(lstm.outputs, n.outputs)])
+        done += 1
+    return done
+
+
+#: model metadata: how many of the source's run-time activation quantizations
+#: ``dynamic_model_as_weight_only`` left unrounded (a writer reports ``dynamic_range`` in its
+#: artifact's features, so ``convert`` writes the exact emulation when the check fails)
+DYNAMIC_AS_WEIGHT_ONLY = "opbridge.dynamic_as_weight_only"
+
+
+def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True) -> int:
+    """A target without the source's run-time activation quantization reads it as int8 weights
+    and float activations, in every graph of ``model``: onnxruntime's dynamically quantized
+    MatMul (``dynamic_as_weight_only``), a dynamic-range ``.tflite``'s hybrid kernels
+    (``hybrid_as_weight_only``) and, with ``lstm``, onnxruntime's ``DynamicQuantizeLSTM``
+    (``dynamic_lstm_as_weight_only``). Nothing with the ``float_quantization`` option (the exact
+    emulation). Counts the rewrites into the model's metadata (``DYNAMIC_AS_WEIGHT_ONLY``),
+    re-infers the types and returns the count."""
+    from ..ir.infer import infer
+
+    if ctx.options.get("float_quantization"):
+        return 0
+    n = 0
+    for g in [model.graph] + [sub for node in model.graph.walk() for sub in node.subgraphs()]:
+        n += dynamic_as_weight_only(g) + hybrid_as_weight_only(g) + (dynamic_lstm_as_weight_only(g) if lstm else 0)
+    if n:
+        infer(model.graph, ctx.tables)
+        model.metadata = {**(model.metadata or {}), DYNAMIC_AS_WEIGHT_ONLY: str(n)}
+    return n
 
 
 def _output_channel_axis(node: Node, i: int, rank: int) -> int | None:
