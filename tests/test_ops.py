@@ -18,11 +18,10 @@ import pytest
 from translator.compile import target as targets
 from translator.compile import unroll
 from translator.table.errors import Unsupported
-from translator.run.check import DYNAMIC_FACTOR, dynamic_rounding_error
 from translator.run.harness import compare, single_op_model
 from translator.compile.pipeline import compile
 from translator.compile.registry import supported
-from translator.run.samples import op_samples, tolerance, xfail_reasons
+from translator.run.samples import op_samples, output_tolerances, xfail_reasons
 from translator.table.loader import load_tables
 from translator.compile.target import names
 
@@ -89,17 +88,13 @@ def _cases():
 CASES = list(_cases())
 
 
-def _tolerance(op, dtype: str) -> dict:
-    return tolerance(op, dtype)
-
-
 @pytest.mark.parametrize("op_id, backend, dtype, smp, expected", CASES)
 def test_op(op_id, backend, dtype, smp, expected, record_verified):
     op = TABLES.ops[op_id]
     model, feeds = single_op_model(op_id, smp.inputs, smp.attrs, n_outputs=len(expected), const=smp.const)
     # as the check does: a target that does not round dynamically quantized activations the
-    # source's way (OpenVINO's float DynamicQuantizeLSTM) is held to twice that rounding's effect
-    dynamic = dynamic_rounding_error(model, feeds, expected)
+    # source's way (a float DynamicQuantizeLSTM) is held to twice that rounding's effect
+    tols = output_tolerances(op, dtype, model, feeds, expected)
     target = targets.get(backend)
     artifact = compile(model, target).artifact
     try:
@@ -113,10 +108,7 @@ def test_op(op_id, backend, dtype, smp, expected, record_verified):
     # a documented legalization (TFLite's float16 as float32) passes
     ports = list(target.output_ports(artifact)) if target.output_ports is not None else [None] * len(got)
     for i, (e, g, port) in enumerate(zip(expected, got, ports)):
-        tol = _tolerance(op, dtype)
-        if i in dynamic:
-            tol["atol"] = max(tol["atol"], DYNAMIC_FACTOR * dynamic[i])
-        d = compare(e, g, **tol, legalized=port.legal if port is not None else None)
+        d = compare(e, g, **tols[i], legalized=port.legal if port is not None else None)
         assert d.ok, f"{op_id} on {backend} ({dtype}): {d.reason}"
     if backend in TARGETS:  # the numpy backend is our reference itself, not the NumPy column's names
         record_verified(op_id, backend, dtype, "numeric")

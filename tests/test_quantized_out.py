@@ -607,6 +607,50 @@ def test_a_dynamically_quantized_matmul_stays_int8_on_tflite_and_coreml(tmp_path
     assert [n.integer for n in plans["coreml"].nodes if n.integer] == ["int8 weights"] * 3
 
 
+def _dynamic_cnn(tmp_path):
+    """Three convolutions through onnxruntime's ``quantize_dynamic``: DynamicQuantizeLinear →
+    ConvInteger → Cast → Mul per layer (ddddocr's recognizer has 21), int8 weights."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(6)
+    chans = [3, 16, 32, 8]
+    inits, nodes, x = [], [], "x"
+    for i, (a, b) in enumerate(zip(chans, chans[1:])):
+        inits += [nh.from_array((rng.standard_normal((b, a, 3, 3)) / np.sqrt(9 * a)).astype(np.float32), f"w{i}"),
+                  nh.from_array((rng.standard_normal(b) * 0.1).astype(np.float32), f"b{i}")]
+        nodes += [h.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1], strides=[1 + i % 2] * 2),
+                  h.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 24, 24])],
+                     [h.make_tensor_value_info(x, T.FLOAT, None)], inits)
+    fp = tmp_path / "float_cnn.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    q = tmp_path / "dyn_cnn.onnx"
+    quantize_dynamic(str(fp), str(q), weight_type=QuantType.QUInt8, op_types_to_quantize=["Conv"])
+    assert sum(n.op_type == "ConvInteger" for n in onnx.load(str(q)).graph.node) == 3
+    return fp, q
+
+
+@pytest.mark.parametrize("target", ["pytorch", "tensorflow", "coreml"])
+def test_a_dynamically_quantized_convolution_keeps_its_int8_weights(target, tmp_path):
+    """A ConvInteger behind a DynamicQuantizeLinear is read as a convolution of the int8 weight
+    (``quantized.dynamic_as_weight_only``, as a MatMulInteger is): the weights stay 8-bit where
+    they were folded into float32 constants (TensorFlow, Core ML) or emulated integer
+    arithmetic ran on every forward (PyTorch), and the check holds the result to twice the
+    source's own activation rounding."""
+    import opbridge
+
+    _, q = _dynamic_cnn(tmp_path)
+    (rec,) = opbridge.convert(str(q), to=target, out=str(tmp_path / "out"))["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    k = rec["integer_kernels"]
+    assert k["integer"] == 3 and k["stored_only"], k
+
+
 def _size(path: str) -> int:
     from pathlib import Path
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from translator.compile.quantized import weight_only_parts
 from translator.ir.graph import Node, Value
 
 from .mil import const_of, lit, np_dtype, np_lit
@@ -37,30 +38,17 @@ _ACT = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 _SPEC = {"gru": (["Sigmoid", "Tanh"], 3, [1, 2, 0]), "lstm": (["Sigmoid", "Tanh", "Tanh"], 4, [0, 2, 1, 3])}
 
 
-def int8_weight(v: "Value | None") -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """A W or R that is the dequantization of 8-bit constants (``quantized.
-    dynamic_lstm_as_weight_only``: ``DequantizeLinear`` marked ``weight_only``, perhaps reshaped):
-    its integers, scales and zero points, each broadcast to the weight's ``[D, gates * H, rows]``;
-    else None."""
-    if v is None or v.producer is None:
-        return None
-    p, shape = v.producer, v.type.shape
-    if p.op == "reshape" and p.inputs[0] is not None and p.inputs[0].producer is not None:
-        p = p.inputs[0].producer
-    if p.op != "dequantize_linear" or not p.meta.get("weight_only") or shape is None \
-            or not all(i is not None and i.is_const for i in p.inputs[:3]) or len(p.inputs) < 3:
-        return None
+def _int8_weight(v: "Value | None") -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``quantized.weight_only_parts`` with the integers in their quantized dtype (legalized to
+    int32 meanwhile: ``quant.note_quant_dtypes`` noted it on the dequantization)."""
     from .quant import quant_dtype
 
-    q = np.asarray(const_of(p.inputs[0])).astype(np.dtype(quant_dtype(p)))  # (legalized to int32 meanwhile)
-    full = []
-    axis = int(p.attrs.get("axis", 1)) % q.ndim
-    for k in (1, 2):
-        a = np.asarray(const_of(p.inputs[k]))
-        if a.size > 1:
-            a = a.reshape([-1 if i == axis else 1 for i in range(q.ndim)])
-        full.append(np.broadcast_to(a, q.shape).reshape(shape))
-    return q.reshape(shape), full[0], full[1]
+    parts = weight_only_parts(v)
+    if parts is None:
+        return None
+    dq = v.producer if v.producer.op == "dequantize_linear" else v.producer.inputs[0].producer  # (through a reshape)
+    dt = np.dtype(quant_dtype(dq))
+    return parts[0].astype(dt), parts[1], parts[2].astype(dt)
 
 
 def _rnn_check(node: Node) -> Refusal | None:
@@ -70,7 +58,7 @@ def _rnn_check(node: Node) -> Refusal | None:
     if x is None or len(x) != 3:
         return Refusal("dynamic_shape", f"{node.op} needs a rank-3 X")
     for i in (1, 2, 3, 7):
-        if ins[i] is not None and ins[i].is_const is False and (i not in (1, 2) or int8_weight(ins[i]) is None):
+        if ins[i] is not None and ins[i].is_const is False and (i not in (1, 2) or _int8_weight(ins[i]) is None):
             return Refusal("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
     if ins[4] is not None:
         lens = const_of(ins[4])
@@ -193,7 +181,7 @@ def _rnn(gen: Gen, node: Node) -> None:
     layout = int(gen.attr(node, "layout") or 0)
     direction = str(gen.attr(node, "direction") or "forward")
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
-    qw, qr = int8_weight(W), int8_weight(R)
+    qw, qr = _int8_weight(W), _int8_weight(R)
     w = np.asarray(const_of(W)) if qw is None else qw[0]
     r = np.asarray(const_of(R)) if qr is None else qr[0]
     hidden = r.shape[-1]

@@ -409,12 +409,12 @@ __all__ = ["package", "run", "save", "load", "output_ports", "version"]
 
 
 def integer_kernels(path: Path) -> Any:
-    """Structural (Core ML does not run on Linux): the conv/linear/matmul ops of the written
-    MIL program and the int8 weights (``constexpr_affine_dequantize``) feeding them."""
+    """Structural (Core ML does not run on Linux): the conv/linear/matmul/recurrent ops of the
+    written MIL program and the int8 weights (``constexpr_affine_dequantize``) feeding them."""
     from translator.compile.target import KernelCount
 
     text = (Path(path) / "builder.py").read_text(encoding="utf-8")
     n = text.count("constexpr_affine_dequantize(")
-    layers = sum(text.count(f"mb.{op}(") for op in ("conv", "linear", "matmul", "conv_transpose"))
+    layers = sum(text.count(f"mb.{op}(") for op in ("conv", "linear", "matmul", "conv_transpose", "lstm", "gru", "rnn"))
     return KernelCount(min(n, layers), layers, f"{n} int8 weights (constexpr_affine_dequantize) for {layers} "
-                       "conv/linear/matmul ops (structural_only)", stored=True)
+                       "conv/linear/matmul/recurrent ops (structural_only)", stored=True)

@@ -247,6 +247,12 @@ def version() -> str:
 
 #: the CPU plugin's compute layer types
 COMPUTE_LAYERS = ("Convolution", "GroupConvolution", "FullyConnected", "MatMul", "Deconvolution")
+#: the IR's recurrences (the CPU plugin has no integer kernel for them: int8 weights are stored
+#: only, decompressed when compiled)
+RECURRENT = ("LSTMSequence", "GRUSequence", "RNNSequence")
+#: the IR's ops that read weights, and which inputs are the weights
+WEIGHT_INPUTS = {"Convolution": (1,), "GroupConvolution": (1,), "MatMul": (1,), "ConvolutionBackpropData": (1,),
+                 "LSTMSequence": (4, 5), "GRUSequence": (3, 4), "RNNSequence": (3, 4)}
 
 
 def integer_kernels(path: Path) -> Any:
@@ -268,32 +274,39 @@ def integer_kernels(path: Path) -> Any:
             kinds.append(prec)
             # an i8 layer whose primitive computes in floats keeps int8 weights and decompresses them
             decompressed += prec in ("u8", "i8") and ("f32" in prim or "bf16" in prim or "f16" in prim)
+    kinds += ["f32"] * sum(op.get_type_name() in RECURRENT for op in model.get_ops())
     n = sum(1 for p in kinds if p in ("u8", "i8"))
-    how = f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls in u8/i8"
+    how = f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls/recurrences in u8/i8"
     if decompressed:
         how += f" ({decompressed} of them int8 weights decompressed in a float kernel: int8 storage, float arithmetic)"
     if n == decompressed:  # no integer arithmetic: what is integer is the IR's storage of the weights
         stored = _int8_weights_in_ir(model)
         if stored > n:
-            return KernelCount(stored, len(kinds), f"{stored} of {len(kinds)} convolutions/matmuls read int8 weights "
+            return KernelCount(stored, len(kinds), f"{stored} of {len(kinds)} convolutions/matmuls/recurrences read int8 weights "
                                "stored in the IR (decompressed when compiled: float kernels)", stored=True)
     return KernelCount(n, len(kinds), how, stored=decompressed == n > 0)
 
 
 def _int8_weights_in_ir(model: Any) -> int:
-    """The convolutions/matmuls of an IR whose weight input is an 8-bit constant behind its
-    decompression (Convert, Subtract, Multiply, Reshape, Transpose of constants)."""
-    through = ("Convert", "Subtract", "Multiply", "Reshape", "Transpose", "Unsqueeze", "Squeeze")
+    """The convolutions/matmuls/recurrences of an IR whose weight inputs are 8-bit constants
+    behind their decompression (Convert, Subtract, Multiply, Reshape, Transpose of constants;
+    a recurrence's gate blocks re-ordered by slices and a Concat)."""
+    through = ("Convert", "Subtract", "Multiply", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Concat",
+               "StridedSlice", "Slice", "Split", "VariadicSplit", "Gather")
     n = 0
     for op in model.get_ops():
-        if op.get_type_name() not in ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData"):
+        ports = WEIGHT_INPUTS.get(op.get_type_name())
+        if ports is None:
             continue
-        todo, found = [op.input_value(1).get_node()], False
-        while todo and not found:
-            node = todo.pop()
-            if node.get_type_name() == "Constant":
-                found = node.get_output_element_type(0).get_type_name() in ("i8", "u8")
-            elif node.get_type_name() in through:
-                todo += [v.get_node() for v in node.input_values()]
+        found = True
+        for port in ports:
+            todo, int8 = [op.input_value(port).get_node()], False
+            while todo and not int8:
+                node = todo.pop()
+                if node.get_type_name() == "Constant":
+                    int8 = node.get_output_element_type(0).get_type_name() in ("i8", "u8")
+                elif node.get_type_name() in through:
+                    todo += [v.get_node() for v in node.input_values()]
+            found = found and int8
         n += found
     return n

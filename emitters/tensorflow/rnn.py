@@ -1,8 +1,15 @@
 """TensorFlow rules for the recurrent ops (RNN, GRU, LSTM) unrolled over time.
+
+The input projection ``X W^T + b`` is one matrix product over every step before the
+recurrence (the weight read once: TFLite then runs one FULLY_CONNECTED over the sequence
+instead of one per step); each step multiplies the state by ``R`` and splits the gate
+blocks with one ``split``.
 """
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from translator.ir.graph import Node
 from translator.compile.registry import Refusal
@@ -54,6 +61,22 @@ def _activation_fns(c: Any, n_dir: int) -> list[list[Any]]:
     return [fns[d * per:(d + 1) * per] for d in range(n_dir)]
 
 
+def _loop_weight(c: Any, k: int, d: int) -> str | None:
+    """TFLite, a recurrence over a run-time length (a while loop): input ``k``'s direction ``d``
+    as a constant of the module when it is a weight kept 8-bit (``quantized.weight_only_parts``:
+    a dequantization in the graph, which the loop would take as a run-time input its body
+    reads), so the converter quantizes it for the body's hybrid FULLY_CONNECTED as it does the
+    weights outside; None otherwise."""
+    from translator.compile.quantized import weight_only_parts
+
+    parts = weight_only_parts(c.node.inputs[k]) if c.cg.backend == "tflite" else None
+    if parts is None:
+        return None
+    q, scale, zp = parts
+    return c.weight(((q[d].astype(np.float32) - zp[d].astype(np.float32)) * scale[d]).astype(np.float32),
+                    f"{c.node.name}_dq{k}_{d}")
+
+
 @rule("rnn", "gru", "lstm", check=_rnn_check)
 def recurrent(c: Any) -> list[str]:
     """ONNX RNN / GRU / LSTM unrolled over a static sequence length, or a ``tf.while_loop``
@@ -94,11 +117,23 @@ def recurrent(c: Any) -> list[str]:
         backward = direction == "reverse" or d == 1
         w, r, wb, rb, h, cs, ys, t = (c.tmp(s) for s in (f"w{d}", f"r{d}", f"wb{d}", f"rb{d}", f"h{d}", f"c{d}",
                                                           f"ys{d}", "t"))
-        lines += [f"{w} = {c.i(1)}[{d}]", f"{r} = {c.i(2)}[{d}]"]
+        lines.append(f"{w} = {c.i(1)}[{d}]")
+        folded = _loop_weight(c, 2, d) if loop else None
+        if folded is not None:  # read inside the loop's body, where the converter sees a constant
+            r = folded
+        else:
+            lines.append(f"{r} = {c.i(2)}[{d}]")
         if c.has(3):
             lines += [f"{wb} = {c.i(3)}[{d}, :{gates * hidden}]", f"{rb} = {c.i(3)}[{d}, {gates * hidden}:]"]
         else:
             lines += [f"{wb} = tf.zeros([{gates * hidden}], {x}.dtype)", f"{rb} = {wb}"]
+        # the input projection of every step at once (one matrix product over [steps * batch, input]
+        # instead of one per step: the weight is read once)
+        # (an LSTM's or RNN's two biases added once there too; a GRU's recurrent bias stays with its product)
+        xw = c.tmp(f"xw{d}")
+        bias = wb if op == "gru" else f"({wb} + {rb})"
+        lines.append(f"{xw} = tf.reshape(tf.linalg.matmul(tf.reshape({x}, [-1, {c.static_shape(1)[-1]}]), {w}, "
+                     f"transpose_b=True) + {bias}, tf.stack([tf.shape({x})[0], {batch}, {gates * hidden}]))")
         lines.append(f"{h} = {init(5, d)}")
         if op == "lstm":
             lines.append(f"{cs} = {init(6, d)}")
@@ -117,32 +152,37 @@ def recurrent(c: Any) -> list[str]:
             lines.append(f"for {t} in {order}:")
             head = []
         gx, gh, hn, cn = (c.tmp(s) for s in ("gx", "gh", "h_new", "c_new"))
-        body = head + [f"{gx} = tf.linalg.matmul({x}[{t}], {w}, transpose_b=True) + {wb}"]
+        body = head + [f"{gx} = {xw}[{t}]"]
         H = hidden
         if op == "rnn":
-            body += [f"{gh} = tf.linalg.matmul({h}, {r}, transpose_b=True) + {rb}",
+            body += [f"{gh} = tf.linalg.matmul({h}, {r}, transpose_b=True)",
                      f"{hn} = {f[0](clipped(f'{gx} + {gh}'))}"]
-        elif op == "gru":
+        elif op == "gru":  # (each step's gate blocks taken by one split of each product)
             z, rt, hh = c.tmp("z"), c.tmp("r"), c.tmp("hh")
+            xz, xr, xh, hz, hr = (c.tmp(s) for s in ("xz", "xr", "xh", "hz", "hr"))
             body += [f"{gh} = tf.linalg.matmul({h}, {r}[:{2 * H}], transpose_b=True) + {rb}[:{2 * H}]",
-                     f"{z} = {f[0](clipped(f'{gx}[:, :{H}] + {gh}[:, :{H}]'))}",
-                     f"{rt} = {f[0](clipped(f'{gx}[:, {H}:{2 * H}] + {gh}[:, {H}:]'))}"]
+                     f"{xz}, {xr}, {xh} = tf.split({gx}, 3, axis=1)",
+                     f"{hz}, {hr} = tf.split({gh}, 2, axis=1)",
+                     f"{z} = {f[0](clipped(f'{xz} + {hz}'))}",
+                     f"{rt} = {f[0](clipped(f'{xr} + {hr}'))}"]
             if c.attr("linear_before_reset", 0):
-                inner = f"{gx}[:, {2 * H}:] + {rt} * (tf.linalg.matmul({h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:])"
+                inner = f"{xh} + {rt} * (tf.linalg.matmul({h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:])"
             else:
-                inner = f"{gx}[:, {2 * H}:] + tf.linalg.matmul({rt} * {h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:]"
+                inner = f"{xh} + tf.linalg.matmul({rt} * {h}, {r}[{2 * H}:], transpose_b=True) + {rb}[{2 * H}:]"
             body += [f"{hh} = {f[1](clipped(inner))}", f"{hn} = (1.0 - {z}) * {hh} + {z} * {h}"]
         else:
             pre, ig, fg, cc, og = (c.tmp(s) for s in ("pre", "i", "f", "cc", "o"))
+            pis, pos, pfs = (c.tmp(s) for s in ("pi", "po", "pf"))
             peep = [f"{c.i(7)}[{d}, {k * H}:{(k + 1) * H}]" for k in range(3)] if c.has(7) else None
             pi, po, pf = (f" + {p} * " for p in peep) if peep else ("", "", "")
-            body += [f"{pre} = {gx} + tf.linalg.matmul({h}, {r}, transpose_b=True) + {rb}",
-                     f"{ig} = {f[0](clipped(f'{pre}[:, :{H}]' + (pi + cs if peep else '')))}",
+            body += [f"{pre} = {gx} + tf.linalg.matmul({h}, {r}, transpose_b=True)",
+                     f"{pis}, {pos}, {pfs}, {cc} = tf.split({pre}, 4, axis=1)",
+                     f"{ig} = {f[0](clipped(pis + (pi + cs if peep else '')))}",
                      (f"{fg} = 1.0 - {ig}" if c.attr("input_forget", 0)
-                      else f"{fg} = {f[0](clipped(f'{pre}[:, {2 * H}:{3 * H}]' + (pf + cs if peep else '')))}"),
-                     f"{cc} = {f[1](clipped(f'{pre}[:, {3 * H}:]'))}",
+                      else f"{fg} = {f[0](clipped(pfs + (pf + cs if peep else '')))}"),
+                     f"{cc} = {f[1](clipped(cc))}",
                      f"{cn} = {fg} * {cs} + {ig} * {cc}",
-                     f"{og} = {f[0](clipped(f'{pre}[:, {H}:{2 * H}]' + (po + cn if peep else '')))}",
+                     f"{og} = {f[0](clipped(pos + (po + cn if peep else '')))}",
                      f"{hn} = {og} * {f[2](cn)}"]
         yt = c.tmp("y")
         if lens:

@@ -462,7 +462,8 @@ def weight_only_model(g: Graph) -> int:
 def dynamic_as_weight_only(g: Graph) -> int:
     """onnxruntime's dynamic quantization of a MatMul, ``DynamicQuantizeLinear(x) → (xq, sx,
     zx)``, ``MatMulInteger(xq, Wq, zx, zw) → Cast(float) → Mul(·, sx · sw)``, rewritten as
-    ``MatMul(x, DequantizeLinear(Wq, sw, zw))``: the weight stays 8-bit (a weight-only QDQ
+    ``MatMul(x, DequantizeLinear(Wq, sw, zw))`` (a Conv's, ``ConvInteger``, likewise as a
+    ``Conv`` with its attributes): the weight stays 8-bit (a weight-only QDQ
     island every writer stores as int8: Core ML's ``constexpr_affine_dequantize``; TFLite's
     converter then writes a hybrid FULLY_CONNECTED/BATCH_MATMUL with int8 weights, which
     quantizes its activations at run time as the source does), and the activation is no longer
@@ -471,8 +472,9 @@ def dynamic_as_weight_only(g: Graph) -> int:
     error, as the integer kernels of the target differ. Returns the matmuls rewritten."""
     done = 0
     for mmi in list(g.nodes):
-        if mmi.op != "matmul_integer" or mmi.graph is not g:
+        if mmi.op not in ("matmul_integer", "conv_integer") or mmi.graph is not g:
             continue
+        conv = mmi.op == "conv_integer"
         ins = list(mmi.inputs) + [None] * (4 - len(mmi.inputs))
         a, w, za, zw = ins[:4]
         dql = a.producer if a is not None else None
@@ -482,7 +484,7 @@ def dynamic_as_weight_only(g: Graph) -> int:
             continue
         if not w.is_const or w.type.dtype not in QRANGE8 or (zw is not None and not zw.is_const):
             continue
-        if w.type.rank != 2 or zw is not None and zw.type.shape not in ((), (1,)):
+        if (w.type.rank not in (3, 4, 5) if conv else w.type.rank != 2) or zw is not None and zw.type.shape not in ((), (1,)):
             continue
         uses = mmi.outputs[0].consumers()
         if len(uses) != 1 or uses[0].op != "cast":
@@ -506,8 +508,8 @@ def dynamic_as_weight_only(g: Graph) -> int:
                                                              "float32")
         dq = g.add_node("dequantize_linear", [w, sw_f, zw], {}, name=f"{mmi.name}_weight",
                         types=[TensorType("float32", w.type.shape)], before=mul)
-        mm = g.add_node("matmul", [x, dq.outputs[0]], {}, name=f"{mmi.name}_float",
-                        types=[TensorType("float32", mul.outputs[0].type.shape)], before=mul)
+        mm = g.add_node("conv" if conv else "matmul", [x, dq.outputs[0]], dict(mmi.attrs) if conv else {},
+                        name=f"{mmi.name}_float", types=[TensorType("float32", mul.outputs[0].type.shape)], before=mul)
         dq.meta["weight_only"] = True  # a writer may store it as it likes (TFLite: dynamic-range int8)
         mm.meta["decomposed_root"] = mmi.meta.get("decomposed_root", mmi.name)  # report: the source's node
         _stamp(dq)
@@ -569,6 +571,30 @@ def _lstm_weight(g: Graph, node: Node, q: Value | None, scale: Value | None, zp:
         _stamp(rs)
         out = rs.outputs[0]
     return out
+
+
+def weight_only_parts(v: Value | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A weight that is the dequantization of constant integers (``DequantizeLinear`` marked
+    ``weight_only``, perhaps reshaped: ``dynamic_lstm_as_weight_only``'s LSTM weights): its
+    integers, scales and zero points, each broadcast to the weight's shape (a writer that
+    re-lays the weight out, a recurrence's gate blocks, keeps them 8-bit); else None."""
+    if v is None or v.producer is None or v.type.shape is None:
+        return None
+    p, shape = v.producer, v.type.shape
+    if p.op == "reshape" and p.inputs[0] is not None and p.inputs[0].producer is not None:
+        p = p.inputs[0].producer
+    if p.op != "dequantize_linear" or not p.meta.get("weight_only") or len(p.inputs) < 3 \
+            or not all(i is not None and i.is_const for i in p.inputs[:3]):
+        return None
+    q = np.asarray(p.inputs[0].const)
+    axis = int(p.attrs.get("axis", 1)) % max(q.ndim, 1)
+    full = []
+    for k in (1, 2):
+        a = np.asarray(p.inputs[k].const)
+        if a.size > 1:
+            a = a.reshape([-1 if i == axis else 1 for i in range(q.ndim)])
+        full.append(np.broadcast_to(a, q.shape).reshape(shape))
+    return q.reshape(shape), full[0], full[1]
 
 
 def dynamic_lstm_as_weight_only(g: Graph) -> int:
