@@ -152,6 +152,8 @@ class Codegen:
         #: its lines, and the non-persistent buffers it fills (name, shape, dtype)
         self.prepare = _Scope(None, "")
         self.prepared: list[tuple[str, list[int], str]] = []
+        #: ids of the values ``_prepare`` computes (a rule may derive more from them at load)
+        self.load_time: set[int] = set()
         #: layers written as ``torch.nn`` submodules: (attribute name, constructor code,
         #: {parameter name: its array}); their weights load as ``<name>.<parameter>``
         self.modules: list[tuple[str, str, dict[str, np.ndarray]]] = []
@@ -232,7 +234,7 @@ class Codegen:
     # ------------------------------------------------------------------ graphs
     def graph_body(self, g: Graph, top: bool = False) -> None:
         for node in g.nodes:
-            if top and _load_time(node, g):
+            if top and _load_time(node, g, self.load_time):
                 self.prepared_node(node)
             else:
                 self.node(node)
@@ -251,8 +253,23 @@ class Codegen:
                 self.prepare.lines.append(f"self.{attr} = {local}")
                 self.prepared.append((attr, [int(d) for d in v.type.shape], self.dtype_name(v.type.dtype)))
                 main.names[id(v)] = f"self.{attr}"
+                self.load_time.add(id(v))
         finally:
             self.scope = main
+
+    def prepared_tensors(self, code: str, base: str, specs: list[tuple[list[int], str]]) -> list[str]:
+        """``code`` (an expression over constants and load-time values that gives a sequence of
+        tensors, of the shapes and dtypes ``specs``) computed once in ``_prepare`` into buffers
+        that ``forward`` reads; returns their ``self.`` names."""
+        tmp = self.prepare.used.take(ident(base, prefix="t"))
+        self.prepare.lines.append(f"{tmp} = {code}")
+        names = []
+        for i, (shape, dtype) in enumerate(specs):
+            attr = self.buffer_names.take(ident(f"{base}_{i}_prepared", prefix="c"))
+            self.prepare.lines.append(f"self.{attr} = {tmp}[{i}]")
+            self.prepared.append((attr, [int(d) for d in shape], self.dtype_name(dtype)))
+            names.append(f"self.{attr}")
+        return names
 
     def subgraph(self, g: Graph, base: str) -> str:
         """Emit ``g`` as a nested function (inputs → tuple of outputs); returns its name."""
@@ -311,11 +328,17 @@ class Codegen:
                 self.emit(line)
 
 
-def _load_time(node: Node, g: Graph) -> bool:
+def _load_time(node: Node, g: Graph, prepared: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
     """A quantized weight's dequantization (every input a constant, a static float result that
-    is not a graph output): computed once when the weights load, not on every ``forward``."""
-    return (node.op == "dequantize_linear" and not any(True for _ in node.subgraphs())
-            and all(v is None or v.is_const for v in node.inputs) and len(node.outputs) == 1
+    is not a graph output), or a reshape of one (``prepared``: the values computed so far):
+    computed once when the weights load, not on every ``forward``."""
+    if node.op == "dequantize_linear":
+        loaded = all(v is None or v.is_const for v in node.inputs)
+    elif node.op == "reshape":
+        loaded = node.inputs[0] is not None and id(node.inputs[0]) in prepared and node.inputs[1].is_const
+    else:
+        return False
+    return (loaded and not any(True for _ in node.subgraphs()) and len(node.outputs) == 1
             and node.outputs[0].type.shape is not None and all(isinstance(d, int) for d in node.outputs[0].type.shape)
             and node.outputs[0].type.dtype in ("float32", "float16", "bfloat16", "float64")
             and not any(o is node.outputs[0] for o in g.outputs))
@@ -463,13 +486,20 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                                                                   code_lines(c for _, c, _ in cg.modules))]
     class_name = _class_name(model)
     legalized = list(ctx.warnings)
+    body = free_dead_locals(cg.scope.lines, set(params) | set(returns))
+    # a load-time value only a later load-time step reads (an LSTM's dequantized weight, which
+    # its flat weights replace) is dropped once ``_prepare`` is done: no second float copy
+    read = "\n".join(body)
+    transient = [a for a, _, _ in cg.prepared if not re.search(rf"\bself\.{a}\b", read)]
+    prepare_lines = cg.prepare.lines + [f"del self.{a}" for a in transient]
+    kept = [(n, sh, dt) for n, sh, dt in cg.prepared if n not in transient]
     source = render(NAME, "module.py.j2", class_name=class_name, version=__version__, source=str(model.source),
                     ops=model.op_histogram(), weights_file=WEIGHTS_FILE,
                     helpers=code_lines(helper_source(h) for h in cg.helpers),
                     buffers=buffers, modules=modules, input_names=code_lines(params), output_names=list(io.outputs),
-                    body=code_lines(free_dead_locals(cg.scope.lines, set(params) | set(returns))),
-                    prepared=[{"name": n, "shape": sh, "dtype": dt} for n, sh, dt in cg.prepared],
-                    prepare=code_lines(cg.prepare.lines),
+                    body=code_lines(body),
+                    prepared=[{"name": n, "shape": sh, "dtype": dt} for n, sh, dt in kept],
+                    prepare=code_lines(prepare_lines),
                     returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     weights.update({f"{name}.{k}": arr for name, _, params in cg.modules for k, arr in params.items()})

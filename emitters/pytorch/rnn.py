@@ -78,6 +78,12 @@ def flat_weights(kind: str, w: np.ndarray, r: np.ndarray, b: np.ndarray | None) 
     return out
 
 
+def _at_load(e: NodeEmit, k: int) -> bool:
+    """Input ``k`` is computed once when the weights load (``codegen._load_time``)."""
+    v = e.node.inputs[k] if k < len(e.node.inputs) else None
+    return v is not None and id(v) in e.cg.load_time
+
+
 def _native(e: NodeEmit, kind: str, kernel: str) -> list[str]:
     direction = str(e.attr("direction"))
     x = e.x(0)
@@ -94,6 +100,14 @@ def _native(e: NodeEmit, kind: str, kernel: str) -> list[str]:
         for i, arr in enumerate(flats):
             v = Value(f"{base}_{names[i % len(names)]}_d{i // len(names)}", TensorType(dtype, tuple(arr.shape)), arr)
             refs.append(e.cg.buffer(v))
+        weights = f"[{', '.join(refs)}]"
+    elif _at_load(e, 1) and _at_load(e, 2) and (not e.has(3) or consts[2] is not None or _at_load(e, 3)):
+        # weights dequantized when they load (int8 weights): torch's flat weights derived then too
+        b = e.x(3) if e.has(3) else "None"
+        dtype, (num_dir, rows, inputs), hidden = e.dtype_id(1), e.shape(1), e.shape(2)[-1]
+        per = [([rows, inputs], dtype), ([rows, hidden], dtype)] + ([([rows], dtype)] * 2 if e.has(3) else [])
+        refs = e.cg.prepared_tensors(f"{e.helper('_rnn_flat_weights')}({literal(ORDER[kind])}, {e.x(1)}, {e.x(2)}, {b})",
+                                     f"{e.v(1).name}_flat", per * num_dir)  # type: ignore[union-attr]
         weights = f"[{', '.join(refs)}]"
     else:
         b = e.x(3) if e.has(3) else "None"
