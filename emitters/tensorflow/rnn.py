@@ -88,7 +88,12 @@ def recurrent(c: Any) -> list[str]:
     layout_bt = bool(c.attr("layout", 0))
     x_shape, r_shape = tuple(c.shape(0)), c.static_shape(2)
     steps = x_shape[1] if layout_bt else x_shape[0]
-    loop = not isinstance(steps, int)  # a symbolic sequence length: a while loop, not unrolled
+    # a symbolic sequence length: a while loop, not unrolled; on TFLite also a recurrence over
+    # int8 weights, whose per-step hybrid FULLY_CONNECTED (which XNNPACK does not take) would cut
+    # an unrolled sequence into a delegated partition per step
+    from translator.compile.quantized import weight_only_parts
+
+    loop = not isinstance(steps, int) or (c.cg.backend == "tflite" and weight_only_parts(c.node.inputs[2]) is not None)
     hidden = r_shape[-1]
     gates = _GATES[op]
     clip = c.attr("clip")
