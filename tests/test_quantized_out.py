@@ -651,6 +651,47 @@ def test_a_dynamically_quantized_convolution_keeps_its_int8_weights(target, tmp_
     assert k["integer"] == 3 and k["stored_only"], k
 
 
+def _dynamic_conv_with_run_time_bias(tmp_path) -> str:
+    """onnxruntime's older dynamic quantization of a biased Conv (ddddocr's recognizer, 21 of
+    them): the float bias quantized at run time with the product's scale, floor(B / (sx * sw)),
+    added to the int32 accumulator before the Cast and the scaling."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(8)
+    w = rng.integers(-127, 128, (32, 16, 3, 3)).astype(np.int8)
+    inits = [nh.from_array(w, "wq"), nh.from_array(np.array(0.004, np.float32), "ws"),
+             nh.from_array(np.array(0, np.int8), "wz"), nh.from_array((rng.standard_normal(32) * 0.3).astype(np.float32), "b"),
+             nh.from_array(np.array([1, 32, 1, 1], np.int64), "bshape")]
+    nodes = [h.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             h.make_node("ConvInteger", ["xq", "wq", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]),
+             h.make_node("Mul", ["xs", "ws"], ["bias_scale"]),
+             h.make_node("Div", ["b", "bias_scale"], ["bdiv"]), h.make_node("Floor", ["bdiv"], ["bfloor"]),
+             h.make_node("Cast", ["bfloor"], ["bint"], to=T.INT32), h.make_node("Reshape", ["bint", "bshape"], ["b4"]),
+             h.make_node("Add", ["acc", "b4"], ["biased"]), h.make_node("Cast", ["biased"], ["accf"], to=T.FLOAT),
+             h.make_node("Mul", ["xs", "ws"], ["scale"]), h.make_node("Mul", ["accf", "scale"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 16, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    path = tmp_path / "conv_int_bias.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("target", ["tensorflow", "coreml", "openvino"])
+def test_a_dynamic_convolution_with_a_run_time_quantized_bias_keeps_its_int8_weight(target, tmp_path):
+    """The bias quantized at run time (``quantized._run_time_int_bias``) becomes the float
+    convolution's own bias (the source's floor moves it by less than one step of the product's
+    scale), and the weight stays 8-bit as for an unbiased ConvInteger."""
+    import opbridge
+
+    path = _dynamic_conv_with_run_time_bias(tmp_path)
+    (rec,) = opbridge.convert(path, to=target, out=str(tmp_path / "out"))["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    assert rec["integer_kernels"]["integer"] == 1, rec["integer_kernels"]
+
+
 def _size(path: str) -> int:
     from pathlib import Path
 

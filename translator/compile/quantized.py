@@ -487,6 +487,11 @@ def dynamic_as_weight_only(g: Graph) -> int:
         if (w.type.rank not in (3, 4, 5) if conv else w.type.rank != 2) or zw is not None and zw.type.shape not in ((), (1,)):
             continue
         uses = mmi.outputs[0].consumers()
+        bias = add = None
+        if conv and len(uses) == 1 and uses[0].op == "add":  # a bias quantized at run time, added as int32
+            add = uses[0]
+            bias = _run_time_int_bias(add, mmi.outputs[0])
+            uses = add.outputs[0].consumers() if bias is not None else []
         if len(uses) != 1 or uses[0].op != "cast":
             continue
         cast = uses[0]
@@ -499,7 +504,7 @@ def dynamic_as_weight_only(g: Graph) -> int:
         if sm is None or sm.op != "mul" or dql.outputs[1] not in sm.inputs:
             continue
         sw = sm.inputs[1] if sm.inputs[0] is dql.outputs[1] else sm.inputs[0]
-        if not sw.is_const or _scalar(sw) is None:
+        if not sw.is_const or _scalar(sw) is None or (bias is not None and not _same_product(bias[1], scales)):
             continue
         x = dql.inputs[0]
         if zw is None:
@@ -508,14 +513,15 @@ def dynamic_as_weight_only(g: Graph) -> int:
                                                              "float32")
         dq = g.add_node("dequantize_linear", [w, sw_f, zw], {}, name=f"{mmi.name}_weight",
                         types=[TensorType("float32", w.type.shape)], before=mul)
-        mm = g.add_node("conv" if conv else "matmul", [x, dq.outputs[0]], dict(mmi.attrs) if conv else {},
+        mm = g.add_node("conv" if conv else "matmul", [x, dq.outputs[0]] + ([bias[0]] if bias else []),
+                        dict(mmi.attrs) if conv else {},
                         name=f"{mmi.name}_float", types=[TensorType("float32", mul.outputs[0].type.shape)], before=mul)
         dq.meta["weight_only"] = True  # a writer may store it as it likes (TFLite: dynamic-range int8)
         mm.meta["decomposed_root"] = mmi.meta.get("decomposed_root", mmi.name)  # report: the source's node
         _stamp(dq)
         _stamp(mm)
         g.replace_node(mul, [mm.outputs[0]])
-        for n in (cast, mmi, sm, dql):
+        for n in [cast] + (bias[2] if bias else []) + [mmi, sm, dql]:
             if n.graph is g and all(not v.uses and v not in g.outputs for v in n.outputs):
                 g.remove_node(n)
         done += 1
@@ -661,6 +667,44 @@ def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True) -> int
         infer(model.graph, ctx.tables)
         model.metadata = {**(model.metadata or {}), DYNAMIC_AS_WEIGHT_ONLY: str(n)}
     return n
+
+
+def _same_product(a: Value, b: Value) -> bool:
+    """``a`` and ``b`` are the same value, or products of the same run-time value and equal
+    constants (a quantizer that computes the scale product twice)."""
+    if a is b:
+        return True
+    pa, pb = a.producer, b.producer
+    if pa is None or pb is None or pa.op != "mul" or pb.op != "mul":
+        return False
+    run = [v for v in pa.inputs if v is not None and not v.is_const]
+    consts = [v for v in pa.inputs if v is not None and v.is_const]
+    other = [v for v in pb.inputs if v is not None and v.is_const]
+    return (len(run) == 1 and run[0] in pb.inputs and len(consts) == 1 == len(other)
+            and np.array_equal(np.asarray(consts[0].const), np.asarray(other[0].const)))
+
+
+def _run_time_int_bias(add: Node, acc: Value) -> tuple[Value, Value, list[Node]] | None:
+    """``add(acc, Reshape(Cast(Floor|Round(Div(B, s)))))``: onnxruntime's older dynamic
+    quantization of a biased Conv, which quantizes the float bias ``B`` at run time with the
+    product's scale ``s`` and adds it to the int32 accumulator. Returns (``B``, ``s``, the nodes
+    from the add down to the division, to remove) when ``B`` is a constant vector; else None."""
+    other = add.inputs[1] if add.inputs[0] is acc else add.inputs[0]
+    chain, v = [add], other
+    for op in ("reshape", "cast", ("floor", "round"), "div"):
+        p = v.producer if v is not None else None
+        if p is None or p.op not in ((op,) if isinstance(op, str) else op) or len(v.consumers()) != 1:
+            return None
+        chain.append(p)
+        v = p.inputs[0]
+    div = chain[-1]
+    b = div.inputs[0]
+    if not b.is_const or b.type.rank != 1 or b.type.dtype != "float32":
+        return None
+    scale = div.inputs[1].producer
+    if scale is not None and scale.op == "mul" and len(div.inputs[1].consumers()) == 1:
+        chain.append(scale)  # (its own product of the scales: removed with the rest)
+    return b, div.inputs[1], chain
 
 
 def _output_channel_axis(node: Node, i: int, rank: int) -> int | None:
