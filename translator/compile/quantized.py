@@ -487,11 +487,10 @@ def dynamic_as_weight_only(g: Graph) -> int:
         if (w.type.rank not in (3, 4, 5) if conv else w.type.rank != 2) or zw is not None and zw.type.shape not in ((), (1,)):
             continue
         uses = mmi.outputs[0].consumers()
-        bias = add = None
+        bias = None
         if conv and len(uses) == 1 and uses[0].op == "add":  # a bias quantized at run time, added as int32
-            add = uses[0]
-            bias = _run_time_int_bias(add, mmi.outputs[0])
-            uses = add.outputs[0].consumers() if bias is not None else []
+            bias = _run_time_int_bias(uses[0], mmi.outputs[0])
+            uses = uses[0].outputs[0].consumers() if bias is not None else []
         if len(uses) != 1 or uses[0].op != "cast":
             continue
         cast = uses[0]
@@ -540,7 +539,9 @@ def _lstm_weight(g: Graph, node: Node, q: Value | None, scale: Value | None, zp:
     """``DequantizeLinear`` of the int8 LSTM weight ``q`` (``[D, rows, 4H]``, stored transposed)
     in ONNX LSTM's layout ``[D, 4H, rows]``: the integers transposed now, one scale (and zero
     point) per direction along axis 0, or per gate column along axis 1 when there is one
-    direction. None when the scales cannot be written so (two directions, a scale per column)."""
+    direction; two directions with a scale per column are the rows of ``[D * 4H, rows]``,
+    reshaped back. None when the weight is not constant 8-bit integers or its scales are
+    none of these."""
     if q is None or scale is None or not q.is_const or not scale.is_const or (zp is not None and not zp.is_const):
         return None
     w = np.asarray(q.const)
