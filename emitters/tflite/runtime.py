@@ -168,17 +168,46 @@ def integer_kernels(path: Path) -> Any:
         return "hybrid" if len(ins) > 1 and ins[1] == np.int8 else "float"
 
     kinds = [kind(o) for o in ops]
+    names = {o["op_name"] for o in ops}
+    inner = _subgraph_kinds(Path(path))  # the bodies of WHILE/IF (the interpreter lists the main graph's)
+    kinds += [k for _, k in inner]
+    names |= {name for name, _ in inner}
     n, hybrid, integer = sum(k != "float" for k in kinds), kinds.count("hybrid"), kinds.count("integer")
-    how = f"{n} of {len(ops)} {'/'.join(sorted({o['op_name'] for o in ops}))} read 8/16-bit integers"
+    how = f"{n} of {len(kinds)} {'/'.join(sorted(names))} read 8/16-bit integers"
     if hybrid:
         how += f" ({hybrid} hybrid: float activations quantized at run time)"
+    if inner:
+        how += f"; {len(inner)} of the {len(kinds)} in control-flow bodies"
     if delegated is None:
         return KernelCount(n, len(ops), how + "; XNNPACK not inspected (the model allocates only at run-time sizes)")
     in_xnn = sum(1 for o, k in zip(ops, kinds) if k == "integer" and o["index"] in delegated)
     if integer:
         how += f"; XNNPACK runs {in_xnn} of the {integer} integer ones" + (
             f" ({integer - in_xnn} left to the builtin kernels)" if integer > in_xnn else "")
-    return KernelCount(in_xnn + hybrid, len(ops), how)
+    return KernelCount(in_xnn + hybrid, len(kinds), how)
+
+
+def _subgraph_kinds(path: Path) -> list[tuple[str, str]]:
+    """(op name, ``integer``/``hybrid``/``float``) of each compute op of the model's subgraphs
+    after the first (control-flow bodies, which XNNPACK does not take), read from the flatbuffer."""
+    from tensorflow.lite.python import schema_py_generated as fb
+
+    from .same_scale import builtin_of
+
+    m = fb.ModelT.InitFromObj(fb.Model.GetRootAsModel(Path(path).read_bytes(), 0))
+    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    eight = {fb.TensorType.INT8, fb.TensorType.UINT8, fb.TensorType.INT16}
+    out = []
+    for g in (m.subgraphs or [])[1:]:
+        for op in g.operators or []:
+            name = names.get(builtin_of(m.operatorCodes[op.opcodeIndex]), "")
+            if name not in COMPUTE_OPS:
+                continue
+            ins = [g.tensors[int(i)].type for i in op.inputs if int(i) >= 0]
+            k = "integer" if ins and ins[0] in eight else (
+                "hybrid" if len(ins) > 1 and ins[1] == fb.TensorType.INT8 else "float")
+            out.append((name, k))
+    return out
 
 
 def delegated_nodes(ops: list[dict]) -> set[int]:
