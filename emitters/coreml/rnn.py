@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from translator.compile.quantized import weight_only_parts
+from translator.compile.quantized import weight_only_dequantization, weight_only_parts
 from translator.ir.graph import Node, Value
 
 from .mil import const_of, lit, np_dtype, np_lit
@@ -46,8 +46,7 @@ def _int8_weight(v: "Value | None") -> tuple[np.ndarray, np.ndarray, np.ndarray]
     parts = weight_only_parts(v)
     if parts is None:
         return None
-    dq = v.producer if v.producer.op == "dequantize_linear" else v.producer.inputs[0].producer  # (through a reshape)
-    dt = np.dtype(quant_dtype(dq))
+    dt = np.dtype(quant_dtype(weight_only_dequantization(v)))
     return parts[0].astype(dt), parts[1], parts[2].astype(dt)
 
 
@@ -58,7 +57,7 @@ def _rnn_check(node: Node) -> Refusal | None:
     if x is None or len(x) != 3:
         return Refusal("dynamic_shape", f"{node.op} needs a rank-3 X")
     for i in (1, 2, 3, 7):
-        if ins[i] is not None and ins[i].is_const is False and (i not in (1, 2) or _int8_weight(ins[i]) is None):
+        if ins[i] is not None and ins[i].is_const is False and (i not in (1, 2) or weight_only_dequantization(ins[i]) is None):
             return Refusal("requires_constant_input", f"input {i} (weights, bias, peepholes) must be a constant for MIL")
     if ins[4] is not None:
         lens = const_of(ins[4])

@@ -443,10 +443,9 @@ def emit(model: Model, ctx: "Compilation") -> Artifact:
     inputs = [(v.name, em.dtype_of(v)) for v in g.inputs]
     outputs = [(v.name, em.dtype_of(v)) for v in g.outputs]
     artifact = Artifact(source, em.weights, inputs, outputs)
-    from translator.compile.quantized import DYNAMIC_AS_WEIGHT_ONLY
+    from translator.compile.quantized import dynamic_range_features
 
-    if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY):
-        em.features.add("dynamic_range")
+    em.features |= dynamic_range_features(model)
     if em.features:
         artifact.options["features"] = sorted(em.features)
     artifact.model  # noqa: B018 - build now: OpenVINO's shape/type validation fails here, not at run time

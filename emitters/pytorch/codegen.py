@@ -249,10 +249,7 @@ class Codegen:
                 local = self.prepare.lookup(v)
                 if local is None:
                     continue
-                attr = self.buffer_names.take(ident(f"{v.name}_prepared", prefix="c"))
-                self.prepare.lines.append(f"self.{attr} = {local}")
-                self.prepared.append((attr, [int(d) for d in v.type.shape], self.dtype_name(v.type.dtype)))
-                main.names[id(v)] = f"self.{attr}"
+                main.names[id(v)] = self._prepared_buffer(v.name, local, v.type.shape, v.type.dtype)
                 self.load_time.add(id(v))
         finally:
             self.scope = main
@@ -263,13 +260,16 @@ class Codegen:
         that ``forward`` reads; returns their ``self.`` names."""
         tmp = self.prepare.used.take(ident(base, prefix="t"))
         self.prepare.lines.append(f"{tmp} = {code}")
-        names = []
-        for i, (shape, dtype) in enumerate(specs):
-            attr = self.buffer_names.take(ident(f"{base}_{i}_prepared", prefix="c"))
-            self.prepare.lines.append(f"self.{attr} = {tmp}[{i}]")
-            self.prepared.append((attr, [int(d) for d in shape], self.dtype_name(dtype)))
-            names.append(f"self.{attr}")
-        return names
+        return [self._prepared_buffer(f"{base}_{i}", f"{tmp}[{i}]", shape, dtype)
+                for i, (shape, dtype) in enumerate(specs)]
+
+    def _prepared_buffer(self, base: str, expr: str, shape: "tuple | list", dtype: str | None) -> str:
+        """A non-persistent buffer named after ``base`` that ``_prepare`` fills with ``expr``;
+        returns its ``self.`` name."""
+        attr = self.buffer_names.take(ident(f"{base}_prepared", prefix="c"))
+        self.prepare.lines.append(f"self.{attr} = {expr}")
+        self.prepared.append((attr, [int(d) for d in shape], self.dtype_name(dtype)))
+        return f"self.{attr}"
 
     def subgraph(self, g: Graph, base: str) -> str:
         """Emit ``g`` as a nested function (inputs → tuple of outputs); returns its name."""
@@ -328,7 +328,7 @@ class Codegen:
                 self.emit(line)
 
 
-def _load_time(node: Node, g: Graph, prepared: set[int] = frozenset()) -> bool:  # type: ignore[assignment]
+def _load_time(node: Node, g: Graph, prepared: set[int]) -> bool:
     """A quantized weight's dequantization (every input a constant, a static float result that
     is not a graph output), or a reshape of one (``prepared``: the values computed so far):
     computed once when the weights load, not on every ``forward``."""
@@ -503,9 +503,9 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                     returns=code_lines(returns), legalized=legalized)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     weights.update({f"{name}.{k}": arr for name, _, params in cg.modules for k, arr in params.items()})
-    from translator.compile.quantized import DYNAMIC_AS_WEIGHT_ONLY
+    from translator.compile.quantized import dynamic_range_features
 
-    features = {"features": ["dynamic_range"]} if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY) else {}
+    features = dynamic_range_features(model)
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            list(ctx.decomposed), legalized, in_dtypes, out_dtypes, out_legal, io.renamed(),
-                           list(io.warnings), features)
+                           list(io.warnings), {"features": sorted(features)} if features else {})

@@ -415,10 +415,9 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
                     init=code_lines(cg.init), specs=code_lines(specs), args=code_lines(p.key for p in inputs),
                     body=code_lines(body), result=Code("{" + ", ".join(result) + "}"))
     first = next(i for i, line in enumerate(source.splitlines()) if line.lstrip().startswith("def forward(")) + 2
-    from translator.compile.quantized import DYNAMIC_AS_WEIGHT_ONLY
+    from translator.compile.quantized import dynamic_range_features
 
-    if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY):  # (convert: the exact emulation if the check fails)
-        cg.features.add("dynamic_range")
+    cg.features |= dynamic_range_features(model)  # (convert: the exact emulation if the check fails)
     return TFArtifact(backend, source, cg.weights, inputs, outputs, transposes, layout, warnings,
                       list(ctx.decomposed), {"io_channels_last": io_channels_last,
                                              **({"features": sorted(cg.features)} if cg.features else {})},

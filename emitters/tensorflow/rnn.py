@@ -61,20 +61,12 @@ def _activation_fns(c: Any, n_dir: int) -> list[list[Any]]:
     return [fns[d * per:(d + 1) * per] for d in range(n_dir)]
 
 
-def _loop_weight(c: Any, k: int, d: int) -> str | None:
-    """TFLite, a recurrence over a run-time length (a while loop): input ``k``'s direction ``d``
-    as a constant of the module when it is a weight kept 8-bit (``quantized.weight_only_parts``:
-    a dequantization in the graph, which the loop would take as a run-time input its body
-    reads), so the converter quantizes it for the body's hybrid FULLY_CONNECTED as it does the
-    weights outside; None otherwise."""
+def _int8_recurrent_weight(c: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """TFLite: R's integers, scales and zero points when it is a weight kept 8-bit
+    (``quantized.weight_only_parts``); else None."""
     from translator.compile.quantized import weight_only_parts
 
-    parts = weight_only_parts(c.node.inputs[k]) if c.cg.backend == "tflite" else None
-    if parts is None:
-        return None
-    q, scale, zp = parts
-    return c.weight(((q[d].astype(np.float32) - zp[d].astype(np.float32)) * scale[d]).astype(np.float32),
-                    f"{c.node.name}_dq{k}_{d}")
+    return weight_only_parts(c.node.inputs[2]) if c.cg.backend == "tflite" else None
 
 
 @rule("rnn", "gru", "lstm", check=_rnn_check)
@@ -91,9 +83,8 @@ def recurrent(c: Any) -> list[str]:
     # a symbolic sequence length: a while loop, not unrolled; on TFLite also a recurrence over
     # int8 weights, whose per-step hybrid FULLY_CONNECTED (which XNNPACK does not take) would cut
     # an unrolled sequence into a delegated partition per step
-    from translator.compile.quantized import weight_only_parts
-
-    loop = not isinstance(steps, int) or (c.cg.backend == "tflite" and weight_only_parts(c.node.inputs[2]) is not None)
+    int8_r = _int8_recurrent_weight(c)
+    loop = not isinstance(steps, int) or int8_r is not None
     hidden = r_shape[-1]
     gates = _GATES[op]
     clip = c.attr("clip")
@@ -123,9 +114,12 @@ def recurrent(c: Any) -> list[str]:
         w, r, wb, rb, h, cs, ys, t = (c.tmp(s) for s in (f"w{d}", f"r{d}", f"wb{d}", f"rb{d}", f"h{d}", f"c{d}",
                                                           f"ys{d}", "t"))
         lines.append(f"{w} = {c.i(1)}[{d}]")
-        folded = _loop_weight(c, 2, d) if loop else None
-        if folded is not None:  # read inside the loop's body, where the converter sees a constant
-            r = folded
+        if int8_r is not None:  # a constant of the module, read inside the loop's body: the converter
+            # quantizes it for the body's hybrid FULLY_CONNECTED (a dequantization in the graph would
+            # be a run-time input of the loop)
+            q, scale, zp = (a[d] for a in int8_r)
+            r = c.weight(((q.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32),
+                         f"{c.node.name}_dq2_{d}")
         else:
             lines.append(f"{r} = {c.i(2)}[{d}]")
         if c.has(3):

@@ -580,19 +580,29 @@ def _lstm_weight(g: Graph, node: Node, q: Value | None, scale: Value | None, zp:
     return out
 
 
-def weight_only_parts(v: Value | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """A weight that is the dequantization of constant integers (``DequantizeLinear`` marked
-    ``weight_only``, perhaps reshaped: ``dynamic_lstm_as_weight_only``'s LSTM weights): its
-    integers, scales and zero points, each broadcast to the weight's shape (a writer that
-    re-lays the weight out, a recurrence's gate blocks, keeps them 8-bit); else None."""
+def weight_only_dequantization(v: Value | None) -> Node | None:
+    """The ``DequantizeLinear`` of constant integers, marked ``weight_only``, that computes
+    weight ``v`` (perhaps through a reshape: ``dynamic_lstm_as_weight_only``'s LSTM weights);
+    else None."""
     if v is None or v.producer is None or v.type.shape is None:
         return None
-    p, shape = v.producer, v.type.shape
+    p = v.producer
     if p.op == "reshape" and p.inputs[0] is not None and p.inputs[0].producer is not None:
         p = p.inputs[0].producer
     if p.op != "dequantize_linear" or not p.meta.get("weight_only") or len(p.inputs) < 3 \
             or not all(i is not None and i.is_const for i in p.inputs[:3]):
         return None
+    return p
+
+
+def weight_only_parts(v: Value | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Weight ``v`` of a ``weight_only_dequantization``: its integers, scales and zero points,
+    each broadcast to the weight's shape (a writer that re-lays the weight out, a recurrence's
+    gate blocks, keeps them 8-bit); else None."""
+    p = weight_only_dequantization(v)
+    if p is None:
+        return None
+    shape = v.type.shape  # type: ignore[union-attr]
     q = np.asarray(p.inputs[0].const)
     axis = int(p.attrs.get("axis", 1)) % max(q.ndim, 1)
     full = []
@@ -647,6 +657,13 @@ def dynamic_lstm_as_weight_only(g: Graph) -> int:
 #: ``dynamic_model_as_weight_only`` left unrounded (a writer reports ``dynamic_range`` in its
 #: artifact's features, so ``convert`` writes the exact emulation when the check fails)
 DYNAMIC_AS_WEIGHT_ONLY = "opbridge.dynamic_as_weight_only"
+
+
+def dynamic_range_features(model: Any) -> set[str]:
+    """The artifact feature a writer records for a model ``dynamic_model_as_weight_only``
+    rewrote: ``dynamic_range`` (``convert`` then falls back to the exact emulation when the
+    check fails); else none."""
+    return {"dynamic_range"} if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY) else set()
 
 
 def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True) -> int:
