@@ -26,5 +26,5 @@ def test_the_folder_report_agrees_with_each_models_own_report_and_a_broken_file_
                         "--json", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     doc = json.loads(out.read_text())
-    assert doc["models"] == 2 and doc["pairs"] == 7 and doc["disagree"] == [], doc  # 6 targets + the unreadable file
-    assert "report DIR vs report MODEL: 7/7" in p.stdout
+    assert doc["models"] == 2 and doc["pairs"] == 9 and doc["disagree"] == [], doc  # 8 targets + the unreadable file
+    assert "report DIR vs report MODEL: 9/9" in p.stdout

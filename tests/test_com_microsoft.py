@@ -364,7 +364,9 @@ def _write(case: Case, path: Any) -> str:
 def _onnxruntime(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     import onnxruntime as ort
 
-    so = ort.SessionOptions()
+    from translator.ir.ort_run import session_options
+
+    so = session_options()  # exact integer products on CPUs without VNNI, as the product runs onnxruntime
     so.intra_op_num_threads = 1  # DynamicQuantizeLSTM's numbers depend on how it splits a batch over threads
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)

@@ -146,11 +146,34 @@ def test_int8_model_is_carried_as_qdq(models):
     assert list(atol) == [m.graph.outputs[0].name]
 
 
-@pytest.mark.parametrize("which", ["int8", "int8_float_io", "uint8_io"])
+def _openvino_int8(which: str) -> object:
+    from translator.ir import cpu
+
+    # measured on an AMD EPYC with AVX2 and no VNNI (2026-12-01): OpenVINO 2026's first integer
+    # convolution of these two came out up to 91 (float input) and 10 (uint8 input) steps off LiteRT,
+    # the int8-input one exact; on a CPU with VNNI all three matched LiteRT
+    marks = [] if cpu.exact_int8_products() or which == "int8" else [pytest.mark.xfail(
+        strict=True, reason=f"OpenVINO's integer convolution on {cpu.describe()} is not LiteRT's exact product")]
+    return pytest.param(which, marks=marks, id=which)
+
+
+@pytest.mark.parametrize("which", [_openvino_int8(w) for w in ["int8", "int8_float_io", "uint8_io"]])
 def test_int8_matches_litert(models, which):
     reports = _check(models[which], ["numpy", "openvino"])
-    for b in reports:
-        _assert_pass(reports, b)
+    _assert_pass(reports, "numpy")
+    _assert_pass(reports, "openvino")
+
+
+def test_a_mismatch_of_openvinos_int8_kernels_names_the_cpu(models):
+    """Where OpenVINO's integer kernels part from LiteRT on a CPU without VNNI, the check says
+    which CPU it ran on and why that matters; on a CPU with VNNI the model passes."""
+    from translator.ir import cpu
+
+    r = _check(models["int8_float_io"], ["openvino"])["openvino"]
+    if cpu.exact_int8_products():
+        assert r.status == "pass", (r.reason, r.detail)
+    else:
+        assert r.status == "fail" and any("without VNNI" in n and "OpenVINO" in n for n in r.notes), r.notes
 
 
 def test_float16_weights_become_casts(models):

@@ -157,7 +157,8 @@ def test_every_target_writes_the_same_bytes_twice(tmp_path, which):
     assert sorted(a) == sorted(b)
     stem = model.stem
     for t, suffix in (("onnx", ".onnx"), ("pytorch", "_pytorch"), ("tensorflow", "_savedmodel"),
-                      ("tflite", ".tflite"), ("openvino", "_openvino"), ("coreml", "_coreml")):
+                      ("tflite", ".tflite"), ("openvino", "_openvino"), ("coreml", "_coreml"),
+                      ("stablehlo", "_jax"), ("mlx", "_mlx")):
         mine = [k for k in a if k.startswith(stem + suffix)]
         assert mine, (t, sorted(a))
         differ = [k for k in mine if a[k] != b[k]]

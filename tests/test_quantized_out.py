@@ -24,6 +24,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from quantized import calibration_reader  # noqa: E402 - the bench's corpus reader, one for both
 
+from translator.ir import cpu  # noqa: E402
+
 
 
 def _initializer(rng, name, *shape):
@@ -424,13 +426,13 @@ def test_the_record_says_which_kernels_run_integer_and_report_predicts_it(operat
     from translator.run.report import plan_model
 
     src = _qdq_cnn(tmp_path / "q.onnx", per_channel=False, operators=operators)
-    res = opbridge.convert(str(src), to="onnx,tflite,openvino,pytorch,coreml,tensorflow", out=str(tmp_path / "out"),
-                           check=False)
+    res = opbridge.convert(str(src), to="onnx,tflite,openvino,pytorch,coreml,tensorflow,stablehlo,mlx",
+                           out=str(tmp_path / "out"), check=False)
     got = {r["target"]: r.get("integer_kernels") for r in res["targets"]}
     assert all(r["status"] == "ok" for r in res["targets"]), res["targets"]
     for t in ("onnx", "tflite", "openvino"):  # 2 convs + the classifier, all integer
         assert got[t]["integer"] == got[t]["total"] >= 3 and not got[t].get("stored_only"), (t, got[t])
-    for t in ("pytorch", "coreml", "tensorflow"):  # int8 storage, float kernels
+    for t in ("pytorch", "coreml", "tensorflow", "stablehlo", "mlx"):  # int8 storage, float kernels
         assert got[t]["stored_only"] and got[t]["integer"] >= 3, (t, got[t])
     assert "runs every kernel in float" in got["tensorflow"]["how"]
     plans = {p.backend: p for p in plan_model(frontends.load(str(src)), list(got))}
@@ -1331,6 +1333,9 @@ def test_a_convolution_with_an_int32_bias_past_float32s_integers_is_computed_in_
         assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, (target, o)
 
 
+@pytest.mark.xfail(condition=not cpu.exact_int8_products(), strict=True,
+                   reason="on an x86 CPU without VNNI OpenVINO's integer convolutions are not exact: one of the five "
+                          "inputs came out a step off onnxruntime's exact products (AMD EPYC, AVX2, 2026-12-01)")
 def test_a_residual_sum_after_a_convolution_is_requantized_as_onnxruntime_does_on_openvino(tmp_path):
     """A ResNet (a strided stem, two residual blocks ``relu(x + conv(relu(conv(x))))`` of 64
     channels, pooling, a classifier) in QDQ form. OpenVINO's CPU plugin folds ``Convolution →

@@ -111,7 +111,9 @@ def test_terminal_output_is_readable():
 
 def test_query_path_imports_no_heavy_framework():
     code = ("import sys, translator.cli.main as c; c.main(['query','conv','--backend','openvino']); "
-            "heavy=[m for m in ('numpy','yaml','torch','tensorflow','onnx','openvino','coremltools','jinja2') "
+            "c.main(['query','conv','--backend','stablehlo']); c.main(['query','conv','--backend','mlx']); "
+            "heavy=[m for m in ('numpy','yaml','torch','tensorflow','onnx','openvino','coremltools','jinja2','jax',"
+            "'jaxlib','mlx','ncnn') "
             "if m in sys.modules]; print('HEAVY', heavy)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr

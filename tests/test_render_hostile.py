@@ -25,7 +25,7 @@ from translator.compile import render as R
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
-CODE_BACKENDS = ("pytorch", "tensorflow", "openvino", "coreml")
+CODE_BACKENDS = ("pytorch", "tensorflow", "openvino", "coreml", "stablehlo", "mlx")
 
 PAYLOADS = (
     '"""\n__import__("os").system("touch PWNED")\n"""',

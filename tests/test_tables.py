@@ -229,3 +229,21 @@ def test_conv_pads_order_erratum_is_what_onnxruntime_does():
     y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert y.shape == (1, 1, 4, 3)
     assert np.array_equal(y[0, 0, 0], np.zeros(3)) and np.array_equal(y[0, 0, 1:], x[0, 0])
+
+
+@pytest.mark.parametrize("api, module, attr, no_ir", [
+    ("mlx", "emitters.mlx.codegen", "MLX_DTYPES", set()),
+    # uint1 is the seed's row for i1 (bool's too); ONNX has no float8e4m3b11fnuz tensors to convert
+    ("stablehlo", "emitters.stablehlo.codegen", "JAX_DTYPES", {"uint1", "float8e4m3b11fnuz"}),
+])
+def test_a_python_source_targets_dtypes_are_its_dtype_column(api, module, attr, no_ir):
+    """The dtypes the MLX and StableHLO writers take are exactly the ones their dtypes.yaml
+    column says native (the table corrected by execution where the seed was out of date)."""
+    import importlib
+
+    from translator.table.loader import load_tables
+
+    tables = load_tables()
+    emitted = set(getattr(importlib.import_module(module), attr))
+    native = {d for d, t in tables.dtypes.items() if (c := t.backends.get(api)) is not None and c.status == "native"}
+    assert sorted(emitted - native) == [] and sorted(native - emitted - no_ir) == []

@@ -24,7 +24,6 @@ literals pass through ``render.literal``; model text never reaches the source ra
 """
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import re
@@ -37,6 +36,8 @@ from translator.table import paths
 from translator.table.errors import Unsupported
 from translator.ir.graph import Graph, Model, Node, Value
 from translator.ir.names import NameSet, io_names
+from translator.compile import pysource
+from translator.compile.pysource import Scope
 from translator.compile.registry import Refusal, rules, snippet_of
 from translator.compile.render import ident, literal
 from translator.table.loader import Tables
@@ -69,36 +70,14 @@ def _template_dir() -> str:
     return os.path.join(paths.templates_dir(), NAME)
 
 
-@lru_cache(maxsize=None)
 def helpers() -> dict[str, tuple[str, tuple[str, ...]]]:
     """helper name → (source, helpers it calls), parsed from ``templates/pytorch/helpers.py``."""
-    path = os.path.join(_template_dir(), "helpers.py")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    tree = ast.parse(text)
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    out = {}
-    for name, fn in funcs.items():
-        calls = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in funcs and n.id != name})
-        out[name] = (ast.get_source_segment(text, fn) or "", tuple(calls))
-    return out
+    return pysource.helpers(os.path.join(_template_dir(), "helpers.py"))
 
 
 def helper_deps(name: str) -> list[str]:
     """``name`` and every helper it needs, dependencies first."""
-    table = helpers()
-    if name not in table:
-        raise KeyError(f"no helper {name!r} in templates/pytorch/helpers.py")
-    order: list[str] = []
-
-    def visit(n: str) -> None:
-        for d in table[n][1]:
-            visit(d)
-        if n not in order:
-            order.append(n)
-
-    visit(name)
-    return order
+    return pysource.helper_deps(os.path.join(_template_dir(), "helpers.py"), name)
 
 
 def helper_source(name: str) -> str:
@@ -114,25 +93,6 @@ def _module_attrs() -> frozenset[str]:
 
 
 # ----------------------------------------------------------------------------- code generation
-class _Scope:
-    """One Python function: its local names and lines."""
-
-    def __init__(self, parent: "_Scope | None", indent: str) -> None:
-        self.parent = parent
-        self.names: dict[int, str] = {}
-        self.used = NameSet(parent.used.taken if parent else ())
-        self.lines: list[str] = []
-        self.indent = indent
-
-    def lookup(self, v: Value) -> str | None:
-        s: _Scope | None = self
-        while s is not None:
-            if id(v) in s.names:
-                return s.names[id(v)]
-            s = s.parent
-        return None
-
-
 class Codegen:
     """Turns a lowered IR graph into the body of ``forward`` (and nested bodies)."""
 
@@ -144,13 +104,13 @@ class Codegen:
         self.buffers: dict[int, tuple[str, np.ndarray, str, Value]] = {}
         self.buffer_names = NameSet()
         self.helpers: list[str] = []
-        self.scope = _Scope(None, "")
+        self.scope = Scope(None, "")
         #: node name → why a rule could not write it (reported to the pipeline together)
         self.refused: dict[str, Refusal] = {}
         self._module_attrs = _module_attrs()
         #: what ``_prepare`` computes once when the weights load (a quantized weight dequantized):
         #: its lines, and the non-persistent buffers it fills (name, shape, dtype)
-        self.prepare = _Scope(None, "")
+        self.prepare = Scope(None, "")
         self.prepared: list[tuple[str, list[int], str]] = []
         #: ids of the values ``_prepare`` computes (a rule may derive more from them at load)
         self.load_time: set[int] = set()
@@ -275,7 +235,7 @@ class Codegen:
         """Emit ``g`` as a nested function (inputs → tuple of outputs); returns its name."""
         fn = self.fresh(f"{base}_fn")
         outer = self.scope
-        inner = _Scope(outer, outer.indent + "    ")
+        inner = Scope(outer, outer.indent + "    ")
         self.scope = inner
         try:
             params = [self.bind(v) for v in g.inputs]

@@ -196,15 +196,7 @@ def version() -> str:
 
 def integer_kernels(path: Path) -> Any:
     """PyTorch runs float kernels on weights dequantized once at load; what is integer is the
-    storage: the share of the weight tensors (filters and matrices: two dims or more above 1,
-    256 elements or more; not biases, scales, zero points or per-channel multipliers shaped to
-    broadcast) kept as int8/uint8."""
-    from safetensors.numpy import load_file
+    storage (``quantized.stored_int8_weights``)."""
+    from translator.compile.quantized import stored_int8_weights
 
-    from translator.compile.target import KernelCount
-
-    ws = load_file(str(Path(path) / WEIGHTS_FILE))
-    big = [a for a in ws.values() if a.size >= 256 and sum(d > 1 for d in a.shape) >= 2]
-    n = sum(1 for a in big if a.dtype in (np.int8, np.uint8))
-    return KernelCount(n, len(big), f"{n} of {len(big)} weight tensors stored as int8 (dequantized once at load)",
-                       stored=True)
+    return stored_int8_weights(Path(path) / WEIGHTS_FILE, "dequantized once at load")

@@ -274,7 +274,7 @@ def register(sub: "Any", add: "Callable[..., Any]", target_options: bool = True)
                    help="quantized .tflite sources: compute the 8-bit layers in LiteRT's integer arithmetic written "
                         "as float ops (bit-exact against the interpreter; the output is a float model)")
     r.add_argument("--table", action="store_true", help="the operator x API matrix instead of a model")
-    r.add_argument("--backends", help="comma-separated (default: all six targets)")
+    r.add_argument("--backends", help="comma-separated (default: every conversion target)")
     r.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     r.add_argument("--md", metavar="OUT.md", nargs="?", const="-", help="Markdown (to a file, or stdout)")
     r.add_argument("--graph", metavar="DIR", help="write Model Explorer node data (one overlay per target) into DIR "

@@ -1180,3 +1180,32 @@ def constants_on_output_grid(g: Graph) -> int:
 
 
 __all__ += ["constants_on_output_grid"]
+
+
+def float_kernels_plan(framework: str):
+    """``Target.integer_plan`` of a target whose framework has no 8-bit kernels and computes
+    dequantized values in float (JAX, MLX): an 8-bit weight stays 8-bit in the artifact's
+    weights and is dequantized in the function; everything else is float (``report``)."""
+
+    def plan(node: Node, ctx: Any) -> tuple[str, str]:
+        if quantized_operands(node).weight is not None:
+            return "int8 weights", f"stored as int8, dequantized in the function; float kernel ({framework} has no 8-bit kernels)"
+        return "float", f"{framework} has no 8-bit kernels: it computes the dequantized values in float"
+
+    return plan
+
+
+def stored_int8_weights(weights_file: Any, how: str) -> Any:
+    """``KernelCount`` of a target whose kernels are float over weights it keeps 8-bit (PyTorch,
+    JAX, MLX): the share of the weight tensors (filters and matrices: two dims or more above 1,
+    256 elements or more; not biases, scales, zero points or per-channel multipliers shaped to
+    broadcast) that the safetensors file ``weights_file`` holds as int8/uint8. ``how``: where
+    they are dequantized."""
+    from safetensors.numpy import load_file
+
+    from .target import KernelCount
+
+    ws = load_file(str(weights_file))
+    big = [a for a in ws.values() if a.size >= 256 and sum(d > 1 for d in a.shape) >= 2]
+    n = sum(1 for a in big if a.dtype in (np.int8, np.uint8))
+    return KernelCount(n, len(big), f"{n} of {len(big)} weight tensors stored as int8 ({how})", stored=True)

@@ -105,6 +105,8 @@ class Target:
     integer_plan: Callable[["Node", "Compilation"], tuple[str, str]] | None = None
     doc: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: other names the command line and ``get`` take for it (``jax`` for ``stablehlo``)
+    aliases: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -237,6 +239,10 @@ def names(include_reference: bool = True) -> list[str]:
 def get(name: str) -> Target:
     """The target called ``name`` (importing its package); an unknown name is a ``bad_option``."""
     where = dict(_discover()).get(name)
+    if where is None and name:
+        owner = _alias_owner(name)
+        if owner is not None:
+            return get(owner)
     if where is None:
         raise OpbridgeError("bad_option", f"unknown backend {name!r} (known: {', '.join(names())})")
     module, _, attr = where.partition(":")
@@ -250,6 +256,30 @@ def get(name: str) -> Target:
     if not isinstance(target, Target) or target.name != name:
         raise OpbridgeError("internal_error", f"{where} is not the Target {name!r}")
     return target
+
+
+@lru_cache(maxsize=None)
+def _alias_owner(alias: str) -> str | None:
+    """The target that declares ``alias`` in its ``aliases`` (each target imported to ask; only
+    for a name that is no target's own)."""
+    for n in names():
+        try:
+            if alias in get(n).aliases:
+                return n
+        except OpbridgeError:
+            continue
+    return None
+
+
+def aliases() -> dict[str, str]:
+    """Every alias → its target's name."""
+    out = {}
+    for n in names():
+        try:
+            out.update({a: n for a in get(n).aliases})
+        except OpbridgeError:
+            continue
+    return out
 
 
 def targets(include_reference: bool = True) -> list[Target]:

@@ -105,6 +105,8 @@ IO_RULES: dict[str, tuple[IORules, IORules]] = {
                        why_lower="TensorFlow lowercases signature argument names"),
                IORules("the TFLite signature")),
     "coreml": (IORules("the Core ML model", reserved=COREML_RESERVED | _KEYWORDS, shared=True),) * 2,
+    "stablehlo": (IORules("the JAX forward()", python=True), IORules("the JAX forward()", silent=True)),
+    "mlx": (IORules("the MLX forward()", python=True), IORules("the MLX forward()", silent=True)),
 }
 
 

@@ -21,7 +21,11 @@ _SPECIAL = {  # onnxruntime type string → (TensorProto enum, ml_dtypes name, s
 _BY_NAME = {v[1]: (v[0], v[2]) for v in _SPECIAL.values()}
 
 
-def session_options() -> Any:
+#: the session option of the note in session_options
+PRECISE_INTEGER_PRODUCTS = "session.x64quantprecision"
+
+
+def session_options(precise: bool = True) -> Any:
     """onnxruntime session options as opbridge uses them: its own log lines (a kernel's
     failure is also raised as an exception) only with ``opbridge -v`` (OPBRIDGE_VERBOSE=1)."""
     import os
@@ -30,6 +34,14 @@ def session_options() -> Any:
 
     so = ort.SessionOptions()
     so.log_severity_level = 3 if os.environ.get("OPBRIDGE_VERBOSE") == "1" else 4
+    if not precise:
+        return so
+    # x86 CPUs without VNNI (AVX2, AVX-512 without VNNI) multiply uint8 by int8 with vpmaddubsw, which
+    # saturates each pair's sum at int16: MatMulInteger/MatMulIntegerToFloat/QGemm/DynamicQuantizeLSTM
+    # with weights outside [-64, 63] then compute something else than the model says, and only on
+    # such CPUs. This option (onnxruntime >= 1.13) makes onnxruntime take its exact uint8 x uint8
+    # kernels there; it changes nothing on a CPU with VNNI or on ARM.
+    so.add_session_config_entry(PRECISE_INTEGER_PRODUCTS, "1")
     return so
 
 
@@ -47,11 +59,19 @@ def session(model: Any, sequential: bool = False) -> Any:
     everywhere)."""
     import onnxruntime as ort
 
-    so = session_options()
-    if sequential:
-        so.intra_op_num_threads = 1
-    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=DISABLED_OPTIMIZERS)
+    def make(precise: bool) -> Any:
+        so = session_options(precise)
+        if sequential:
+            so.intra_op_num_threads = 1
+        return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=DISABLED_OPTIMIZERS)
+
+    try:
+        return make(True)
+    except Exception:  # noqa: BLE001 - onnxruntime 1.32's uint8-weight rewrite fails on some graphs
+        # ("AddInitializedOrtValue Attempt to replace the existing tensor", two convolutions sharing
+        # a weight scale): without the option the session is what any user's default one is
+        return make(False)
 
 
 def _needs_ortvalue(x: Any) -> bool:

@@ -1,7 +1,8 @@
 """Execution proofs for the table's columns that are not conversion targets.
 
-The six targets are proven by converting one-op models (tests/test_ops.py). Other APIs run
-on this machine too (StableHLO through jaxlib, TOSA's reference model, MLX, ncnn, XNNPACK
+The conversion targets are proven by converting one-op models (tests/test_ops.py); StableHLO
+and MLX are targets too, and their proofs here keep the columns' cells proven by the APIs'
+own runtimes beside them. Other APIs run on this machine too (TOSA's reference model, ncnn, XNNPACK
 through LiteRT, oneDNN inside TensorFlow/PyTorch): for them, a *prover* runs the op's
 one-op program in the API's own runtime, using the name(s) the op's cell gives, and
 tests/test_proofs.py compares the result with the NumPy reference on the same samples and

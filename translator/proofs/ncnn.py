@@ -374,6 +374,20 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray],
     return param, bytes(bin_head + weights), inputs, outs
 
 
+def fp32_net() -> Any:
+    """An empty ``ncnn.Net`` on the CPU, one thread, fp32 end to end (no fp16/bf16 storage or
+    arithmetic): how the proofs, and the node-test peer pnnx's files, are run."""
+    import ncnn
+
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = False
+    net.opt.num_threads = 1
+    for flag in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage", "use_bf16_packed"):
+        if hasattr(net.opt, flag):
+            setattr(net.opt, flag, False)
+    return net
+
+
 def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any]) -> list[np.ndarray]:
     import ncnn
 
@@ -384,14 +398,7 @@ def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any
             fh.write(param)
         with open(bp, "wb") as fh:
             fh.write(weights)
-        net = ncnn.Net()
-        net.opt.use_vulkan_compute = False
-        net.opt.num_threads = 1
-        # fp32 end to end: the cell's dtype is float32 (no fp16/bf16 storage or arithmetic)
-        for flag in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage",
-                     "use_bf16_packed"):
-            if hasattr(net.opt, flag):
-                setattr(net.opt, flag, False)
+        net = fp32_net()
         if net.load_param(pp) != 0:
             raise ProofError(f"ncnn rejected the .param:\n{param}")
         if net.load_model(bp) != 0:  # also creates the layers' pipelines (needed even without weights)

@@ -115,7 +115,8 @@ def provable(op: Any, cell: Any) -> bool:
 
 class _Worker:
     def __init__(self) -> None:
-        env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1")
+        env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1",
+                   TF_ENABLE_ONEDNN_OPTS="1")  # TensorFlow turns its oneDNN path on by itself only on AVX-512 CPUs
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         self.tmp = tempfile.TemporaryDirectory(prefix="opbridge-onednn-")

@@ -186,12 +186,13 @@ def _namespace() -> dict[str, Any]:
 
     import functools
     import itertools
+    import math
 
     from ..reference.misc import np_dtype
 
     # DT: an ONNX dtype attribute (enum int or name) as the dtype JAX takes
     return {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "functools": functools, "itertools": itertools,
-            "DT": np_dtype, "hlo": _DIRECT}
+            "math": math, "DT": np_dtype, "hlo": _DIRECT}
 
 
 def _op_names(text: str, dialect: str = "stablehlo") -> set[str]:

@@ -190,7 +190,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     from ..table.errors import OpbridgeError
     from .harness import classify
     from ..compile.pipeline import compile, fewest_dims_to_fix
-    from ..compile.target import get, names
+    from ..compile.target import aliases, get, names
     from .terminal import internal_error_line
 
     say = progress or (lambda s: None)
@@ -199,8 +199,13 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
     if targets == ["all"]:
         targets = every
     unknown = [t for t in targets if t not in every]
+    if unknown:  # another name of a target (--to jax for stablehlo)
+        other = aliases()
+        targets = [other.get(t, t) for t in targets]
+        unknown = [t for t in targets if t not in every]
     if unknown:
-        raise OpbridgeError("bad_option", f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, all)")
+        raise OpbridgeError("bad_option", f"unknown target(s) {', '.join(unknown)} (known: {', '.join(every)}, "
+                                          f"{''.join(a + ', ' for a in sorted(aliases()))}all)")
     opts = {**(source_options or {}), **({"example_inputs": example_inputs} if example_inputs is not None else {})}
     t0 = time.perf_counter()
     shown = model if isinstance(model, (str, os.PathLike)) else type(model).__name__

@@ -85,6 +85,28 @@ def _is_int(dt: np.dtype) -> bool:
     return dt.kind in "iu" or dt.name in ("int4", "uint4", "int2", "uint2")
 
 
+def feed_arrays(names: list[str], inputs: Mapping[str, Any], dtypes: Mapping[str, str]) -> list[np.ndarray]:
+    """The fed values of the inputs ``names`` in order, as NumPy arrays, each converted to the
+    dtype an artifact documents taking it as (``dtypes``: a legalized input); a missing one is a
+    ``bad_model`` error naming it."""
+    from ..table.errors import OpbridgeError
+
+    out = []
+    for name in names:
+        if name not in inputs:
+            raise OpbridgeError("bad_model", f"no value fed for input {name!r}")
+        x = np.asarray(inputs[name])
+        out.append(x.astype(dtypes[name]) if name in dtypes else x)
+    return out
+
+
+def declared_outputs(outs: list[Any], dtypes: Mapping[int, str]) -> list[Any]:
+    """Outputs computed in a documented wider dtype, back in their declared one when every value fits."""
+    for i, d in dtypes.items():
+        outs[i] = exact_astype(outs[i], d)
+    return outs
+
+
 def exact_astype(y: Any, dtype: Any) -> Any:
     """``y`` converted to ``dtype`` when every value survives the conversion unchanged (a
     documented legalization converted back), else ``y`` as it is: a runner may restore a

@@ -1,0 +1,142 @@
+"""Peer: pnnx (ncnn's own converter) on the original model, its ncnn files run by ncnn.
+
+pnnx lives in its own venv, bench/.venv-pnnx (bench/setup_peer_pnnx.sh): its wheel carries a
+standalone executable that converts an ONNX file to ``model.ncnn.param`` / ``.bin``. Each case
+is converted once (``inputshape`` from the first data set, with pnnx's dtype suffixes; fp16
+off), and every data set runs through the project's ``ncnn`` package (CPU, one thread, fp32
+storage and arithmetic): the same runtime opbridge's ncnn target is checked with, so this is
+that target's peer (``--backend ncnn --peers onnxruntime,pnnx``).
+
+How pnnx's ncnn files are fed and read, as its own generated ``*_ncnn.py`` does: inputs
+``in0, in1...`` in the model's input order, outputs ``out0, out1...``; an ncnn blob has no
+batch, so an input whose first dim is 1 goes in without it, and an output is read in the
+expected shape when the element counts agree (ncnn drops and adds size-1 dims). Every blob is
+float32 (ncnn's blob interface): integer and bool inputs go in as float32 and outputs come
+back as the expected dtype when their values are integral. A conversion pnnx refuses
+(non-zero exit, or no ncnn files) is ``unsupported`` with the reason code ``pnnx_failed``;
+a net ncnn cannot load or run is an ``error``; a case whose inputs are not tensors is
+``unsupported``. A conversion that takes longer than 120 s is an ``error`` (``timeout``).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ._common import as_value, check_outputs, feeds_for
+
+HERE = Path(__file__).resolve().parent
+VENV = HERE.parent / ".venv-pnnx"
+_SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16", "int64": "i64", "int32": "i32", "int16": "i16",
+           "int8": "i8", "uint8": "u8", "bool": "b"}
+
+
+def executable() -> Path | None:
+    found = sorted(VENV.glob("lib/python3*/site-packages/pnnx/pnnx"))
+    return found[0] if found else None
+
+
+def available() -> bool:
+    return executable() is not None
+
+
+def _inputshape(feeds: dict[str, Any]) -> str | None:
+    import numpy as np
+
+    parts = []
+    for v in feeds.values():
+        a = np.asarray(v)
+        if a.dtype.name not in _SUFFIX:
+            return None
+        parts.append("[" + ",".join(str(d) for d in a.shape) + "]" + _SUFFIX[a.dtype.name])
+    return ",".join(parts)
+
+
+def _net(param: Path, weights: Path) -> Any:
+    from translator.proofs.ncnn import fp32_net
+
+    net = fp32_net()
+    if net.load_param(str(param)) != 0 or net.load_model(str(weights)) != 0:
+        raise RuntimeError("ncnn could not load pnnx's files")
+    return net
+
+
+def _read(m: Any, want: Any) -> Any:
+    import numpy as np
+
+    got = np.array(m, copy=True)
+    w = np.asarray(want)
+    if got.size == w.size and got.shape != w.shape:
+        got = got.reshape(w.shape)
+    if w.dtype != got.dtype and got.size == w.size:
+        if w.dtype.kind in "iub":
+            if not np.all(np.isfinite(got)) or not np.all(got == np.round(got)):
+                return got  # not integral: compared as it is (a mismatch)
+            got = got.astype(w.dtype)
+        elif w.dtype.kind == "f":
+            got = got.astype(w.dtype)
+    return got
+
+
+def run(case: Any) -> tuple[str, str]:
+    import numpy as np
+
+    exe = executable()
+    if exe is None:
+        return "unsupported", "peer_not_installed"
+    with tempfile.TemporaryDirectory(prefix="pnnx-peer-") as d:
+        tmp = Path(d)
+        model = tmp / "model.onnx"
+        model.write_bytes(case.model.SerializeToString())
+        first = feeds_for(case.model, case.data_sets[0][0])
+        if any(isinstance(v, list) or v is None for v in first.values()):
+            return "unsupported", "inputs_not_tensors"
+        shapes = _inputshape(first)
+        if shapes is None:
+            return "unsupported", "input_dtype"
+        args = [str(exe), str(model), "fp16=0", f"inputshape={shapes}",
+                f"ncnnparam={tmp / 'm.ncnn.param'}", f"ncnnbin={tmp / 'm.ncnn.bin'}", f"ncnnpy={tmp / 'm_ncnn.py'}",
+                f"pnnxparam={tmp / 'm.pnnx.param'}", f"pnnxbin={tmp / 'm.pnnx.bin'}", f"pnnxpy={tmp / 'm_pnnx.py'}",
+                f"pnnxonnx={tmp / 'm.pnnx.onnx'}"]
+        try:
+            p = subprocess.run(args, cwd=d, capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+        except subprocess.TimeoutExpired:
+            return "error", "timeout"
+        param, weights = tmp / "m.ncnn.param", tmp / "m.ncnn.bin"
+        if p.returncode != 0 or not param.exists() or not weights.exists():
+            return "unsupported", "pnnx_failed"
+        try:
+            import ncnn
+
+            net = _net(param, weights)
+            n_out = sum(1 for line in param.read_text().splitlines()[2:] for t in line.split()[4:] if t.startswith("out")
+                        and t[3:].isdigit() and line.split()[0] != "Input")
+            for inputs, expected in case.data_sets:
+                feeds = feeds_for(case.model, inputs)
+                ex = net.create_extractor()
+                mats = []
+                for k, v in enumerate(feeds.values()):
+                    a = np.ascontiguousarray(as_value(v), dtype=np.float32)
+                    if a.ndim > 1 and a.shape[0] == 1:
+                        a = a[0]
+                    mats.append(ncnn.Mat(a).clone())
+                    ex.input(f"in{k}", mats[-1])
+                got = []
+                for k, e in enumerate(expected):
+                    rc, m = ex.extract(f"out{k}")
+                    if rc != 0:
+                        return "fail", "missing_outputs"
+                    got.append(_read(m, as_value(e)))
+                del ex, mats
+                if n_out > len(expected):
+                    return "fail", "extra_outputs"
+                ok, why = check_outputs(expected, got)
+                if not ok:
+                    return "fail", why
+            net.clear()
+            return "pass", ""
+        except Exception as exc:  # noqa: BLE001 - ncnn's failure on pnnx's files is the peer's result
+            return "error", f"runtime_error:{type(exc).__name__}"
