@@ -78,10 +78,10 @@ def _cases():
                 continue
             for b in BACKENDS:
                 case_id = f"{op.id}-{b}-{dtype}"
-                if op.id not in SUPPORTED[b] and not op.decomposition and op.id not in unroll.OPS:
-                    REFUSED.append(pytest.param(op.id, b, dtype, smp, id=case_id))
-                    continue
                 marks = [pytest.mark.xfail(reason=r, strict=True) for r in xfail_reasons(op, b, dtype)]
+                if op.id not in SUPPORTED[b] and not op.decomposition and op.id not in unroll.OPS:
+                    REFUSED.append(pytest.param(op.id, b, dtype, smp, marks=marks, id=case_id))
+                    continue
                 yield pytest.param(op.id, b, dtype, smp, outs, marks=marks, id=case_id)
 
 

@@ -36,7 +36,7 @@ def test_model_report_json_has_every_node_and_backend():
     p = cli("report", str(MODEL), "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert set(r["backends"]) == {"onnx", "pytorch", "tensorflow", "tflite", "coreml", "openvino", "stablehlo", "mlx"}
+    assert set(r["backends"]) == {"onnx", "pytorch", "tensorflow", "tflite", "coreml", "openvino", "stablehlo", "mlx", "ncnn"}
     onnx_nodes = r["backends"]["onnx"]["nodes"]
     assert len(onnx_nodes) == 10 and all(n["status"] == "native" for n in onnx_nodes)
     assert r["backends"]["onnx"]["summary"].startswith("onnx: 10/10 nodes")

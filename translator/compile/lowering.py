@@ -68,6 +68,8 @@ def judge(node: Node, ctx: Any, supported: frozenset[str], have: "Mapping[str, R
     if cell is None:  # a target with its own notion of support and no column in the table
         return refusal(rule.check(node)) if rule is not None and rule.check is not None else None
     first = next((v for v in node.inputs if v is not None), None)
+    if not target.cell_limits:
+        return refusal(rule.check(node)) if rule is not None and rule.check is not None else None
     if cell.dtypes is not None and not (rule is not None and rule.any_dtype):
         allowed = tables.expand_dtypes(cell.dtypes)
         if first is not None and first.type.dtype is not None and first.type.dtype not in allowed:

@@ -84,6 +84,10 @@ class Target:
     code_columns: tuple[str, ...] = ()
     #: a backend-wide node check before the op's own rule (value kinds, element types)
     accepts: Callable[["Node", "Compilation"], "Refusal | None"] | None = None
+    #: lowering holds a node to its cell's ``dtypes`` and ``rank``; False: the writer maps IR
+    #: dtypes and ranks onto the API's itself and refuses in ``accepts`` what it cannot (ncnn:
+    #: integers as float32 blob values, a scalar as a one-element blob, the batch dropped)
+    cell_limits: bool = True
     #: backend-specific IR preparation after folding, before legalization (documented per target)
     prepare: Callable[["Model", "Compilation"], None] | None = None
     #: the chosen per-model settings before lowering (the ONNX opset) → stored in ctx.options

@@ -85,7 +85,7 @@ def resolves(name: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z0-9]+", name or "")) and ncnn.layer_to_index(name) >= 0
 
 
-def _layers(text: str) -> list[str]:
+def segments(text: str) -> list[str]:
     return [t.strip() for t in text.split(";") if t.strip()]
 
 
@@ -93,7 +93,7 @@ def provable(op, cell) -> bool:
     text = getattr(cell, "snippet", None)
     if not text or op.signature is None:
         return False
-    types = {layer.split()[0] for layer in _layers(text) if layer.split()[0] != "batch"}
+    types = {layer.split()[0] for layer in segments(text) if layer.split()[0] != "batch"}
     return all(n in types for n in cell.names)
 
 
@@ -200,7 +200,7 @@ _NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.US
           ast.Slice, ast.Attribute)
 
 
-def _eval(expr: str, env: dict[str, Any]) -> Any:
+def evaluate(expr: str, env: dict[str, Any]) -> Any:
     tree = ast.parse(expr, mode="eval")
     for n in ast.walk(tree):
         if not isinstance(n, _NODES):
@@ -223,7 +223,7 @@ def _num(v) -> str:
     raise ProofError(f"ncnn parameter value {v!r} is neither a number nor a list of numbers")
 
 
-def _param(key: int, v) -> str:
+def param_entry(key: int, v) -> str:
     if isinstance(v, np.ndarray):
         v = v.tolist()
     if isinstance(v, (list, tuple)):
@@ -274,7 +274,7 @@ def _expand(op, cell, sample) -> tuple[str, list[str]]:
     except SnippetError as e:
         raise ProofError(str(e)) from e
     text = text.replace(", ", ",")
-    segs = _layers(text)
+    segs = segments(text)
     batched = [b for seg in segs if seg.split()[0] == "batch" for t in seg.split()[1:] for b in t.split(",") if b]
     return ";".join(seg for seg in segs if seg.split()[0] != "batch"), batched
 
@@ -288,7 +288,7 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray],
     defined: set[str] = set()
     used: list[str] = []
     layers: list[list] = []  # [type, name, bottoms, tops, params]
-    for k, layer in enumerate(_layers(text.replace(", ", ","))):
+    for k, layer in enumerate(segments(text.replace(", ", ","))):
         toks = layer.split()
         if "->" not in toks:
             raise ProofError(f"layer {layer!r}: no '->' between bottoms and tops")
@@ -302,7 +302,7 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray],
                 continue
             if "*" in t:  # ``name*N``: N tops name_0 .. name_{N-1} (a variadic output)
                 stem, n = t.split("*", 1)
-                tops += [f"{stem}_{i}" for i in range(int(_eval(n, env)))]
+                tops += [f"{stem}_{i}" for i in range(int(evaluate(n, env)))]
             else:
                 tops.append(t)
         params = []
@@ -317,7 +317,7 @@ def _build(op, cell, sample, feeds: dict[str, np.ndarray],
                 weights += np.ascontiguousarray(feeds[name], dtype="<f4").tobytes()
             elif "=" in t:
                 key, expr = t.split("=", 1)
-                params.append(_param(int(key), _eval(expr, env)))
+                params.append(param_entry(int(key), evaluate(expr, env)))
         for b in bottoms:
             if b not in defined and b not in used:
                 used.append(b)

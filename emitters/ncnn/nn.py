@@ -1,0 +1,359 @@
+"""ncnn rules for the ops whose table snippet was written for one proof sample's rank:
+convolutions and pooling by spatial rank (1-D, 2-D, 3-D layer types).
+
+Each rule reads its input in the batch-dropped form ``B`` and writes its output so; a
+convolution's weights must be constants (ncnn stores them in ``model.bin``, a 4-byte
+raw-float32 tag first, then the bias untagged).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .codegen import NodeEmit, live, refuse
+from .registry import rule
+
+
+def _pads(e: NodeEmit, spatial: int, kernel: list[int], strides: list[int], dilations: list[int]) -> list[int]:
+    """Explicit begin/end pads (ONNX order: begins then ends), ``auto_pad`` resolved on the shapes."""
+    auto = e.attr("auto_pad") or "NOTSET"
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    if auto in ("NOTSET", ""):
+        pads = list(e.attr("pads") or [0] * (2 * spatial))
+        return [int(p) for p in pads]
+    if auto == "VALID":
+        return [0] * (2 * spatial)
+    size = e.shape(0)[2:]
+    begins, ends = [], []
+    for n, k, s, d in zip(size, kernel, strides, dilations):
+        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begins.append(lo)
+        ends.append(total - lo)
+    return begins + ends
+
+
+def _tagged(w: np.ndarray) -> bytes:
+    return b"\0\0\0\0" + np.ascontiguousarray(w, dtype="<f4").tobytes()
+
+
+def _raw(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a, dtype="<f4").tobytes()
+
+
+@rule("conv")
+def conv(e: NodeEmit) -> None:
+    w = e.const(1)
+    b = e.const(2)
+    dynamic = w is None or (e.value(2) is not None and b is None)
+    wshape = e.shape(1)
+    spatial = len(wshape) - 2
+    if spatial not in (1, 2):
+        raise refuse("rank_limit", f"a {spatial}-D convolution (ncnn's Convolution3D is not written here)")
+    group = int(e.attr("group") or 1)
+    kernel = list(wshape[2:])
+    strides = [int(s) for s in (e.attr("strides") or [1] * spatial)]
+    dil = [int(d) for d in (e.attr("dilations") or [1] * spatial)]
+    pads = _pads(e, spatial, kernel, strides, dil)
+    cout = int(wshape[0])
+    cin = int(e.shape(0)[1])
+    depthwise = group > 1
+    ltype = {1: "Convolution1D", 2: "Convolution"}[spatial] + ("DepthWise" if depthwise and spatial == 2 else "")
+    if spatial == 1 and depthwise:
+        ltype = "ConvolutionDepthWise1D"
+    params = [f"0={cout}", f"1={kernel[-1]}", f"2={dil[-1]}", f"3={strides[-1]}", f"4={pads[spatial - 1]}",
+              f"15={pads[-1]}", f"5={int(e.value(2) is not None)}", f"6={math.prod(wshape)}"]
+    if spatial == 2:
+        params += [f"11={kernel[0]}", f"12={dil[0]}", f"13={strides[0]}", f"14={pads[0]}", f"16={pads[2]}"]
+    if depthwise:
+        params.append(f"7={group}")
+    if cin != wshape[1] * group:
+        raise refuse("rank_limit", f"conv: {cin} input channels against a weight of {list(wshape)}")
+    x = e.input(0, "B")
+    y = e.top()
+    if dynamic:  # the weight (and bias) as blobs: ncnn's dynamic_weight
+        extra = [e.input(1, "F")] + ([e.input(2, "F")] if e.value(2) is not None else [])
+        e.add(ltype, [x] + extra, [y], params[:-1] + ["19=1"])
+    else:
+        e.add(ltype, [x], [y], params, _tagged(w) + (_raw(b) if b is not None else b""))
+    e.output(0, y, "B")
+
+
+def _pool(e: NodeEmit, kind: int) -> None:
+    rank = len(e.shape(0))
+    spatial = rank - 2
+    if spatial not in (1, 2):
+        raise refuse("rank_limit", f"{spatial}-D pooling (ncnn's Pooling3D is not written here)")
+    kernel = [int(k) for k in e.attr("kernel_shape")]
+    strides = [int(s) for s in (e.attr("strides") or [1] * spatial)]
+    dil = [int(d) for d in (e.attr("dilations") or [1] * spatial)]
+    if any(d != 1 for d in dil):
+        raise refuse("unsupported_attribute_value", "ncnn's Pooling has no dilation")
+    if len(e.node.outputs) > 1 and e.node.outputs[1].uses:
+        raise refuse("unsupported_attribute_value", "ncnn's Pooling gives no indices")
+    pads = _pads(e, spatial, kernel, strides, dil)
+    ceil = int(e.attr("ceil_mode") or 0)
+    params = [f"0={kind}", f"1={kernel[-1]}", f"2={strides[-1]}", f"3={pads[spatial - 1]}"]
+    if spatial == 2:
+        params += [f"11={kernel[0]}", f"12={strides[0]}", f"13={pads[0]}", f"14={pads[3]}", f"15={pads[2]}"]
+    else:
+        params += [f"14={pads[1]}"]
+    params.append(f"5={0 if ceil else 1}")
+    if kind == 1:
+        params.append(f"6={int(e.attr('count_include_pad') or 0)}")
+    x = e.input(0, "B")
+    y = e.top()
+    e.add("Pooling" if spatial == 2 else "Pooling1D", [x], [y], params)
+    e.output(0, y, "B")
+
+
+@rule("max_pool")
+def max_pool(e: NodeEmit) -> None:
+    _pool(e, 0)
+
+
+@rule("average_pool")
+def average_pool(e: NodeEmit) -> None:
+    _pool(e, 1)
+
+
+def _global(e: NodeEmit, kind: int) -> None:
+    spatial = len(e.shape(0)) - 2
+    ltype = {1: "Pooling1D", 2: "Pooling", 3: "Pooling3D"}.get(spatial)
+    if ltype is None:
+        raise refuse("rank_limit", f"global pooling over {spatial} dims")
+    x = e.input(0, "B")
+    y = e.top()
+    e.add(ltype, [x], [y], [f"0={kind}", "4=1"])
+    e.output(0, y, "B")
+
+
+@rule("global_average_pool")
+def global_average_pool(e: NodeEmit) -> None:
+    _global(e, 1)
+
+
+@rule("global_max_pool")
+def global_max_pool(e: NodeEmit) -> None:
+    _global(e, 0)
+
+
+def _rows(e: NodeEmit, shape: tuple, axis: int) -> tuple[str, bool]:
+    """The input as ncnn's norms read it: normalized over its last one or two dims; more are
+    flattened into rows first (a ``Reshape``). Returns (blob, whether it was flattened)."""
+    from .codegen import shape_params
+
+    x = e.input(0, "F")
+    if len(shape) - axis <= 2:
+        return x, False
+    rows = (math.prod(shape[:axis]) or 1, math.prod(shape[axis:]))
+    y = e.top()
+    e.add("Reshape", [x], [y], shape_params(rows))
+    return y, True
+
+
+def _unrows(e: NodeEmit, y: str, shape: tuple, rows: bool) -> str:
+    from .codegen import shape_params
+
+    if not rows:
+        return y
+    z = e.top()
+    e.add("Reshape", [y], [z], shape_params(tuple(shape)))
+    return z
+
+
+@rule("layer_normalization")
+def layer_normalization(e: NodeEmit) -> None:
+    """``LayerNorm`` over the last dims (its gamma and beta as weights when constant; else
+    without them, then ``BinaryOp`` with the scale and bias blobs); Mean and InvStdDev, when
+    read, as ``Reduction`` layers."""
+    shape = e.shape(0)
+    r = len(shape)
+    axis = int(e.attr("axis") if e.attr("axis") is not None else -1) % r
+    eps = float(e.attr("epsilon") if e.attr("epsilon") is not None else 1e-5)
+    size = math.prod(shape[axis:])
+    scale, bias = e.const(1), e.const(2)
+    norm_shape = tuple(shape[axis:])
+    fixed = scale is not None and (e.value(2) is None or bias is not None) and \
+        np.shape(scale) in (norm_shape, (size,)) and (bias is None or np.shape(bias) in (norm_shape, (size,)))
+    x, rows = _rows(e, shape, axis)
+    y = e.top()
+    if fixed:
+        b = bias if bias is not None else np.zeros(size, np.float32)
+        e.add("LayerNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], _raw(scale) + _raw(b))
+    else:
+        e.add("LayerNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=0"])
+        y = _unrows(e, y, shape, rows)
+        t = e.top()
+        e.add("BinaryOp", [y, e.input(1, "F", r)], [t], ["0=2"])
+        y = t
+        if e.value(2) is not None:
+            t = e.top()
+            e.add("BinaryOp", [y, e.input(2, "F", r)], [t], ["0=0"])
+            y = t
+    if fixed:
+        y = _unrows(e, y, shape, rows)
+    e.output(0, y, "F")
+    outs = e.node.outputs
+    if len(outs) > 1 and (live(outs[1]) or (len(outs) > 2 and live(outs[2]))):
+        axes = "-23303=" + ",".join([str(r - axis)] + [str(a) for a in range(axis, r)])
+        x2 = e.input(0, "F")
+        mean = e.top()
+        e.add("Reduction", [x2], [mean], ["0=3", "1=0", axes, "4=1", "5=1"])
+        e.output(1, mean, "F")
+        if len(outs) > 2 and live(outs[2]):
+            d, sq, var, ve, inv = (e.top() for _ in range(5))
+            e.add("BinaryOp", [e.input(0, "F"), mean], [d], ["0=1"])
+            e.add("BinaryOp", [d, d], [sq], ["0=2"])
+            e.add("Reduction", [sq], [var], ["0=3", "1=0", axes, "4=1", "5=1"])
+            e.add("BinaryOp", [var], [ve], ["0=0", "1=1", f"2={eps!r}"])
+            e.add("UnaryOp", [ve], [inv], ["0=6"])
+            e.output(2, inv, "F")
+
+
+@rule("rms_normalization")
+def rms_normalization(e: NodeEmit) -> None:
+    """``RMSNorm`` over the last dims (its scale as a weight when constant of the normalized
+    size; else without it, then ``BinaryOp`` with the scale blob)."""
+    shape = e.shape(0)
+    r = len(shape)
+    axis = int(e.attr("axis") if e.attr("axis") is not None else -1) % r
+    eps = float(e.attr("epsilon") if e.attr("epsilon") is not None else 1e-5)
+    size = math.prod(shape[axis:])
+    scale = e.const(1)
+    x, rows = _rows(e, shape, axis)
+    y = e.top()
+    if scale is not None and np.shape(scale) in (tuple(shape[axis:]), (size,)):
+        e.add("RMSNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], _raw(scale))
+        y = _unrows(e, y, shape, rows)
+    else:
+        e.add("RMSNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=0"])
+        y = _unrows(e, y, shape, rows)
+        t = e.top()
+        e.add("BinaryOp", [y, e.input(1, "F", r)], [t], ["0=2"])
+        y = t
+    e.output(0, y, "F")
+
+
+@rule("trilu")
+def trilu(e: NodeEmit) -> None:
+    """The input times a constant 0/1 mask of its last two dims (``MemoryData``, ``BinaryOp``):
+    the triangle is known when the network is written (static shapes, ``k`` constant)."""
+    shape = e.shape(0)
+    if len(shape) < 2:
+        raise refuse("rank_limit", "trilu needs two dims")
+    k = e.const(1)
+    if e.value(1) is not None and k is None:
+        raise refuse("requires_constant_input", "trilu's k is computed at run time: the mask is written as a constant")
+    k = int(np.asarray(k).reshape(-1)[0]) if k is not None else 0
+    ones = np.ones(shape[-2:], np.float32)
+    mask = np.triu(ones, k) if int(e.attr("upper") if e.attr("upper") is not None else 1) else np.tril(ones, k)
+    r = len(shape)
+    x = e.input(0, "F")
+    m = e.top()
+    from .codegen import shape_params
+
+    e.add("MemoryData", [], [m], shape_params((1,) * (r - 2) + shape[-2:] if r <= 4 else shape[-2:]),
+          _raw(mask))
+    y = e.top()
+    e.add("BinaryOp", [x, m], [y], ["0=2"])
+    e.output(0, y, "F")
+
+
+@rule("clip")
+def clip(e: NodeEmit) -> None:
+    """Constant bounds: one ``Clip`` (an omitted bound is the float range's end); bounds
+    computed at run time: ``BinaryOp`` max and min with their blobs."""
+    lo, hi = e.const(1), e.const(2)
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} else "F"
+    x = e.input(0, form)
+    dynamic = [i for i in (1, 2) if e.value(i) is not None and e.const(i) is None]
+    if not dynamic:
+        big = float(np.finfo(np.float32).max)
+        low = float(np.asarray(lo).reshape(-1)[0]) if lo is not None else -big
+        high = float(np.asarray(hi).reshape(-1)[0]) if hi is not None else big
+        y = e.top()
+        e.add("Clip", [x], [y], [f"0={low!r}", f"1={high!r}"])
+        e.output(0, y, form)
+        return
+    r = len(e.shape(0))
+    y = x
+    for i, kind in ((1, 4), (2, 5)):
+        if e.value(i) is None:
+            continue
+        t = e.top()
+        e.add("BinaryOp", [y, e.input(i, "F" if form == "F" else "B", r)], [t], [f"0={kind}"])
+        y = t
+    e.output(0, y, form)
+
+
+def _per_axis(e: NodeEmit, i: int, rank: int, axis: int, form: str) -> str | None:
+    """Input ``i`` (a scale or zero point: scalar, or 1-D along ``axis``) as a blob that
+    broadcasts against a rank-``rank`` value held in ``form``; None when omitted."""
+    from .codegen import shape_params
+
+    a = e.const(i)
+    if e.value(i) is None:
+        return None
+    if a is None:
+        raise refuse("requires_constant_input", "a quantization's scale and zero point are written as constants")
+    a = np.asarray(a, np.float32)
+    shape = [1] * rank
+    if a.size > 1:
+        shape[axis] = a.size
+    if form == "B":
+        shape = shape[1:] or [1]
+    m = e.top()
+    e.add("MemoryData", [], [m], shape_params(tuple(shape)), _raw(a.reshape(-1)))
+    return m
+
+
+@rule("dequantize_linear")
+def dequantize_linear(e: NodeEmit) -> None:
+    """``(x - zero_point) * scale`` in float32 (``BinaryOp``; the integers as float32 values):
+    ncnn's own int8 layers need its calibration tables, so the model runs in float."""
+    if e.attr("block_size"):
+        raise refuse("unsupported_attribute_value", "blocked dequantization is not written for ncnn")
+    shape = e.shape(0)
+    r = max(len(shape), 1)
+    axis = int(e.attr("axis") if e.attr("axis") is not None else 1) % r
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} and axis > 0 else "F"
+    x = e.input(0, form)
+    zp = _per_axis(e, 2, r, axis, form)
+    if zp is not None:
+        t = e.top()
+        e.add("BinaryOp", [x, zp], [t], ["0=1"])
+        x = t
+    y = e.top()
+    e.add("BinaryOp", [x, _per_axis(e, 1, r, axis, form)], [y], ["0=2"])
+    e.output(0, y, form)
+
+
+@rule("quantize_linear")
+def quantize_linear(e: NodeEmit) -> None:
+    """``clamp(round(x / scale) + zero_point)`` in float32 (``BinaryOp``, ``UnaryOp`` round,
+    ``Clip`` to the output dtype's range): the integers as float32 values."""
+    if e.attr("block_size"):
+        raise refuse("unsupported_attribute_value", "blocked quantization is not written for ncnn")
+    dst = e.node.outputs[0].type.dtype
+    if dst not in ("int8", "uint8", "int16", "uint16"):
+        raise refuse("unsupported_dtype", f"quantization to {dst}: not written for ncnn")
+    shape = e.shape(0)
+    r = max(len(shape), 1)
+    axis = int(e.attr("axis") if e.attr("axis") is not None else 1) % r
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} and axis > 0 else "F"
+    x = e.input(0, form)
+    q, rq = e.top(), e.top()
+    e.add("BinaryOp", [x, _per_axis(e, 1, r, axis, form)], [q], ["0=3"])
+    e.add("UnaryOp", [q], [rq], ["0=18"])
+    zp = _per_axis(e, 2, r, axis, form)
+    if zp is not None:
+        t = e.top()
+        e.add("BinaryOp", [rq, zp], [t], ["0=0"])
+        rq = t
+    info = np.iinfo(dst)
+    y = e.top()
+    e.add("Clip", [rq], [y], [f"0={float(info.min)!r}", f"1={float(info.max)!r}"])
+    e.output(0, y, form)

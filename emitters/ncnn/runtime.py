@@ -1,0 +1,210 @@
+"""The framework side of the ncnn target: the artifact, saving and loading it, running it.
+
+The artifact is a folder: ``model.param`` (the layers, ncnn's text format), ``model.bin``
+(their weights) and ``model.io.json`` (each model input and output: its blob, the blob's
+shape and the model's dtype), written atomically. Blob names are ``in0``... and ``out0``...;
+an input is fed as its blob's shape (its batch of 1 dropped where the network reads it so)
+and an output read back in the model's shape. Runs on the CPU, fp32 end to end
+(``translator.proofs.ncnn.fp32_net``), one thread unless ``OPBRIDGE_NCNN_THREADS`` says
+otherwise. ncnn is imported inside functions only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from translator.compile.target import OutputPort
+
+PARAM_FILE = "model.param"
+BIN_FILE = "model.bin"
+IO_FILE = "model.io.json"
+
+
+@dataclass
+class Port:
+    """One model input or output: the model's name, its blob, the blob's shape, the dtype."""
+
+    name: str
+    blob: str
+    shape: list[int]
+    dtype: str
+
+
+@dataclass
+class NcnnArtifact:
+    param: str
+    weights: bytes
+    inputs: list[Port]
+    outputs: list[Port]
+    reshapes: int = 0
+    decomposed: list[tuple[str, str]] = field(default_factory=list)
+    legalized: list[str] = field(default_factory=list)
+    output_legal: dict[int, str] = field(default_factory=dict)
+    io_warnings: list[str] = field(default_factory=list)
+    path: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.legalized) + list(self.io_warnings)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [p.name for p in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [p.name for p in self.outputs]
+
+    def io(self) -> dict[str, Any]:
+        return {"inputs": [asdict(p) for p in self.inputs], "outputs": [asdict(p) for p in self.outputs],
+                "reshapes": self.reshapes}
+
+    def save(self, out_dir: str | os.PathLike[str]) -> Path:
+        """Write the folder atomically: every file into a temporary sibling, then renamed."""
+        out = Path(out_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        try:
+            (tmp / PARAM_FILE).write_text(self.param, encoding="ascii")
+            (tmp / BIN_FILE).write_bytes(self.weights)
+            (tmp / IO_FILE).write_text(json.dumps(self.io(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            if not out.exists():
+                os.replace(tmp, out)
+            else:
+                for name in (PARAM_FILE, BIN_FILE, IO_FILE):
+                    os.replace(tmp / name, out / name)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        return out
+
+
+def open_net(param_path: str, bin_path: str, threads: int = 1) -> Any:
+    """An ``ncnn.Net`` of the two files, fp32 on the CPU (a refusal of either file raises)."""
+    from translator.proofs.ncnn import fp32_net
+
+    net = fp32_net()
+    net.opt.num_threads = threads
+    if net.load_param(str(param_path)) != 0:
+        raise ValueError(f"ncnn rejected {os.path.basename(param_path)}")
+    if net.load_model(str(bin_path)) != 0:
+        raise ValueError(f"ncnn rejected {os.path.basename(bin_path)}")
+    return net
+
+
+def extract(net: Any, feeds: dict[str, np.ndarray], blobs: list[str]) -> list[np.ndarray]:
+    """Feed ``feeds`` (blob → array in the blob's shape) to ``net`` and read ``blobs`` back."""
+    import ncnn
+
+    ex = net.create_extractor()
+    mats = [ncnn.Mat(np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape if a.ndim else (1,))).clone()
+            for a in feeds.values()]  # own, aligned copies: in-place layers write them
+    for b, m in zip(feeds, mats):
+        ex.input(b, m)
+    res = []
+    for o in blobs:
+        rc, m = ex.extract(o)
+        if rc != 0:
+            raise RuntimeError(f"ncnn failed computing blob {o} (rc={rc})")
+        res.append(np.array(m, copy=True))
+        del m
+    del ex, mats
+    return res
+
+
+def save(artifact: NcnnArtifact, path: Path) -> Path:
+    return artifact.save(path)
+
+
+def load(path: Path, artifact: NcnnArtifact) -> NcnnArtifact:
+    """The folder as written (its three files read back)."""
+    import dataclasses
+
+    path = Path(path)
+    io = json.loads((path / IO_FILE).read_text(encoding="utf-8"))
+    return dataclasses.replace(artifact, param=(path / PARAM_FILE).read_text(encoding="ascii"),
+                               weights=(path / BIN_FILE).read_bytes(), inputs=[Port(**p) for p in io["inputs"]],
+                               outputs=[Port(**p) for p in io["outputs"]], path=path)
+
+
+def output_ports(artifact: NcnnArtifact) -> list[OutputPort]:
+    return [OutputPort(p.name, artifact.output_legal.get(i)) for i, p in enumerate(artifact.outputs)]
+
+
+def _threads() -> int:
+    try:
+        return max(1, int(os.environ.get("OPBRIDGE_NCNN_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+def runner(artifact: NcnnArtifact) -> Any:
+    """feeds (by model input name) → NumPy outputs in the model's shapes and dtypes."""
+    import tempfile
+
+    tmp = None
+    if artifact.path is not None:
+        pp, bp = artifact.path / PARAM_FILE, artifact.path / BIN_FILE
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="opbridge-ncnn-")
+        pp, bp = Path(tmp.name) / PARAM_FILE, Path(tmp.name) / BIN_FILE
+        pp.write_text(artifact.param, encoding="ascii")
+        bp.write_bytes(artifact.weights)
+    net = open_net(str(pp), str(bp), _threads())
+    if tmp is not None:
+        tmp.cleanup()
+
+    def call(inputs: Mapping[str, Any]) -> list[Any]:
+        feeds = {}
+        for p in artifact.inputs:
+            if p.name not in inputs:
+                raise KeyError(f"missing input {p.name!r}")
+            a = np.asarray(inputs[p.name])
+            if a.size != int(np.prod(p.shape)):
+                raise ValueError(f"input {p.name!r} has {a.size} values; the network reads {p.shape}")
+            feeds[p.blob] = a.astype(np.float32).reshape(p.shape)
+        got = extract(net, feeds, [p.blob for p in artifact.outputs])
+        outs = []
+        for p, g in zip(artifact.outputs, got):
+            outs.append(_declared(g.reshape(p.shape), p.dtype))
+        return outs
+
+    call.net = net  # type: ignore[attr-defined]  # kept alive with the callable
+    return call
+
+
+def _declared(g: np.ndarray, dtype: str) -> np.ndarray:
+    """A float32 blob as the model's dtype: bool from the 0/1 mask; an integer dtype when every
+    value is integral and in its range (else the float32 values, which the comparison reports)."""
+    if dtype == "bool":
+        return g != 0
+    if dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        info = np.iinfo(dtype)
+        if g.size == 0 or (np.all(np.isfinite(g)) and np.all(g == np.round(g)) and g.min() >= info.min
+                           and g.max() <= info.max):
+            return g.astype(dtype)
+    return g
+
+
+def run(artifact: NcnnArtifact, inputs: Mapping[str, Any]) -> list[Any]:
+    return runner(artifact)(inputs)
+
+
+def version() -> str:
+    from translator.compile.target import dist_version
+
+    return dist_version("ncnn")
+
+
+__all__ = ["NcnnArtifact", "Port", "PARAM_FILE", "BIN_FILE", "IO_FILE", "open_net", "extract", "save", "load", "run", "runner",
+           "output_ports", "version"]

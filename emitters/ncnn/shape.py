@@ -1,0 +1,142 @@
+"""ncnn rules for data movement over constant positions: ``slice`` and ``gather`` as
+``Crop`` layers (ONNX axes counted on the full form, outermost first)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .codegen import NodeEmit, form_shape, live, refuse, shape_params
+from .registry import rule
+
+
+def _array(key: int, values: list[int]) -> str:
+    return f"{-23300 - key}={len(values)}," + ",".join(str(int(v)) for v in values)
+
+
+def crop(e: NodeEmit, x: str, starts: list[int], ends: list[int], axes: list[int]) -> str:
+    y = e.top()
+    e.add("Crop", [x], [y], [_array(9, starts), _array(10, ends), _array(11, axes)])
+    return y
+
+
+@rule("slice")
+def slice_(e: NodeEmit) -> None:
+    shape = e.shape(0)
+    r = len(shape)
+    starts, ends = e.need_const(1, "starts"), e.need_const(2, "ends")
+    axes = e.need_const(3, "axes") if e.value(3) is not None else np.arange(len(starts))
+    steps = e.need_const(4, "steps") if e.value(4) is not None else np.ones(len(starts), np.int64)
+    s_out, e_out, a_out = [], [], []
+    for s, t, a, k in zip(starts.tolist(), ends.tolist(), axes.tolist(), steps.tolist()):
+        a = int(a) % r
+        n = shape[a]
+        if k != 1:
+            raise refuse("unsupported_attribute_value", f"slice with step {k}: ncnn's Crop has no steps")
+        s = min(max(s + n if s < 0 else s, 0), n)
+        t = min(max(t + n if t < 0 else t, 0), n)
+        if (s, t) == (0, n):
+            continue
+        s_out.append(s)
+        e_out.append(t)
+        a_out.append(a)
+    x = e.input(0, "F")
+    if not a_out:  # the whole tensor
+        y = e.top()
+        e.add("Noop", [x], [y])
+    else:
+        y = crop(e, x, s_out, e_out, a_out)
+    e.output(0, y, "F")
+
+
+@rule("gather")
+def gather(e: NodeEmit) -> None:
+    """Constant indices: one ``Crop`` per run of consecutive indices, ``Concat`` along the
+    axis, then a ``Reshape`` to the output's shape (a scalar index drops the axis)."""
+    shape = e.shape(0)
+    r = len(shape)
+    axis = int(e.attr("axis") or 0) % r
+    idx = e.need_const(1, "indices")
+    flat = [int(i) + shape[axis] if i < 0 else int(i) for i in np.asarray(idx).reshape(-1).tolist()]
+    if not flat:
+        raise refuse("rank_limit", "gather of no indices: ncnn has no empty blobs")
+    runs: list[list[int]] = []
+    for i in flat:
+        if runs and i == runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([i, i + 1])
+    x = e.input(0, "F")
+    parts = [crop(e, x, [s], [t], [axis]) if (s, t) != (0, shape[axis]) else x for s, t in runs]
+    if len(parts) > 1:
+        y = e.top()
+        e.add("Concat", parts, [y], [f"0={axis}"])
+    else:
+        y = parts[0]
+    out = e.out_shape(0)
+    gathered = shape[:axis] + (len(flat),) + shape[axis + 1:]
+    if tuple(out) != gathered or y == x:
+        z = e.top()
+        e.add("Reshape", [y], [z], shape_params(tuple(out) or (1,)))
+        y = z
+    e.output(0, y, "F")
+
+
+@rule("dropout")
+def dropout(e: NodeEmit) -> None:
+    """Inference: the identity (``Noop``); the mask output is not written."""
+    if len(e.node.outputs) > 1 and live(e.node.outputs[1]):
+        raise refuse("unsupported_attribute_value", "dropout's mask: ncnn's Dropout has none")
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} else "F"
+    y = e.top()
+    e.add("Noop", [e.input(0, form)], [y])
+    e.output(0, y, form)
+
+
+@rule("cast", "cast_like")
+def cast(e: NodeEmit) -> None:
+    """Between the dtypes a blob holds as float32 values: to float32 or to a wider integer the
+    values stay (``Noop``); float32 to an integer truncates toward zero (``UnaryOp`` trunc);
+    every other cast (narrowing, to bool, to dtypes a blob cannot hold) is refused with its dtypes."""
+    src, dst = e.node.inputs[0].type.dtype, e.node.outputs[0].type.dtype
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} else "F"
+    ints = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    if src == dst or dst == "float32" and src in ints + ("bool",) or (
+            src in ints and dst in ints and np.can_cast(src, dst, "safe")):
+        y = e.top()
+        e.add("Noop", [e.input(0, form)], [y])
+    elif src == "float32" and dst in ints:
+        y = e.top()
+        e.add("UnaryOp", [e.input(0, form)], [y], ["0=19"])
+    else:
+        raise refuse("unsupported_dtype", f"cast {src} to {dst}: an ncnn blob holds float32 values")
+    e.output(0, y, form)
+
+
+@rule("reshape", "flatten", "squeeze", "unsqueeze")
+def reshape(e: NodeEmit) -> None:
+    """To the output's static shape: one ``Reshape`` (ncnn's row-major order is the IR's);
+    the batch-dropped form when the input is held so and the output keeps a batch of 1, or
+    when the output has five dims."""
+    out = e.out_shape(0)
+    v = e.node.inputs[0]
+    batch_kept = len(out) >= 2 and out[0] == 1 and (e.net.forms(v) == {"B"} or len(out) > 4)
+    form = "B" if batch_kept else "F"
+    want = form_shape(e.node.outputs[0], form)
+    x = e.input(0, "B" if e.net.forms(v) == {"B"} else "F")
+    y = e.top()
+    e.add("Reshape", [x], [y], shape_params(want))
+    e.output(0, y, form)
+
+
+@rule("split")
+def split(e: NodeEmit) -> None:
+    """One ``Slice`` along the axis, each output's size read from its static shape."""
+    shape = e.shape(0)
+    axis = int(e.attr("axis") or 0) % len(shape)
+    sizes = [e.out_shape(k)[axis] for k in range(len(e.node.outputs))]
+    if 0 in sizes:
+        raise refuse("rank_limit", "split into an empty part: ncnn has no empty blobs")
+    x = e.input(0, "F")
+    tops = [e.top() for _ in sizes]
+    e.add("Slice", [x], tops, [f"-23300={len(sizes)}," + ",".join(str(n) for n in sizes), f"1={axis}"])
+    for k, t in enumerate(tops):
+        e.output(k, t, "F")

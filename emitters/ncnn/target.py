@@ -1,0 +1,49 @@
+"""The ncnn target (``--to ncnn``): what the pipeline needs to know.
+
+* dtypes: an ncnn blob holds float32 (fp16 and bf16 are storage options of ncnn's runtime,
+  not blob types): float16, bfloat16 and float64 values become float32 (legalized and
+  reported); bool values are 0/1 float masks. Every other dtype stays, so that a node whose
+  blob would hold one is refused with its name; integer constants are read into layer
+  parameters (shapes, axes, pads) and never become blobs.
+* ``accepts``: the node's layers (its rule in ``nn.py`` / ``shape.py`` or the ``ncnn`` cell's
+  snippet) are written and run in ncnn, checked against the reference where small
+  (``codegen.trial``). The cells' ``dtypes`` and ``rank`` describe ncnn's blobs (float32, 1
+  to 4 dims); the writer maps IR values onto them itself (``cell_limits=False``): integers
+  as float32 values, a scalar as a one-element blob, a batch of 1 dropped.
+* static shapes: ncnn's layer parameters are written for the model's shapes, so symbolic
+  input dims are fixed first (``--fix-dim``).
+* the artifact: a folder ``<stem>_ncnn`` with ``model.param``, ``model.bin`` and
+  ``model.io.json``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from translator.compile.target import Target, package_fields
+
+from . import codegen, runtime
+from .registry import NAME
+
+if TYPE_CHECKING:
+    from translator.compile.pipeline import Compilation
+    from translator.ir.graph import Node
+    from translator.table.loader import Tables
+
+#: widened or narrowed to float32 by the shared pass (reported)
+AS_FLOAT32 = ("float16", "bfloat16", "float64")
+
+
+def legal_dtypes(tables: "Tables") -> frozenset[str]:
+    return frozenset(d for d in tables.dtypes if d not in AS_FLOAT32)
+
+
+def integer_plan(node: "Node", ctx: "Compilation") -> tuple[str, str]:
+    return "float", "ncnn's int8 layers need its own calibration tables (ncnn2table); this writer keeps float32"
+
+
+TARGET = Target(
+    name=NAME, title="ncnn", **package_fields(codegen, runtime), suffix="_ncnn", written="model",
+    legal_dtypes=legal_dtypes, fold=True, dynamic_dims=False, accepts=codegen.accepts, cell_limits=False,
+    integer_plan=integer_plan,
+    doc="an ncnn network (model.param, model.bin; blob names and shapes in model.io.json), run by the ncnn package",
+)
