@@ -101,8 +101,10 @@ def form_shape(v: Value, form: str, rank: int | None = None) -> tuple[int, ...]:
         s = (1,) * (rank - len(s)) + s
     if form == "B":
         if len(s) < 2 or s[0] != 1:
-            why = Refusal("rank_limit", f"value {v.name!r} of shape {list(s)}: an ncnn blob has no batch "
-                                               "dimension (this layer needs a batch of 1)")
+            why = Refusal("rank_limit", f"value {v.name!r} of shape {list(s)}: an ncnn blob has at most 4 dims "
+                                        "and no batch (a 5-D value needs a batch of 1)" if len(s) > 4 else
+                          f"value {v.name!r} of shape {list(s)}: an ncnn blob has no batch dimension (this "
+                          "layer needs a batch of 1)")
             raise Batched(why, v) if len(s) >= 2 and not v.is_const else NodeRefused(why)
         s = s[1:]
     if not s:

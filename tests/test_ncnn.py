@@ -1,0 +1,141 @@
+"""The ncnn target: the written network (model.param, model.bin, model.io.json) loaded by the
+``ncnn`` package and held to onnxruntime; the batch-less blob layout; a batch > 1 written per
+item; integer values as float32 blobs; refusals per node with their reasons; determinism."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+pytest.importorskip("ncnn", reason="the ncnn target needs ncnn: pip install 'opbridge[ncnn]'")
+
+
+def _cnn(batch: int) -> onnx.ModelProto:
+    """conv (bias) → BatchNormalization → Relu → MaxPool → conv (groups) → Add (a per-channel
+    constant) → GlobalAveragePool → Flatten → Gemm → Softmax."""
+    rng = np.random.default_rng(0)
+    inits = [nh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             nh.from_array(rng.standard_normal(8).astype(np.float32), "b1"),
+             nh.from_array(rng.random(8).astype(np.float32) + 0.5, "g"),
+             nh.from_array(rng.standard_normal(8).astype(np.float32), "be"),
+             nh.from_array(rng.standard_normal(8).astype(np.float32), "mu"),
+             nh.from_array(rng.random(8).astype(np.float32) + 0.5, "var"),
+             nh.from_array(rng.standard_normal((8, 2, 3, 3)).astype(np.float32) * 0.3, "w2"),
+             nh.from_array(rng.standard_normal((1, 8, 1, 1)).astype(np.float32), "cb"),
+             nh.from_array(rng.standard_normal((5, 8)).astype(np.float32), "fw"),
+             nh.from_array(rng.standard_normal(5).astype(np.float32), "fb")]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("BatchNormalization", ["c1", "g", "be", "mu", "var"], ["n1"]),
+             h.make_node("Relu", ["n1"], ["r1"]),
+             h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node("Conv", ["p1", "w2"], ["c2"], group=4, pads=[1, 1, 1, 1]),
+             h.make_node("Add", ["c2", "cb"], ["a2"]),
+             h.make_node("GlobalAveragePool", ["a2"], ["gp"]),
+             h.make_node("Flatten", ["gp"], ["fl"]),
+             h.make_node("Gemm", ["fl", "fw", "fb"], ["fc"], transB=1),
+             h.make_node("Softmax", ["fc"], ["y"], axis=-1)]
+    g = h.make_graph(nodes, "cnn", [h.make_tensor_value_info("x", T.FLOAT, [batch, 3, 16, 16])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [batch, 5])], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def _convert(tmp_path: Path, model: onnx.ModelProto, name: str = "m", **kw):
+    import opbridge
+
+    src = tmp_path / f"{name}.onnx"
+    onnx.save(model, src)
+    res = opbridge.convert(str(src), to="ncnn", out=str(tmp_path / f"{name}_out"), **kw)
+    (rec,) = res["targets"]
+    return src, rec, Path(rec["output"]) if "output" in rec else None
+
+
+def _run(folder: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    from emitters.ncnn import runtime
+
+    art = runtime.load(folder, runtime.NcnnArtifact("", b"", [], []))
+    return runtime.run(art, feeds)
+
+
+def _ort(src: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def test_a_cnn_is_written_in_ncnn_layers_and_checks(tmp_path):
+    src, rec, folder = _convert(tmp_path, _cnn(1), check=True)
+    assert rec["status"] == "ok", rec
+    param = (folder / "model.param").read_text()
+    types = [ln.split()[0] for ln in param.splitlines()[2:]]
+    assert {"Convolution", "ConvolutionDepthWise", "Pooling", "Gemm", "Softmax"} <= set(types), types
+    assert "BatchNormalization" not in types and "BatchNorm" not in types  # folded into the first conv
+    io = json.loads((folder / "model.io.json").read_text())
+    assert io["inputs"] == [{"blob": "in0", "dtype": "float32", "name": "x", "shape": [3, 16, 16]}]
+    assert io["outputs"][0]["blob"] == "out0" and io["outputs"][0]["shape"] == [1, 5]
+    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_batch_of_two_runs_per_item(tmp_path):
+    """ncnn blobs have no batch: each per-item layer (the convolutions, the pools) is written
+    once per item between a Slice and a Concat, and the outputs agree with onnxruntime."""
+    src, rec, folder = _convert(tmp_path, _cnn(2), check=True)
+    assert rec["status"] == "ok", rec
+    types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
+    assert types.count("Convolution") == 2 and "Slice" in types and "Concat" in types, types
+    x = np.random.default_rng(2).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_integers_are_float32_values_and_come_back_in_their_dtype(tmp_path):
+    g = h.make_graph([h.make_node("Add", ["a", "b"], ["s"]), h.make_node("Mul", ["s", "a"], ["y"])], "ints",
+                     [h.make_tensor_value_info("a", T.INT32, [2, 3]), h.make_tensor_value_info("b", T.INT32, [3])],
+                     [h.make_tensor_value_info("y", T.INT32, [2, 3])])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok", rec
+    feeds = {"a": np.arange(-3, 3, dtype=np.int32).reshape(2, 3), "b": np.array([5, -7, 11], np.int32)}
+    (got,) = _run(folder, feeds)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, _ort(src, feeds)[0])
+
+
+def test_integer_division_is_refused_by_the_trial(tmp_path):
+    """ncnn divides in float: the trial compares with the reference's integer division and
+    refuses the node, naming it and the reason, before anything is written."""
+    g = h.make_graph([h.make_node("Div", ["a", "b"], ["y"], name="intdiv")], "div",
+                     [h.make_tensor_value_info("a", T.INT32, [4]), h.make_tensor_value_info("b", T.INT32, [4])],
+                     [h.make_tensor_value_info("y", T.INT32, [4])])
+    _, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+    assert rec["status"] == "failed" and rec["reason"] == "runtime_error", rec
+    assert "node 'intdiv'" in rec["detail"] and "integers" in rec["detail"]
+    assert folder is None and not (tmp_path / "m_out").exists()
+
+
+def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"], name="relu5")], "r5",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 2, 3, 4, 5])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 2, 3, 4, 5])])
+    _, rec, _ = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+    assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
+
+
+def test_the_written_files_are_byte_identical_and_carry_no_model_names(tmp_path):
+    m = _cnn(1)
+    hostile = "x; rm -rf / #\n7767517"
+    for n in m.graph.node:
+        n.input[:] = [hostile if i == "x" else i for i in n.input]
+    m.graph.input[0].name = hostile
+    _, rec1, f1 = _convert(tmp_path, m, "a")
+    _, rec2, f2 = _convert(tmp_path, m, "b")
+    assert rec1["status"] == rec2["status"] == "ok"
+    for name in ("model.param", "model.bin", "model.io.json"):
+        assert (f1 / name).read_bytes() == (f2 / name).read_bytes(), name
+    param = (f1 / "model.param").read_text()
+    assert "rm -rf" not in param and param.count("7767517") == 1
+    assert json.loads((f1 / "model.io.json").read_text())["inputs"][0]["name"] == hostile
