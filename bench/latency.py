@@ -13,6 +13,7 @@ Per model (a child process with a timeout, so a crash or a hang is one row):
 | openvino | onnxruntime; OpenVINO's own reader | both ``ov.Model``s compiled with the same CPU config (``peers.compare_openvino``) |
 | stablehlo | onnxruntime on the source file | the jitted function (prepared runner, compiled by the warm-up) and the source session, alternately; XLA's CPU client on ``--threads`` threads (``XLA_FLAGS`` set in the child before JAX loads) |
 | mlx | onnxruntime on the source file | the module's function on ``mx.cpu`` (prepared runner) and the source session, alternately; MLX has no thread setting |
+| ncnn | onnxruntime; pnnx | our files and pnnx's for the same ONNX file, both run by the ncnn package with the same options (CPU, fp32, ``--threads``), alternately (``peers.compare_ncnn``) |
 
 The source runtime is timed in this process with ``intra_op_num_threads`` = ``--threads``;
 every latency is a median of ``-n`` runs after a warm-up (``peers.samples``: the callables of
@@ -52,6 +53,9 @@ TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino")
 #: issue 25's bounds on the ratio ours / fastest(source, peer), per target (issue 27 gives the
 #: Python-source targets none: their ratios are printed)
 BOUND = {"onnx": 1.0, "openvino": 1.0, "tflite": 1.2, "pytorch": 1.3, "tensorflow": 1.3}
+#: issue 27's bound on ours / the peer's artifact (ncnn against pnnx)
+PEER_BOUND = {"ncnn": 1.1}
+PEER_OF_NAME = {"ncnn": "pnnx"}
 #: targets timed as a prepared in-process callable beside the source session
 IN_PROCESS = ("tensorflow", "stablehlo", "mlx")
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR", "PYTHONWARNINGS": "ignore",
@@ -267,6 +271,14 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
                      + (f"; {failed} not timed" if failed else "")
                      + (f"; conversion time / peer's: median {statistics.median(conv):.2f} over {len(conv)}" if conv else ""))
         lines.append("            worst five: " + ", ".join(f"{m} {x:.2f} (vs {who})" for x, m, who in worst))
+        vs_peer = sorted(((c["ours"]["latency_s"] / c["peer"]["latency_s"], r["model"]) for r in rows
+                          for c in [r.get("targets", {}).get(t) or {}]
+                          if c.get("ours", {}).get("latency_s") and (c.get("peer") or {}).get("latency_s")), reverse=True)
+        if vs_peer and t in PEER_BOUND:
+            pm = statistics.median(x for x, _ in vs_peer)
+            lines.append(f"            vs {PEER_OF_NAME.get(t, 'the peer')} alone: median {pm:.2f} (bound {PEER_BOUND[t]:.1f}: "
+                         f"{'met' if pm <= PEER_BOUND[t] else 'NOT met'}) over {len(vs_peer)}; worst five: "
+                         + ", ".join(f"{m} {x:.2f}" for x, m in vs_peer[:5]))
         counts = [(c["optimized_nodes"]["ours"], c["optimized_nodes"]["source"], r["model"]) for r in rows
                   for c in [r.get("targets", {}).get(t) or {}]
                   if c.get("optimized_nodes") and None not in c["optimized_nodes"].values()]

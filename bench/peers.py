@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 MODELS = ROOT / "bench" / ".cache" / "models"
 SUITE = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_small", "transformer_encoder", "gpt2_blocks")
-PEER_OF = {"pytorch": "onnx2torch", "tflite": "onnx2tf", "openvino": "openvino_fe"}
+PEER_OF = {"pytorch": "onnx2torch", "tflite": "onnx2tf", "openvino": "openvino_fe", "ncnn": "pnnx"}
 VENV = {"onnx2torch": ROOT / "bench" / ".venv-peers", "onnx2tf": ROOT / "bench" / ".venv-onnx2tf"}
 RUNNER = {"onnx2torch": "_model_onnx2torch.py", "onnx2tf": "_model_onnx2tf.py"}
 WARMUP = 3
@@ -340,7 +340,76 @@ def failed(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}
 
 
-COMPARE = {"pytorch": compare_pytorch, "openvino": compare_openvino, "tflite": compare_tflite}
+def compare_ncnn(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
+                 threads: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """opbridge's ncnn files and pnnx's (ncnn's own converter, bench/.venv-pnnx) for the same
+    ONNX file, both loaded by the project's ncnn package with the same options (CPU, fp32,
+    ``threads`` threads) and timed alternately. pnnx's files are fed as its generated script
+    feeds them (``in0``..., a batch of 1 dropped) and read at ``out0``..."""
+    import subprocess
+
+    import ncnn
+
+    from peers.pnnx import _inputshape, _net, executable
+
+    os.environ["OPBRIDGE_NCNN_THREADS"] = str(threads)
+    calls = {}
+    try:
+        target, art, convert_s = convert_ours("ncnn", path, out_dir)
+        call = target.prepared(art)
+        ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": call(feeds)}
+        calls["ours"] = lambda: call(feeds)
+    except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
+        ours = failed(exc)
+    exe = executable()
+    try:
+        if exe is None:
+            raise RuntimeError("bench/.venv-pnnx is not set up (bench/setup_peer_pnnx.sh)")
+        shapes = _inputshape(feeds)
+        if shapes is None:
+            raise RuntimeError("an input dtype pnnx's inputshape cannot spell")
+        d = out_dir / "pnnx"
+        d.mkdir(parents=True, exist_ok=True)
+        args = [str(exe), str(path), "fp16=0", f"inputshape={shapes}"] + [
+            f"{k}={d / v}" for k, v in (("ncnnparam", "m.ncnn.param"), ("ncnnbin", "m.ncnn.bin"), ("ncnnpy", "m_ncnn.py"),
+                                        ("pnnxparam", "m.pnnx.param"), ("pnnxbin", "m.pnnx.bin"),
+                                        ("pnnxpy", "m_pnnx.py"), ("pnnxonnx", "m.pnnx.onnx"))]
+        t = time.perf_counter()
+        p = subprocess.run(args, cwd=d, capture_output=True, text=True, timeout=900, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        convert_s = time.perf_counter() - t
+        if p.returncode != 0 or not (d / "m.ncnn.param").exists():
+            raise RuntimeError(f"pnnx exited {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1][:200]}")
+        net = _net(d / "m.ncnn.param", d / "m.ncnn.bin")
+        net.opt.num_threads = threads
+        mats = [np.ascontiguousarray(a[0] if a.ndim > 1 and a.shape[0] == 1 else a, dtype=np.float32)
+                for a in feeds.values()]
+        n_out = len(onnxruntime_outputs(path, feeds))
+
+        def peer_call(net=net, mats=mats, n_out=n_out):
+            ex = net.create_extractor()
+            ms = [ncnn.Mat(a).clone() for a in mats]
+            for k, m in enumerate(ms):
+                ex.input(f"in{k}", m)
+            outs = []
+            for k in range(n_out):
+                rc, m = ex.extract(f"out{k}")
+                if rc != 0:
+                    raise RuntimeError(f"ncnn could not compute pnnx's out{k}")
+                outs.append(np.array(m, copy=True))
+            return outs
+
+        theirs: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": peer_call()}
+        calls["peer"] = peer_call
+    except Exception as exc:  # noqa: BLE001
+        theirs = failed(exc)
+    lat = timed(calls, n)
+    for key, rec in (("ours", ours), ("peer", theirs)):
+        if key in lat:
+            rec["latency_s"] = lat[key]
+    return ours, theirs
+
+
+COMPARE = {"pytorch": compare_pytorch, "openvino": compare_openvino, "tflite": compare_tflite, "ncnn": compare_ncnn}
 
 
 def run_subprocess_peer(peer: str, path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path,
