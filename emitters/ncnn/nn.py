@@ -357,3 +357,47 @@ def quantize_linear(e: NodeEmit) -> None:
     y = e.top()
     e.add("Clip", [rq], [y], [f"0={float(info.min)!r}", f"1={float(info.max)!r}"])
     e.output(0, y, form)
+
+
+@rule("resize", "upsample")
+def resize(e: NodeEmit) -> None:
+    """``Interp`` to the output's static height and width (scales or sizes, whichever the
+    model gave, have already decided them): nearest (asymmetric, floor, as ncnn picks),
+    bilinear and bicubic with half-pixel or align-corners coordinates."""
+    shape, out = e.shape(0), e.out_shape(0)
+    if len(shape) != 4 or tuple(out[:2]) != tuple(shape[:2]):
+        raise refuse("unsupported_attribute_value", "ncnn's Interp resizes the last two dims of a 4-D value only")
+    mode = e.attr("mode") or "nearest"
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    coord = e.attr("coordinate_transformation_mode") or ("asymmetric" if e.node.op == "upsample" else "half_pixel")
+    coord = coord.decode() if isinstance(coord, bytes) else coord
+    kind = {"nearest": 1, "linear": 2, "bilinear": 2, "cubic": 3}.get(mode)
+    if kind is None:
+        raise refuse("unsupported_attribute_value", f"resize mode {mode!r}")
+    if kind == 1:
+        near = e.attr("nearest_mode") or "round_prefer_floor"
+        near = near.decode() if isinstance(near, bytes) else near
+        steps = [o // i if i and o % i == 0 else 0 for o, i in zip(out[2:], shape[2:])]  # integer upscales
+        same = (coord == "asymmetric" and (near == "floor" or near == "round_prefer_floor" and 0 < max(steps) <= 2
+                                           and min(steps) > 0)) or \
+            (coord in ("half_pixel", "pytorch_half_pixel") and near in ("round_prefer_floor", "round_prefer_ceil")
+             and min(steps) > 0)
+        if not same:  # ncnn picks floor(dst * in / out); these modes pick the same pixels only as above
+            raise refuse("unsupported_attribute_value", f"nearest resize with {coord} coordinates and {near} "
+                                                        "rounding: ncnn's picks floor(asymmetric)")
+        align = 0
+    elif coord == "align_corners":
+        align = 1
+    elif coord in ("half_pixel", "pytorch_half_pixel"):
+        align = 0
+    else:
+        raise refuse("unsupported_attribute_value", f"{mode} resize with {coord} coordinates: ncnn's Interp has "
+                                                    "half-pixel and align-corners")
+    if kind == 3 and float(e.attr("cubic_coeff_a") if e.attr("cubic_coeff_a") is not None else -0.75) != -0.75:
+        raise refuse("unsupported_attribute_value", "bicubic with a coefficient other than -0.75")
+    if e.attr("antialias"):
+        raise refuse("unsupported_attribute_value", "antialiased resize")
+    x = e.input(0, "B")
+    y = e.top()
+    e.add("Interp", [x], [y], [f"0={kind}", f"3={out[2]}", f"4={out[3]}", f"6={align}"])
+    e.output(0, y, "B")

@@ -25,26 +25,60 @@ def slice_(e: NodeEmit) -> None:
     starts, ends = e.need_const(1, "starts"), e.need_const(2, "ends")
     axes = e.need_const(3, "axes") if e.value(3) is not None else np.arange(len(starts))
     steps = e.need_const(4, "steps") if e.value(4) is not None else np.ones(len(starts), np.int64)
-    s_out, e_out, a_out = [], [], []
+    s_out, e_out, a_out, strided = [], [], [], []
     for s, t, a, k in zip(starts.tolist(), ends.tolist(), axes.tolist(), steps.tolist()):
         a = int(a) % r
         n = shape[a]
-        if k != 1:
+        if k < 1:
             raise refuse("unsupported_attribute_value", f"slice with step {k}: ncnn's Crop has no steps")
         s = min(max(s + n if s < 0 else s, 0), n)
         t = min(max(t + n if t < 0 else t, 0), n)
+        if k > 1:
+            strided.append((a, s, t, k))
+            continue
         if (s, t) == (0, n):
             continue
         s_out.append(s)
         e_out.append(t)
         a_out.append(a)
-    x = e.input(0, "F")
-    if not a_out:  # the whole tensor
+    batch = len(shape) >= 2 and shape[0] == 1 and all(a > 0 for a in a_out + [st[0] for st in strided])
+    form = "B" if batch and (strided or e.net.forms(e.node.inputs[0]) == {"B"}) else "F"
+    x = e.input(0, form)
+    cur = list(shape[1:] if form == "B" else shape)
+    lead = 1 if form == "B" else 0
+    if a_out:
+        x = crop(e, x, s_out, e_out, [a - lead for a in a_out])
+        for s, t, a in zip(s_out, e_out, a_out):
+            cur[a - lead] = t - s
+    for a, s, t, k in strided:
+        x = _every_kth(e, x, cur, a - lead, s, t, k)
+    if not a_out and not strided:  # the whole tensor
         y = e.top()
         e.add("Noop", [x], [y])
-    else:
-        y = crop(e, x, s_out, e_out, a_out)
-    e.output(0, y, "F")
+        x = y
+    e.output(0, x, form)
+
+
+def _every_kth(e: NodeEmit, x: str, cur: list[int], axis: int, s: int, t: int, k: int) -> str:
+    """Elements ``s, s+k, ...`` below ``t`` of ``axis``: the axis split into (count, k) by a
+    ``Reshape``, the first of each k kept (``Crop``), merged back (ncnn's Crop has no steps)."""
+    count = len(range(s, t, k))
+    if count == 0:
+        raise refuse("rank_limit", "a strided slice with no element: ncnn has no empty blobs")
+    offset = s % k
+    base = s - offset  # groups of k from ``base``, the element ``offset`` of each kept
+    if base + count * k > cur[axis] or len(cur) + 1 > 4:
+        raise refuse("unsupported_attribute_value", f"slice with step {k}: the steps do not tile the axis, or the "
+                                                    "split axis needs a fifth dim (ncnn's Crop has no steps)")
+    if (base, base + count * k) != (0, cur[axis]):
+        x = crop(e, x, [base], [base + count * k], [axis])
+    split = cur[:axis] + [count, k] + cur[axis + 1:]
+    r1, c1, r2 = e.top(), e.top(), e.top()
+    e.add("Reshape", [x], [r1], shape_params(tuple(split)))
+    e.add("Crop", [r1], [c1], [_array(9, [offset]), _array(10, [offset + 1]), _array(11, [axis + 1])])
+    cur[axis] = count
+    e.add("Reshape", [c1], [r2], shape_params(tuple(cur)))
+    return r2
 
 
 @rule("gather")
