@@ -401,3 +401,32 @@ def resize(e: NodeEmit) -> None:
     y = e.top()
     e.add("Interp", [x], [y], [f"0={kind}", f"3={out[2]}", f"4={out[3]}", f"6={align}"])
     e.output(0, y, "B")
+
+
+@rule("pow")
+def pow_(e: NodeEmit) -> None:
+    """A constant scalar exponent as the layer it is (square, sqrt, reciprocal, identity) or as
+    ``BinaryOp`` pow with the scalar as a parameter; a tensor exponent as ``BinaryOp`` pow
+    between blobs (the trial holds it to the reference: a negative base is NaN in ncnn's pow)."""
+    b = e.const(1)
+    form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} and len(e.out_shape(0)) == len(e.shape(0)) else "F"
+    y = e.top()
+    if b is not None and np.size(b) == 1 and len(e.out_shape(0)) == len(e.shape(0)):
+        p = float(np.asarray(b).reshape(-1)[0])
+        x = e.input(0, form)
+        if p in (3.0, 4.0):  # ncnn's pow of a negative base is not the power: products instead
+            sq = e.top()
+            e.add("UnaryOp", [x], [sq], ["0=4"])
+            if p == 3.0:
+                e.add("BinaryOp", [sq, e.input(0, form)], [y], ["0=2"])
+            else:
+                e.add("UnaryOp", [sq], [y], ["0=4"])
+        else:
+            layer = {2.0: ("UnaryOp", ["0=4"]), 0.5: ("UnaryOp", ["0=5"]), -1.0: ("UnaryOp", ["0=15"]),
+                     1.0: ("Noop", [])}.get(p, ("BinaryOp", ["0=6", "1=1", f"2={p!r}"]))
+            e.add(layer[0], [x], [y], layer[1])
+    else:
+        r = len(e.out_shape(0))
+        e.add("BinaryOp", [e.input(0, "F", r), e.input(1, "F", r)], [y], ["0=6"])
+        form = "F"
+    e.output(0, y, form)

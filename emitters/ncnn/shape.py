@@ -25,10 +25,14 @@ def slice_(e: NodeEmit) -> None:
     starts, ends = e.need_const(1, "starts"), e.need_const(2, "ends")
     axes = e.need_const(3, "axes") if e.value(3) is not None else np.arange(len(starts))
     steps = e.need_const(4, "steps") if e.value(4) is not None else np.ones(len(starts), np.int64)
-    s_out, e_out, a_out, strided = [], [], [], []
+    s_out, e_out, a_out, strided, flips = [], [], [], [], []
     for s, t, a, k in zip(starts.tolist(), ends.tolist(), axes.tolist(), steps.tolist()):
         a = int(a) % r
         n = shape[a]
+        if k == -1 and min(max(s + n if s < 0 else s, -1), n - 1) == n - 1 \
+                and min(max(t + n if t < 0 else t, -1), n - 1) == -1:  # bounds clamped to [-1, n - 1]
+            flips.append(a)  # the whole axis reversed: ncnn's Flip
+            continue
         if k < 1:
             raise refuse("unsupported_attribute_value", f"slice with step {k}: ncnn's Crop has no steps")
         s = min(max(s + n if s < 0 else s, 0), n)
@@ -41,7 +45,7 @@ def slice_(e: NodeEmit) -> None:
         s_out.append(s)
         e_out.append(t)
         a_out.append(a)
-    batch = len(shape) >= 2 and shape[0] == 1 and all(a > 0 for a in a_out + [st[0] for st in strided])
+    batch = len(shape) >= 2 and shape[0] == 1 and all(a > 0 for a in a_out + [st[0] for st in strided] + flips)
     form = "B" if batch and (strided or e.net.forms(e.node.inputs[0]) == {"B"}) else "F"
     x = e.input(0, form)
     cur = list(shape[1:] if form == "B" else shape)
@@ -52,7 +56,11 @@ def slice_(e: NodeEmit) -> None:
             cur[a - lead] = t - s
     for a, s, t, k in strided:
         x = _every_kth(e, x, cur, a - lead, s, t, k)
-    if not a_out and not strided:  # the whole tensor
+    if flips:
+        y = e.top()
+        e.add("Flip", [x], [y], [_array(0, [a - lead for a in flips])])
+        x = y
+    if not a_out and not strided and not flips:  # the whole tensor
         y = e.top()
         e.add("Noop", [x], [y])
         x = y

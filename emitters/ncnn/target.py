@@ -26,7 +26,7 @@ from .registry import NAME
 
 if TYPE_CHECKING:
     from translator.compile.pipeline import Compilation
-    from translator.ir.graph import Node
+    from translator.ir.graph import Model, Node
     from translator.table.loader import Tables
 
 #: widened or narrowed to float32 by the shared pass (reported)
@@ -37,13 +37,36 @@ def legal_dtypes(tables: "Tables") -> frozenset[str]:
     return frozenset(d for d in tables.dtypes if d not in AS_FLOAT32)
 
 
+def prepare(model: "Model", ctx: "Compilation") -> None:
+    """ncnn runs a quantized model in float32 (``integer_plan``): a ``dequantize_linear`` of
+    constants (an int8 weight and its scales) becomes its float32 values, and what reads it
+    folds in turn (a convolution gets constant weights, as ncnn's layers store them)."""
+    import numpy as np
+
+    from translator import reference
+    from translator.compile.pipeline import fold
+
+    g = model.graph
+    changed = False
+    for node in list(g.nodes):
+        if node.op != "dequantize_linear" or not all(v is None or v.is_const for v in node.inputs):
+            continue
+        (y,) = reference.get(node.op)(*[None if v is None else v.const for v in node.inputs], **node.attrs),
+        out = node.outputs[0]
+        g.replace_node(node, [g.add_constant(out.name, np.asarray(y), str(out.type.dtype))])
+        changed = True
+    if changed:
+        fold(g)
+
+
 def integer_plan(node: "Node", ctx: "Compilation") -> tuple[str, str]:
     return "float", "ncnn's int8 layers need its own calibration tables (ncnn2table); this writer keeps float32"
 
 
 TARGET = Target(
     name=NAME, title="ncnn", **package_fields(codegen, runtime), suffix="_ncnn", written="model",
-    legal_dtypes=legal_dtypes, fold=True, dynamic_dims=False, accepts=codegen.accepts, cell_limits=False,
+    legal_dtypes=legal_dtypes, fold=True, dynamic_dims=False, prepare=prepare, accepts=codegen.accepts,
+    cell_limits=False,
     integer_plan=integer_plan,
     doc="an ncnn network (model.param, model.bin; blob names and shapes in model.io.json), run by the ncnn package",
 )
