@@ -57,6 +57,10 @@ INTEGERS = BLOB_DTYPES[2:]
 NUMERIC_MAX = 1 << 16
 #: ... and runs ncnn at all up to this many (a bigger node is written unchecked: the model's check sees it)
 TRIAL_MAX = 1 << 24
+#: ``node.meta`` key: ``accepts`` held the node's layers to the reference already
+CHECKED = "ncnn_checked"
+#: the most batch items a per-item layer is written for (``per_item``)
+PER_ITEM_MAX = 32
 #: ncnn's parameter keys of a shape (Reshape, MemoryData, Input), by rank: c, d, h, w
 _SHAPE_KEYS = {1: (0,), 2: (1, 0), 3: (2, 1, 0), 4: (2, 11, 1, 0)}
 
@@ -459,6 +463,9 @@ def per_item(net: Net, node: Node, op: "Op", sliced: set[int]) -> NodeEmit:
 
     outs = [static_shape(v) for v in node.outputs]
     n = outs[0][0] if outs and outs[0] else 0
+    if n > PER_ITEM_MAX:
+        raise refuse("rank_limit", f"{node.op}: ncnn's layer runs on one batch item, and writing it for each of "
+                                   f"{n} items is past {PER_ITEM_MAX}")
     if n < 2 or any(len(s) < 1 or s[0] != n for s in outs):
         raise refuse("rank_limit", f"{node.op}: ncnn's layer runs on one batch item, and the batch of "
                                           f"this node's outputs is not one size ({[list(s) for s in outs]})")
@@ -538,7 +545,7 @@ def trial(e: NodeEmit) -> None:
     got_by = dict(zip(sorted(e.outs), got))
     expected = None
     fn = reference.get(node.op)
-    if fn is not None and size <= NUMERIC_MAX:
+    if fn is not None and size <= NUMERIC_MAX and not node.meta.get(CHECKED):
         args = [None if v is None else values[id(v)] for v in node.inputs]
         try:
             with np.errstate(all="ignore"):
@@ -738,6 +745,7 @@ def accepts(node: Node, ctx: "Compilation") -> Refusal | None:
         write_node(net, node, ctx.tables)
     except NodeRefused as exc:
         return exc.refusal
+    node.meta[CHECKED] = True  # emit writes it again (its inputs' forms may differ): shapes only then
     except Unsupported as exc:
         return Refusal(exc.code, str(exc))
     return None
