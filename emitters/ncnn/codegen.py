@@ -745,9 +745,9 @@ def accepts(node: Node, ctx: "Compilation") -> Refusal | None:
         write_node(net, node, ctx.tables)
     except NodeRefused as exc:
         return exc.refusal
-    node.meta[CHECKED] = True  # emit writes it again (its inputs' forms may differ): shapes only then
     except Unsupported as exc:
         return Refusal(exc.code, str(exc))
+    node.meta[CHECKED] = True  # emit writes it again (its inputs' forms may differ): shapes only then
     return None
 
 
