@@ -139,3 +139,29 @@ def test_the_written_files_are_byte_identical_and_carry_no_model_names(tmp_path)
     param = (f1 / "model.param").read_text()
     assert "rm -rf" not in param and param.count("7767517") == 1
     assert json.loads((f1 / "model.io.json").read_text())["inputs"][0]["name"] == hostile
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_recurrences_run_on_ncnns_own_layers(op, direction):
+    """ONNX's LSTM and GRU as ncnn's LSTM / GRU layers (gate blocks re-ordered, biases folded
+    as ncnn keeps them), Y and the last hidden state Y_h both as the reference computes them."""
+    from translator import reference
+    from translator.compile import target as targets
+    from translator.compile.pipeline import compile
+    from translator.run.harness import compare, single_op_model
+
+    rng = np.random.default_rng(3)
+    gates, d, hidden, size, steps = {"lstm": 4, "gru": 3}[op], 2 if direction == "bidirectional" else 1, 5, 4, 6
+    ins = [rng.standard_normal((steps, 1, size)).astype(np.float32),
+           (rng.standard_normal((d, gates * hidden, size)) * 0.5).astype(np.float32),
+           (rng.standard_normal((d, gates * hidden, hidden)) * 0.5).astype(np.float32),
+           (rng.standard_normal((d, 2 * gates * hidden)) * 0.5).astype(np.float32)]
+    attrs = {"hidden_size": hidden, "direction": direction, **({"linear_before_reset": 1} if op == "gru" else {})}
+    model, feeds = single_op_model(op, ins, attrs, n_outputs=2, const=(1, 2, 3))
+    target = targets.get("ncnn")
+    art = compile(model, target).artifact
+    assert op.upper() in [ln.split()[0] for ln in art.param.splitlines()[2:]]
+    got, want = target.run(art, feeds), reference.get(op)(*ins, **attrs)
+    for w, g in zip(want[:2], got):
+        assert compare(w, g).ok, (op, direction)

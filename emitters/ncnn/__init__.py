@@ -9,7 +9,7 @@ cell in ``optable.yaml`` (the layer lines the table's proof ran in ncnn) or a ru
 """
 from __future__ import annotations
 
-from . import nn, shape  # noqa: F401 - the families register their rules on import
+from . import nn, rnn, shape  # noqa: F401 - the families register their rules on import
 from .codegen import Net, NodeEmit
 from .registry import NAME
 from .runtime import BIN_FILE, IO_FILE, PARAM_FILE, NcnnArtifact, load, output_ports, run, save
