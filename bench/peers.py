@@ -105,8 +105,10 @@ def max_abs(expected: list[np.ndarray], got: list[np.ndarray]) -> float | None:
 SAVE_S: dict[str, float] = {}  # backend → seconds its last artifact took to save
 
 
-def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, float]:
+def convert_ours(backend: str, path: Path, out_dir: Path,
+                 feeds: dict[str, np.ndarray] | None = None) -> tuple[Any, Any, float]:
     """(target, artifact, seconds): frontend → IR → emitter (an in-memory artifact,
+    for a static-shape target with its symbolic dims fixed to ``feeds``' sizes,
     as onnx2torch's and OpenVINO's conversions give an in-memory model); the artifact is
     then saved, timed apart (``SAVE_S``, printed as ``save``)."""
     from translator.frontends.onnx import load_onnx
@@ -120,7 +122,13 @@ def convert_ours(backend: str, path: Path, out_dir: Path) -> tuple[Any, Any, flo
     reference.implemented()
     convert(backend, load_onnx(ROOT / "examples" / "models" / "tiny_cnn.onnx"))
     t = time.perf_counter()
-    art = convert(backend, load_onnx(path))
+    model = load_onnx(path)
+    options = {}
+    if feeds is not None and not target.dynamic_dims:  # a static-shape target is written for the timed inputs
+        from translator.ir.dims import sizes_in
+
+        options["fix_dims"] = sizes_in(model, feeds)
+    art = convert(backend, model, **options)
     convert_s = time.perf_counter() - t
     t = time.perf_counter()
     if target.save is not None:
@@ -355,7 +363,7 @@ def compare_ncnn(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path
     os.environ["OPBRIDGE_NCNN_THREADS"] = str(threads)
     calls = {}
     try:
-        target, art, convert_s = convert_ours("ncnn", path, out_dir)
+        target, art, convert_s = convert_ours("ncnn", path, out_dir, feeds)
         call = target.prepared(art)
         ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": call(feeds)}
         calls["ours"] = lambda: call(feeds)

@@ -149,8 +149,12 @@ class Net:
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: blob → (value, form, rank) it holds
     origin: dict[str, tuple[Value, str, int | None]] = field(default_factory=dict)
-    reshapes: int = 0
+    #: the tops of the reshapes between forms (not the model's own reshapes)
+    layout: set[str] = field(default_factory=set)
     count: int = 0
+    #: id(value) → every blob holding its data, in any shape (a layer's own output before the
+    #: reshape to its form: a reader that wants that shape takes it as it is)
+    views: dict[int, list[str]] = field(default_factory=dict)
     #: every value held (``held`` is keyed by id: a value must outlive its entry)
     alive: list[Value] = field(default_factory=list)
 
@@ -167,17 +171,18 @@ class Net:
 
     def snapshot(self) -> tuple:
         return (len(self.layers), {k: dict(v) for k, v in self.held.items()}, dict(self.shapes), dict(self.origin),
-                self.reshapes, self.count)
+                {k: list(v) for k, v in self.views.items()}, set(self.layout), self.count)
 
     def restore(self, saved: tuple) -> None:
-        n, held, shapes, origin, self.reshapes, self.count = saved
+        n, held, shapes, origin, views, self.layout, self.count = saved
         del self.layers[n:]
-        self.held, self.shapes, self.origin = held, shapes, origin
+        self.held, self.shapes, self.origin, self.views = held, shapes, origin, views
 
     def hold(self, v: Value, blob: str, form: str, rank: int | None = None) -> None:
         if id(v) not in self.held:
             self.alive.append(v)
         self.held.setdefault(id(v), {})[(form, rank)] = blob
+        self.views.setdefault(id(v), []).append(blob)
         self.shapes[blob] = form_shape(v, form, rank)
         self.origin[blob] = (v, form, rank)
 
@@ -202,13 +207,16 @@ class Net:
         else:
             if not have:
                 raise refuse("internal_error", f"value {v.name!r} is read before it is computed")
+            same = [b for b in self.views.get(id(v), []) if self.shapes.get(b) == want]
             src = next(iter(have.values()))
-            if self.shapes[src] == want:
+            if same:
+                b = same[0]
+            elif self.shapes[src] == want:
                 b = src
             else:
                 b = self.fresh()
                 self.add("Reshape", [src], [b], shape_params(want))
-                self.reshapes += 1
+                self.layout.add(b)
         self.hold(v, b, *key)
         return b
 
@@ -518,6 +526,8 @@ def trial(e: NodeEmit) -> None:
 
     net, node = e.net, e.node
     layers = net.layers[e.start:]
+    if not layers:  # the outputs are blobs the net holds already (a reshape to a shape it has)
+        return
     made = {t for lay in layers for t in lay.tops}
     outer = []
     for lay in layers:
@@ -574,8 +584,9 @@ def trial(e: NodeEmit) -> None:
         if g.shape != want:
             b = net.fresh()
             net.shapes[blob] = tuple(g.shape) if g.ndim else (1,)
+            net.views.setdefault(id(v), []).append(blob)
             net.add("Reshape", [blob], [b], shape_params(want))
-            net.reshapes += 1
+            net.layout.add(b)
             e.outs[k] = (b, form)
 
 
@@ -638,6 +649,18 @@ def _agree(node: Node, k: int, e: np.ndarray, g: np.ndarray) -> None:
         i = int(np.argmax(bad.reshape(-1)))
         raise refuse("runtime_error", f"ncnn's layers compute {node.op} differently here (output {k}: "
                                      f"{g.reshape(-1)[i]:.6g} where the reference gives {e.reshape(-1)[i]:.6g})")
+
+
+def live_layers(layers: list[Layer], outputs: list[str]) -> list[Layer]:
+    """``layers`` without those whose tops nothing reads (a reshape to a form no reader took,
+    a node's other output): ncnn's layers have no side effects."""
+    needed = set(outputs)
+    keep = []
+    for lay in reversed(layers):
+        if any(t in needed for t in lay.tops):
+            keep.append(lay)
+            needed.update(lay.bottoms)
+    return keep[::-1]
 
 
 def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
@@ -792,7 +815,8 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
             raise Unsupported("output", NAME, exc.refusal.code, exc.refusal.detail) from None
         extract.append(b)
         outs.append(Port(v.name, b, list(static_shape(v)), str(v.type.dtype)))
-    param, weights, names = finalize(net.layers, [(p.blob, tuple(p.shape)) for p in ins], extract)
+    layers = live_layers(net.layers, extract)
+    param, weights, names = finalize(layers, [(p.blob, tuple(p.shape)) for p in ins], extract)
     param, names = _rename_outputs(param, names)
     for p, n in zip(outs, names):
         p.blob = n
@@ -800,7 +824,8 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
     legal = {i: v.type.dtype for i, (v, before) in enumerate(zip(g.outputs, source_out))
              if before is not None and v.type.dtype is not None and before != v.type.dtype}
     legal.update({i: "float32" for i, v in enumerate(g.outputs) if v.type.dtype in INTEGERS})
-    return NcnnArtifact(param, weights, ins, outs, reshapes=net.reshapes, decomposed=list(ctx.decomposed),
+    reshapes = sum(1 for lay in layers if lay.tops[0] in net.layout)
+    return NcnnArtifact(param, weights, ins, outs, reshapes=reshapes, decomposed=list(ctx.decomposed),
                         legalized=list(ctx.warnings), output_legal=legal)
 
 

@@ -430,3 +430,88 @@ def pow_(e: NodeEmit) -> None:
         e.add("BinaryOp", [e.input(0, "F", r), e.input(1, "F", r)], [y], ["0=6"])
         form = "F"
     e.output(0, y, form)
+
+
+@rule("prelu")
+def prelu(e: NodeEmit) -> None:
+    """ncnn's ``PReLU`` (a slope per channel, or one): a constant slope that broadcasts
+    along the channel dim (dim 1) only; otherwise the table's composite."""
+    shape, slope = e.shape(0), e.const(1)
+    if slope is None or len(shape) < 2 or shape[0] != 1:
+        return e.snippet(_snippet("prelu"))
+    s = np.asarray(slope, np.float32)
+    lead = (1,) * (len(shape) - s.ndim) + s.shape
+    channels = shape[1]
+    if s.size != 1 and not (lead[1] == channels and s.size == channels):
+        return e.snippet(_snippet("prelu"))
+    x = e.input(0, "B")
+    y = e.top()
+    e.add("PReLU", [x], [y], [f"0={s.size}"], _raw(s.reshape(-1)))
+    e.output(0, y, "B")
+
+
+def _snippet(op: str) -> str:
+    from translator.compile.registry import snippet_of
+    from translator.table.loader import load_tables
+
+    return snippet_of(load_tables().ops[op], ("ncnn",))
+
+
+def _inner_product(e: NodeEmit, a_shape: tuple, weight: np.ndarray, bias: np.ndarray | None) -> None:
+    """``InnerProduct`` over the last dim: ``weight`` (N, K), ``bias`` (N,) or None. A of one
+    row is held batch-dropped (a 1-D blob); of several rows as a 2-D blob (ncnn multiplies
+    each row)."""
+    form = "B" if len(a_shape) >= 2 and all(d == 1 for d in a_shape[:-1]) else "F"
+    if form == "F" and len(a_shape) != 2:
+        raise refuse("rank_limit", f"InnerProduct multiplies rows of a 2-D blob; A is {list(a_shape)}")
+    x = e.input(0, form)
+    if form == "B" and len(a_shape) > 2:  # (1, 1, K) → (K,)
+        from .codegen import shape_params
+
+        flat = e.top()
+        e.add("Reshape", [x], [flat], shape_params((a_shape[-1],)))
+        x = flat
+    y = e.top()
+    n = weight.shape[0]
+    params = [f"0={n}", f"1={int(bias is not None)}", f"2={weight.size}"]
+    e.add("InnerProduct", [x], [y], params, _tagged(weight) + (_raw(bias) if bias is not None else b""))
+    out = e.out_shape(0)
+    if form == "B" and len(out) > 2:
+        from .codegen import shape_params
+
+        z = e.top()
+        e.add("Reshape", [y], [z], shape_params(tuple(out[1:])))
+        y = z
+    e.output(0, y, form)
+
+
+@rule("gemm")
+def gemm(e: NodeEmit) -> None:
+    """A constant B: ncnn's ``InnerProduct`` (alpha folded into the weight, beta·C into the
+    bias); otherwise the ``Gemm`` layer of the table's snippet."""
+    b, c = e.const(1), e.const(2)
+    if b is None or int(e.attr("transA") or 0) or (e.value(2) is not None and c is None) or len(e.shape(0)) != 2:
+        return e.snippet(_snippet("gemm"))
+    alpha = float(e.attr("alpha") if e.attr("alpha") is not None else 1.0)
+    beta = float(e.attr("beta") if e.attr("beta") is not None else 1.0)
+    w = np.asarray(b, np.float32)
+    w = (w if int(e.attr("transB") or 0) else w.T) * alpha
+    n = w.shape[0]
+    bias = None
+    if c is not None:
+        cc = np.asarray(c, np.float32)
+        if cc.size not in (1, n) or (cc.ndim == 2 and cc.shape[0] != 1):
+            return e.snippet(_snippet("gemm"))
+        bias = np.broadcast_to(cc.reshape(-1), (n,)) * beta
+    _inner_product(e, e.shape(0), np.ascontiguousarray(w), None if bias is None else np.ascontiguousarray(bias))
+
+
+@rule("matmul")
+def matmul(e: NodeEmit) -> None:
+    """A constant 2-D B: ncnn's ``InnerProduct`` over A's last dim; otherwise ``MatMul``."""
+    b = e.const(1)
+    a_shape = e.shape(0)
+    if b is None or np.ndim(b) != 2 or len(a_shape) < 2 or not (
+            all(d == 1 for d in a_shape[:-1]) or len(a_shape) == 2):
+        return e.snippet(_snippet("matmul"))
+    _inner_product(e, a_shape, np.ascontiguousarray(np.asarray(b, np.float32).T), None)

@@ -163,6 +163,10 @@ def reshape(e: NodeEmit) -> None:
     batch_kept = len(out) >= 2 and out[0] == 1 and (e.net.forms(v) == {"B"} or len(out) > 4)
     form = "B" if batch_kept else "F"
     want = form_shape(e.node.outputs[0], form)
+    same = [b for b in e.net.views.get(id(v), []) if e.net.shapes.get(b) == want]
+    if same:  # a blob of the input already has this shape (a pooling's 1-D output): no layer
+        e.output(0, same[0], form)
+        return
     x = e.input(0, "B" if e.net.forms(v) == {"B"} else "F")
     y = e.top()
     e.add("Reshape", [x], [y], shape_params(want))
@@ -182,3 +186,35 @@ def split(e: NodeEmit) -> None:
     e.add("Slice", [x], tops, [f"-23300={len(sizes)}," + ",".join(str(n) for n in sizes), f"1={axis}"])
     for k, t in enumerate(tops):
         e.output(k, t, "F")
+
+
+def _held_dropped(e: NodeEmit, axis: int) -> bool:
+    """Whether the node can run on its inputs without their batch of 1: every run-time input
+    is held so, and the axis is not the batch."""
+    live = [v for v in e.node.inputs if v is not None and not v.is_const]
+    return axis > 0 and bool(live) and all(e.net.forms(v) == {"B"} for v in live) and \
+        all(len(static := e.shape(i)) >= 2 and static[0] == 1 for i, v in enumerate(e.node.inputs) if v is not None)
+
+
+@rule("concat")
+def concat(e: NodeEmit) -> None:
+    """``Concat`` along the axis; without the batch of 1 (the axis one less) when the inputs
+    are held so (a CNN's channel concatenation stays in the convolutions' form)."""
+    r = len(e.shape(0))
+    axis = int(e.attr("axis")) % r
+    form = "B" if _held_dropped(e, axis) else "F"
+    ins = [e.input(i, form) for i, v in enumerate(e.node.inputs) if v is not None]
+    y = e.top()
+    e.add("Concat", ins, [y], [f"0={axis - (form == 'B')}"])
+    e.output(0, y, form)
+
+
+@rule("softmax")
+def softmax(e: NodeEmit) -> None:
+    """``Softmax`` along the axis; without the batch of 1 when the input is held so."""
+    r = len(e.shape(0))
+    axis = int(e.attr("axis") if e.attr("axis") is not None else -1) % r
+    form = "B" if _held_dropped(e, axis) else "F"
+    y = e.top()
+    e.add("Softmax", [e.input(0, form)], [y], [f"0={axis - (form == 'B')}", "1=1"])
+    e.output(0, y, form)
