@@ -166,3 +166,18 @@ def test_recurrences_run_on_ncnns_own_layers(op, direction):
     got, want = target.run(art, feeds), reference.get(op)(*ins, **attrs)
     for w, g in zip(want[:2], got):
         assert compare(w, g).ok, (op, direction)
+
+
+def test_an_embedding_lookup_by_run_time_indices(tmp_path):
+    """Rows of a constant table by indices fed at run time (negative ones count from the end):
+    a 0/1 mask of index = row number times the table, checked against onnxruntime."""
+    rng = np.random.default_rng(4)
+    table = nh.from_array(rng.standard_normal((40, 6)).astype(np.float32), "table")
+    g = h.make_graph([h.make_node("Gather", ["table", "ids"], ["y"], axis=0)], "emb",
+                     [h.make_tensor_value_info("ids", T.INT64, [1, 9])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 9, 6])], [table])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok", rec
+    assert "InnerProduct" in (folder / "model.param").read_text()
+    feeds = {"ids": np.array([[0, 5, 39, -1, -40, 17, 17, 2, 38]], np.int64)}
+    np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6, atol=1e-6)

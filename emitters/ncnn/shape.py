@@ -96,6 +96,8 @@ def gather(e: NodeEmit) -> None:
     shape = e.shape(0)
     r = len(shape)
     axis = int(e.attr("axis") or 0) % r
+    if e.const(1) is None and e.const(0) is not None and r == 2 and axis == 0:
+        return _lookup(e)
     idx = e.need_const(1, "indices")
     flat = [int(i) + shape[axis] if i < 0 else int(i) for i in np.asarray(idx).reshape(-1).tolist()]
     if not flat:
@@ -218,3 +220,43 @@ def softmax(e: NodeEmit) -> None:
     y = e.top()
     e.add("Softmax", [e.input(0, form)], [y], [f"0={axis - (form == 'B')}", "1=1"])
     e.output(0, y, form)
+
+
+#: the largest table a lookup by run-time indices is written for (``_lookup``: indices × rows products)
+LOOKUP_ROWS = 4096
+
+
+def _lookup(e: NodeEmit) -> None:
+    """Rows of a constant table by run-time indices (an embedding): ncnn's ``Embed`` reads
+    int32 words where this writer's blobs hold integers as float32 values, so each index is
+    compared with every row number (a 0/1 mask: ``BinaryOp`` sub, ``UnaryOp`` abs,
+    ``Threshold``, ``BinaryOp`` 1 - x) and the mask multiplies the table (``InnerProduct``)."""
+    from .nn import _raw, _tagged
+
+    table = np.asarray(e.const(0), np.float32)
+    rows, width = table.shape
+    if rows > LOOKUP_ROWS:
+        raise refuse("requires_constant_input", f"gather from a table of {rows} rows by indices computed at run "
+                                                f"time: ncnn's Embed reads int32 words (the lookup is written up "
+                                                f"to {LOOKUP_ROWS} rows)")
+    idx_shape = e.shape(1)
+    count = int(np.prod(idx_shape)) if idx_shape else 1
+    idx = e.input(1, "F")
+    col, wrapped, numbers, diff, mag, far, mask, out = (e.top() for _ in range(8))
+    e.add("Reshape", [idx], [col], shape_params((count, 1)))
+    # a negative index counts from the end (ONNX): i + rows where i < 0 (UnaryOp sign of the
+    # index, Threshold of -i for the negative ones, BinaryOp adds rows times that)
+    neg, neg_mask, shift = e.top(), e.top(), e.top()
+    e.add("BinaryOp", [col], [neg], ["0=2", "1=1", "2=-1.0"])
+    e.add("Threshold", [neg], [neg_mask], ["0=0.0"])
+    e.add("BinaryOp", [neg_mask], [shift], ["0=2", "1=1", f"2={float(rows)!r}"])
+    e.add("BinaryOp", [col, shift], [wrapped], ["0=0"])
+    e.add("MemoryData", [], [numbers], shape_params((1, rows)), _raw(np.arange(rows, dtype=np.float32)))
+    e.add("BinaryOp", [wrapped, numbers], [diff], ["0=1"])
+    e.add("UnaryOp", [diff], [mag], ["0=0"])
+    e.add("Threshold", [mag], [far], ["0=0.5"])
+    e.add("BinaryOp", [far], [mask], ["0=7", "1=1", "2=1.0"])
+    e.add("InnerProduct", [mask], [out], [f"0={width}", "1=0", f"2={table.size}"], _tagged(table.T.copy()))
+    y = e.top()
+    e.add("Reshape", [out], [y], shape_params(tuple(e.out_shape(0)) or (1,)))
+    e.output(0, y, "F")
