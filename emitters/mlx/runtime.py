@@ -13,14 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from translator.compile.target import OutputPort
+from translator.compile.target import OutputPort, write_folder
 
 from .registry import NAME
 
@@ -133,29 +132,12 @@ class MlxArtifact:
                 for k, v in self.weights.items()}
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write the folder atomically: every file into a temporary sibling, then renamed."""
+        """Write the folder atomically (``write_folder``)."""
         from safetensors.numpy import save as st_save
 
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        try:
-            meta = ({"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)}
-                    if self.io_names.get("inputs") else None)
-            (tmp / WEIGHTS_FILE).write_bytes(st_save(self.stored_weights(), metadata=meta))
-            (tmp / MODULE_FILE).write_text(self.source, encoding="utf-8")
-            if not out.exists():
-                os.replace(tmp, out)
-            else:
-                for name in (WEIGHTS_FILE, MODULE_FILE):
-                    os.replace(tmp / name, out / name)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
+        return write_folder(out_dir, {WEIGHTS_FILE: st_save(self.stored_weights(), metadata=meta),
+                                      MODULE_FILE: self.source.encode("utf-8")})
 
 
 def save(artifact: MlxArtifact, path: Path) -> Path:

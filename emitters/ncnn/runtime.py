@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from translator.compile.target import OutputPort
+from translator.compile.target import OutputPort, write_folder
+from translator.proofs.ncnn import extract
 
 PARAM_FILE = "model.param"
 BIN_FILE = "model.bin"
@@ -67,26 +67,9 @@ class NcnnArtifact:
                 "reshapes": self.reshapes}
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write the folder atomically: every file into a temporary sibling, then renamed."""
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        try:
-            (tmp / PARAM_FILE).write_text(self.param, encoding="ascii")
-            (tmp / BIN_FILE).write_bytes(self.weights)
-            (tmp / IO_FILE).write_text(json.dumps(self.io(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            if not out.exists():
-                os.replace(tmp, out)
-            else:
-                for name in (PARAM_FILE, BIN_FILE, IO_FILE):
-                    os.replace(tmp / name, out / name)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        """Write the folder atomically (``write_folder``)."""
+        return write_folder(out_dir, {PARAM_FILE: self.param.encode("ascii"), BIN_FILE: self.weights,
+                                      IO_FILE: (json.dumps(self.io(), indent=1, sort_keys=True) + "\n").encode()})
 
 
 def open_net(param_path: str, bin_path: str, threads: int = 1) -> Any:
@@ -100,26 +83,6 @@ def open_net(param_path: str, bin_path: str, threads: int = 1) -> Any:
     if net.load_model(str(bin_path)) != 0:
         raise ValueError(f"ncnn rejected {os.path.basename(bin_path)}")
     return net
-
-
-def extract(net: Any, feeds: dict[str, np.ndarray], blobs: list[str]) -> list[np.ndarray]:
-    """Feed ``feeds`` (blob → array in the blob's shape) to ``net`` and read ``blobs`` back."""
-    import ncnn
-
-    ex = net.create_extractor()
-    mats = [ncnn.Mat(np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape if a.ndim else (1,))).clone()
-            for a in feeds.values()]  # own, aligned copies: in-place layers write them
-    for b, m in zip(feeds, mats):
-        ex.input(b, m)
-    res = []
-    for o in blobs:
-        rc, m = ex.extract(o)
-        if rc != 0:
-            raise RuntimeError(f"ncnn failed computing blob {o} (rc={rc})")
-        res.append(np.array(m, copy=True))
-        del m
-    del ex, mats
-    return res
 
 
 def save(artifact: NcnnArtifact, path: Path) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from translator.table.errors import OpbridgeError, Unsupported
-from translator.compile.target import OutputPort
+from translator.compile.target import OutputPort, write_folder
 
 from .registry import NAME
 
@@ -80,31 +79,15 @@ class PyTorchArtifact:
         return model.eval()
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write ``model.py`` and ``weights.safetensors`` into ``out_dir`` atomically: both
-        files are written into a temporary folder first and moved in by rename."""
+        """Write ``model.py`` and ``weights.safetensors`` into ``out_dir`` atomically
+        (``write_folder``: both written into a temporary folder first, moved in by rename)."""
         from safetensors.torch import save as st_save
 
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        try:
-            # the forward() parameters renamed from the model's input names, for a reader of the folder
-            meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
-            (tmp / WEIGHTS_FILE).write_bytes(st_save({k: v.contiguous() for k, v in self.state_dict().items()},
-                                                     metadata=meta))
-            (tmp / MODULE_FILE).write_text(self.source, encoding="utf-8")
-            if not out.exists():
-                os.replace(tmp, out)
-            else:
-                for name in (WEIGHTS_FILE, MODULE_FILE):
-                    os.replace(tmp / name, out / name)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        # the forward() parameters renamed from the model's input names, for a reader of the folder
+        meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
+        return write_folder(out_dir, {WEIGHTS_FILE: st_save({k: v.contiguous() for k, v in self.state_dict().items()},
+                                                            metadata=meta),
+                                      MODULE_FILE: self.source.encode("utf-8")})
 
 
 # ----------------------------------------------------------------------------- value conversion

@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from translator.compile.target import OutputPort
+from translator.compile.target import OutputPort, write_folder
 from translator.table.errors import OpbridgeError
 
 from .registry import NAME
@@ -113,41 +112,20 @@ class JaxArtifact:
         return sorted({d for s in self.input_specs if s is not None for d in s[0] if isinstance(d, str)})
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write the folder atomically: every file into a temporary sibling, then renamed."""
+        """Write the folder atomically (``write_folder``); the export and its MLIR text only
+        where the function has no static (value-steering) inputs."""
         import jax
         from safetensors.numpy import save as st_save
 
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        try:
-            blob, text = None, None
-            if not self.static_inputs:
-                exp = self.export_cache if self.export_cache is not None else self.export()
-                with jax.enable_x64(True):
-                    blob = bytes(exp.serialize())
-                    text = exp.mlir_module()
-            meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
-            (tmp / WEIGHTS_FILE).write_bytes(st_save({k: np.ascontiguousarray(v) for k, v in self.weights.items()},
-                                                     metadata=meta))
-            (tmp / MODULE_FILE).write_text(self.source, encoding="utf-8")
-            names: tuple[str, ...] = (WEIGHTS_FILE, MODULE_FILE)
-            if blob is not None and text is not None:
-                (tmp / EXPORT_FILE).write_bytes(blob)
-                (tmp / MLIR_FILE).write_text(text, encoding="utf-8")
-                names += (EXPORT_FILE, MLIR_FILE)
-            if not out.exists():
-                os.replace(tmp, out)
-            else:
-                for name in names:
-                    os.replace(tmp / name, out / name)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        meta = {"opbridge.io_names": json.dumps(self.io_names, sort_keys=True)} if self.io_names.get("inputs") else None
+        files = {WEIGHTS_FILE: st_save({k: np.ascontiguousarray(v) for k, v in self.weights.items()}, metadata=meta),
+                 MODULE_FILE: self.source.encode("utf-8")}
+        if not self.static_inputs:
+            exp = self.export_cache if self.export_cache is not None else self.export()
+            with jax.enable_x64(True):
+                files[EXPORT_FILE] = bytes(exp.serialize())
+                files[MLIR_FILE] = exp.mlir_module().encode("utf-8")
+        return write_folder(out_dir, files)
 
 
 def shape_structs(specs: list[tuple[tuple[int | str, ...], str]]) -> list[Any]:

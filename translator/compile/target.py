@@ -202,6 +202,32 @@ def dist_version(*distributions: str) -> str:
     return f"{distributions[0]} (not installed)"
 
 
+def write_folder(out_dir: Any, files: Mapping[str, bytes]) -> Path:
+    """An artifact folder written atomically: every file into a temporary sibling, then the
+    folder renamed into place (or, when it exists, each file renamed over its old one)."""
+    import os
+    import shutil
+
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        if not out.exists():
+            os.replace(tmp, out)
+        else:
+            for name in files:
+                os.replace(tmp / name, out / name)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out
+
+
 def package_fields(codegen: Any, runtime: Any) -> dict[str, Any]:
     """The functions a backend package provides under the shared inner names, as ``Target``
     fields: ``codegen.emit``; ``runtime.run``, ``runner``, ``save``, ``load``, ``output_ports``,

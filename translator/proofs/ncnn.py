@@ -388,9 +388,28 @@ def fp32_net() -> Any:
     return net
 
 
-def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any]) -> list[np.ndarray]:
+def extract(net: Any, feeds: dict[str, np.ndarray], blobs: list[str]) -> list[np.ndarray]:
+    """Feed ``feeds`` (blob → array in the blob's shape) to ``net`` and read ``blobs`` back
+    (a RuntimeError names a blob ncnn could not compute)."""
     import ncnn
 
+    ex = net.create_extractor()
+    mats = [ncnn.Mat(np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape if a.ndim else (1,))).clone()
+            for a in feeds.values()]  # own, aligned copies: in-place layers write them
+    for b, m in zip(feeds, mats):
+        ex.input(b, m)
+    res = []
+    for o in blobs:
+        rc, m = ex.extract(o)
+        if rc != 0:
+            raise RuntimeError(f"ncnn failed computing blob {o!r} (rc={rc})")
+        res.append(np.array(m, copy=True))
+        del m
+    del ex, mats
+    return res
+
+
+def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any]) -> list[np.ndarray]:
     param, weights, inputs, outs = _build(op, cell, sample, feeds, env)
     with tempfile.TemporaryDirectory(prefix="opbridge-ncnn-") as d:
         pp, bp = os.path.join(d, "op.param"), os.path.join(d, "op.bin")
@@ -407,18 +426,10 @@ def _run_once(op, cell, sample, feeds: dict[str, np.ndarray], env: dict[str, Any
         lost = [n for n in cell.names if n not in types]
         if lost:
             raise ProofError(f"the loaded net has no layer of type {lost}: {sorted(types)}")
-        ex = net.create_extractor()
-        mats = [ncnn.Mat(feeds[b]).clone() for b in inputs]  # own, aligned copies (in-place layers write them)
-        for b, m in zip(inputs, mats):
-            ex.input(b, m)
-        res = []
-        for o in outs:
-            rc, m = ex.extract(o)
-            if rc != 0:
-                raise ProofError(f"ncnn failed extracting {o!r} (rc={rc}) from:\n{param}")
-            res.append(np.array(m, copy=True))
-            del m
-        del ex, mats
+        try:
+            res = extract(net, {b: feeds[b] for b in inputs}, outs)
+        except RuntimeError as e:
+            raise ProofError(f"{e} from:\n{param}") from e
         net.clear()
     return res
 
