@@ -101,10 +101,17 @@ class JaxArtifact:
 
         if any(s is None for s in self.input_specs):
             raise OpbridgeError("dynamic_shape", "the StableHLO export needs every input's rank and dtype")
-        with jax.enable_x64(True):
-            params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in self.weights.items()}
-            args = shape_structs(self.input_specs)  # type: ignore[arg-type]
-            return export.export(jax.jit(self.function()))(params, *args)
+        # no Python tracebacks in the module's locations: they name this file's path and the
+        # generated code's columns, and the export must be the same bytes on every run and install
+        limit = jax.config.jax_traceback_in_locations_limit
+        jax.config.update("jax_traceback_in_locations_limit", 0)
+        try:
+            with jax.enable_x64(True):
+                params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in self.weights.items()}
+                args = shape_structs(self.input_specs)  # type: ignore[arg-type]
+                return export.export(jax.jit(self.function()))(params, *args)
+        finally:
+            jax.config.update("jax_traceback_in_locations_limit", limit)
 
     @property
     def symbolic_dims(self) -> list[str]:
