@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from translator.compile.target import OutputPort, write_folder
-from translator.proofs.ncnn import extract
+from translator.proofs.ncnn import extract, open_net
 
 PARAM_FILE = "model.param"
 BIN_FILE = "model.bin"
@@ -70,19 +70,6 @@ class NcnnArtifact:
         """Write the folder atomically (``write_folder``)."""
         return write_folder(out_dir, {PARAM_FILE: self.param.encode("ascii"), BIN_FILE: self.weights,
                                       IO_FILE: (json.dumps(self.io(), indent=1, sort_keys=True) + "\n").encode()})
-
-
-def open_net(param_path: str, bin_path: str, threads: int = 1) -> Any:
-    """An ``ncnn.Net`` of the two files, fp32 on the CPU (a refusal of either file raises)."""
-    from translator.proofs.ncnn import fp32_net
-
-    net = fp32_net()
-    net.opt.num_threads = threads
-    if net.load_param(str(param_path)) != 0:
-        raise ValueError(f"ncnn rejected {os.path.basename(param_path)}")
-    if net.load_model(str(bin_path)) != 0:
-        raise ValueError(f"ncnn rejected {os.path.basename(bin_path)}")
-    return net
 
 
 def save(artifact: NcnnArtifact, path: Path) -> Path:
@@ -169,5 +156,5 @@ def version() -> str:
     return dist_version("ncnn")
 
 
-__all__ = ["NcnnArtifact", "Port", "PARAM_FILE", "BIN_FILE", "IO_FILE", "open_net", "extract", "save", "load", "run", "runner",
-           "output_ports", "version"]
+__all__ = ["NcnnArtifact", "Port", "PARAM_FILE", "BIN_FILE", "IO_FILE", "open_net", "extract", "save", "load",
+           "run", "runner", "output_ports", "version"]

@@ -63,7 +63,7 @@ def _serve() -> None:
 
 
 def _run(param: str, weights: bytes, feeds: dict, outs: list[str]) -> list:
-    from emitters.ncnn.runtime import extract, open_net
+    from translator.proofs.ncnn import extract, open_net
 
     with tempfile.TemporaryDirectory(prefix="opbridge-ncnn-") as d:
         pp, bp = os.path.join(d, "trial.param"), os.path.join(d, "trial.bin")

@@ -388,6 +388,17 @@ def fp32_net() -> Any:
     return net
 
 
+def open_net(param_path: str, bin_path: str, threads: int = 1) -> Any:
+    """An ``ncnn.Net`` of the two files, fp32 on the CPU (a refusal of either file raises)."""
+    net = fp32_net()
+    net.opt.num_threads = threads
+    if net.load_param(str(param_path)) != 0:
+        raise ValueError(f"ncnn rejected {os.path.basename(param_path)}")
+    if net.load_model(str(bin_path)) != 0:
+        raise ValueError(f"ncnn rejected {os.path.basename(bin_path)}")
+    return net
+
+
 def extract(net: Any, feeds: dict[str, np.ndarray], blobs: list[str]) -> list[np.ndarray]:
     """Feed ``feeds`` (blob → array in the blob's shape) to ``net`` and read ``blobs`` back
     (a RuntimeError names a blob ncnn could not compute)."""
