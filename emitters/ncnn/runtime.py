@@ -46,13 +46,13 @@ class NcnnArtifact:
     decomposed: list[tuple[str, str]] = field(default_factory=list)
     legalized: list[str] = field(default_factory=list)
     output_legal: dict[int, str] = field(default_factory=dict)
-    io_warnings: list[str] = field(default_factory=list)
     path: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def warnings(self) -> list[str]:
-        return list(self.legalized) + list(self.io_warnings)
+        """The legalizations (no name is changed: model.io.json keeps the model's names)."""
+        return list(self.legalized)
 
     @property
     def input_names(self) -> list[str]:
