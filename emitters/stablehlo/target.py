@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from translator.compile.pysource import array_refusal
 from translator.compile.quantized import float_kernels_plan
 from translator.compile.registry import Refusal
 from translator.compile.target import Target, package_fields
@@ -39,14 +40,7 @@ def legal_dtypes(tables: "Tables") -> frozenset[str]:
 
 
 def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
-    for v in list(node.inputs) + list(node.outputs):
-        if v is None:
-            continue
-        if v.type.kind != "tensor":
-            return Refusal("unsupported_type", f"value {v.name!r} is a {v.type.kind}: the JAX module takes tensors only")
-        if v.type.dtype is not None and v.type.dtype not in JAX_DTYPES:
-            return Refusal("unsupported_dtype", f"JAX has no {v.type.dtype} arrays (value {v.name!r})")
-    return trial(node, ctx)
+    return array_refusal(node, JAX_DTYPES, "JAX", "the JAX module") or trial(node, ctx)
 
 
 TARGET = Target(

@@ -331,6 +331,21 @@ def refusal(backend: str, exc):
     return Refusal(exc.code, detail)
 
 
+def array_refusal(node, dtypes, framework: str, holder: str):
+    """The first of the node's values the generated module cannot hold: not a tensor (``holder``
+    takes tensors only), or of a dtype ``framework`` has no arrays of; None when all fit."""
+    from .registry import Refusal
+
+    for v in list(node.inputs) + list(node.outputs):
+        if v is None:
+            continue
+        if v.type.kind != "tensor":
+            return Refusal("unsupported_type", f"value {v.name!r} is a {v.type.kind}: {holder} takes tensors only")
+        if v.type.dtype is not None and v.type.dtype not in dtypes:
+            return Refusal("unsupported_dtype", f"{framework} has no {v.type.dtype} arrays (value {v.name!r})")
+    return None
+
+
 def resize_call(e: SourceEmit, host: str) -> str:
     """ONNX Resize as a call of the module's ``_resize`` helper (over the shared ``_resize_plan``:
     nearest, linear, cubic; every coordinate transformation; keep_aspect_ratio_policy), roi,
