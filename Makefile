@@ -23,7 +23,7 @@ test: venv
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
 test-slow: venv
-	$(PY) -m pytest -q -n 2 -m "slow and not fuzz"
+	$(PY) -m pytest -q -n 2 -m "slow and not fuzz" --durations=25
 
 test-fuzz: venv
 	$(PY) -m pytest -q -m fuzz

@@ -43,9 +43,10 @@ def _save(path: Path, nodes: list, inits: list, x_shape: list, y_shape: list, op
     return path
 
 
-def cnn_pools(path: Path) -> Path:
+def cnn_pools(path: Path, x_shape: tuple = ("N", 3, "H", "W")) -> Path:
     """conv → batch norm → relu → 2×2 max pool → conv 3×3 (no pad) → 3×3 average pool (pad 1,
-    pads excluded from the mean) → global average pool → softmax."""
+    pads excluded from the mean) → global average pool → softmax. ``x_shape``'s None dims are
+    unnamed (Paddle's exporter writes -1 and "?")."""
     from onnx import helper as h
 
     nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -58,7 +59,7 @@ def cnn_pools(path: Path) -> Path:
              h.make_node("Softmax", ["f"], ["y"])]
     inits = [_w("w1", (8, 3, 3, 3), 1), _w("b1", (8,), 2), _f32("s", [1.0] * 8), _w("bi", (8,), 3),
              _w("mu", (8,), 4), _f32("va", [0.5] * 8), _w("w2", (6, 8, 3, 3), 5)]
-    return _save(path, nodes, inits, ["N", 3, "H", "W"], ["N", 6])
+    return _save(path, nodes, inits, list(x_shape), [x_shape[0], 6])
 
 
 def same_and_ceil(path: Path) -> Path:

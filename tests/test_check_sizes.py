@@ -24,6 +24,18 @@ def test_a_cnn_is_checked_at_sizes_its_pools_can_take(tmp_path):
     assert [s["N"] for s in rec["check"]["sizes"]] == [1, 3], rec
 
 
+def test_an_unnamed_batch_dim_keeps_the_default_sizes(tmp_path):
+    """Dims with no name (None: paddle2onnx's -1 and "?") are labelled by input and axis; the
+    first one is still the batch, kept at 1 and 3 while H and W are raised (a static target
+    then fixes the batch at 1, not at the spatial size: ncnn writes one layer per item)."""
+    from translator.run.check import model_loader, runnable_sizes
+
+    src = S.cnn_pools(tmp_path / "cnn.onnx", (None, 3, None, None))
+    sizes = runnable_sizes(model_loader(str(src)))
+    assert sizes["x:0"] == (1, 3), sizes
+    assert all(2 <= a < b for a, b in (sizes["x:2"], sizes["x:3"])), sizes
+
+
 def test_a_model_that_runs_at_the_defaults_keeps_them(tmp_path):
     import opbridge
 

@@ -126,6 +126,59 @@ def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
     assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
 
 
+@pytest.mark.parametrize("shape,perm", [((2, 8, 3, 1, 4), (3, 1, 2, 0, 4)),  # PyTorch MHA's q/k/v split
+                                         ((1, 5, 3, 2, 4), (0, 2, 4, 1, 3)),  # a batch of 1 and four dims
+                                         ((2, 1, 3, 1, 4), (1, 3, 0, 2, 4))])  # unit dims moved only
+def test_five_dims_move_through_their_dims_other_than_one(tmp_path, shape, perm):
+    """A value of five dims with at most four dims other than 1 (``unsqueeze`` then
+    ``transpose`` then ``squeeze``, as torch's attention exports its q/k/v split) is held
+    squeezed: the transpose permutes the dims other than 1, and the result checks."""
+    out = tuple(shape[p] for p in perm)
+    squeezed = [d for d in out if d != 1]
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "s5"], ["x5"]),
+             h.make_node("Transpose", ["x5"], ["t"], perm=list(perm)),
+             h.make_node("Reshape", ["t", "s4"], ["t4"]), h.make_node("Mul", ["t4", "t4"], ["y"])]
+    flat = [shape[0] * shape[1], int(np.prod(shape[2:]))]
+    inits = [nh.from_array(np.array(shape, np.int64), "s5"), nh.from_array(np.array(squeezed, np.int64), "s4")]
+    g = h.make_graph(nodes, "t5", [h.make_tensor_value_info("x", T.FLOAT, flat)],
+                     [h.make_tensor_value_info("y", T.FLOAT, squeezed)], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    x = np.random.default_rng(3).standard_normal(flat).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
+                                                    (np.inf, False, "X"), (-np.inf, False, "X")])
+def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):
+    """``where(mask, scores, -inf)`` (a causal attention mask) then softmax: the mask's products
+    would give 0 * inf = NaN, so the infinite branch is a min/max against +-inf made from the
+    mask; either branch, either sign, the mask a constant or computed at run time."""
+    rng = np.random.default_rng(4)
+    tri = np.tril(np.ones((6, 6), bool))
+    fill_t = nh.from_array(np.array(fill, np.float32), "fill")
+    ins = ["mask", "s", "fill"] if branch == "Y" else ["mask", "fill", "s"]
+    after = h.make_node("Softmax", ["w"], ["y"], axis=-1) if fill < 0 else h.make_node("Neg", ["w"], ["y"])
+    nodes = [h.make_node("Where", ins, ["w"]), after]  # (a softmax over +inf is NaN everywhere)
+    inits = [fill_t]
+    inputs = [h.make_tensor_value_info("s", T.FLOAT, [1, 2, 6, 6])]
+    if const_mask:
+        inits.append(nh.from_array(tri, "mask"))
+    else:
+        nodes.insert(0, h.make_node("Greater", ["m_in", "half"], ["mask"]))
+        inits.append(nh.from_array(np.array(0.5, np.float32), "half"))
+        inputs.append(h.make_tensor_value_info("m_in", T.FLOAT, [6, 6]))
+    g = h.make_graph(nodes, "mask", inputs, [h.make_tensor_value_info("y", T.FLOAT, [1, 2, 6, 6])], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    feeds = {"s": rng.standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    if not const_mask:
+        feeds["m_in"] = tri.astype(np.float32) if branch == "Y" else (~tri).astype(np.float32)
+    got, want = _run(folder, feeds)[0], _ort(src, feeds)[0]
+    assert np.isnan(got).sum() == np.isnan(want).sum()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_the_written_files_are_byte_identical_and_carry_no_model_names(tmp_path):
     m = _cnn(1)
     hostile = "x; rm -rf / #\n7767517"

@@ -5,7 +5,10 @@ the network in one of two forms:
 
 * ``F`` (full): every dim kept, outermost first: (2, 3, 4) is c=2, h=3, w=4 (rank <= 4);
 * ``B`` (batch dropped): a value whose first dim is 1, without it: (1, C, H, W) is c=C, h=H,
-  w=W (rank 2 to 5).
+  w=W (rank 2 to 5);
+* ``S`` (squeezed): every dim of size 1 dropped: (3, 16, 1, 1, 64) is c=3, h=16, w=64. A
+  value of five or more dims (PyTorch's attention splits q, k, v through one) is held so by
+  the layers that move data (reshapes, transposes): dropping unit dims keeps row-major order.
 
 Layers that work on one batch item (convolutions, pooling, norms over channels: a snippet's
 ``batch`` directive, the rules of ``nn.py``) read and write ``B``; layers whose parameters
@@ -103,7 +106,9 @@ def form_shape(v: Value, form: str, rank: int | None = None) -> tuple[int, ...]:
     s = static_shape(v)
     if rank is not None and rank > len(s):
         s = (1,) * (rank - len(s)) + s
-    if form == "B":
+    if form == "S":
+        s = tuple(d for d in s if d != 1)
+    elif form == "B":
         if len(s) < 2 or s[0] != 1:
             why = Refusal("rank_limit", f"value {v.name!r} of shape {list(s)}: an ncnn blob has at most 4 dims "
                                         "and no batch (a 5-D value needs a batch of 1)" if len(s) > 4 else
@@ -114,7 +119,8 @@ def form_shape(v: Value, form: str, rank: int | None = None) -> tuple[int, ...]:
     if not s:
         s = (1,)
     if len(s) > 4:
-        raise refuse("rank_limit", f"value {v.name!r} of shape {list(s)}: an ncnn blob has at most 4 dims")
+        raise refuse("rank_limit", f"value {v.name!r} of shape {list(s)}: an ncnn blob has at most 4 dims"
+                                   + (" (its dims other than 1)" if form == "S" else ""))
     if 0 in s:
         raise refuse("rank_limit", f"value {v.name!r} is empty (shape {list(s)}): ncnn has no empty blobs")
     return s
@@ -570,6 +576,9 @@ def trial(e: NodeEmit) -> None:
         v = node.outputs[k]
         blob, form = e.outs[k]
         if not v.type.is_static:  # the IR could not tell: the reference's shape, else ncnn's
+            if form == "S" and (expected is None or k >= len(expected)):
+                raise refuse("dynamic_shape", f"value {v.name!r} has no static shape, and its squeezed blob "
+                                              "does not tell it")
             _refine(v, np.shape(expected[k]) if expected is not None and k < len(expected) else
                     (tuple(g.shape) if form == "F" else (1,) + tuple(g.shape)))
         want = form_shape(v, form)
@@ -763,7 +772,7 @@ def accepts(node: Node, ctx: "Compilation") -> Refusal | None:
             if v is not None and not v.is_const and id(v) not in net.held:
                 blob_dtype(v)
                 s = static_shape(v)
-                form = "F" if len(s) <= 4 else "B"
+                form = "F" if len(s) <= 4 else ("B" if s[0] == 1 else "S")
                 net.hold(v, net.fresh(), form)
         write_node(net, node, ctx.tables)
     except NodeRefused as exc:
@@ -776,7 +785,9 @@ def accepts(node: Node, ctx: "Compilation") -> Refusal | None:
 
 def _input_form(v: Value) -> str:
     s = static_shape(v)
-    return "B" if (len(s) >= 3 and s[0] == 1) or len(s) > 4 else "F"
+    if len(s) > 4 and s[0] != 1:
+        return "S"
+    return "B" if len(s) >= 3 and s[0] == 1 or len(s) > 4 else "F"
 
 
 def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:

@@ -403,6 +403,29 @@ def resize(e: NodeEmit) -> None:
     e.output(0, y, "B")
 
 
+@rule("where")
+def where(e: NodeEmit) -> None:
+    """The table's snippet (products with the 0/1 mask), except where one branch is a constant of
+    infinities of one sign (PyTorch's attention mask fills with -inf): the mask's products would
+    give 0 * inf = NaN, so the other branch is held to ``min`` (``max`` for +inf) with a blob of
+    +-inf made from the condition ((c - 0.5) scaled past float32's range: exact)."""
+    from translator.compile.registry import snippet_of
+
+    from .registry import NAME
+
+    for k, other in ((1, "Y"), (2, "X")):
+        c = e.const(k)
+        if c is None or not np.size(c) or not np.all(np.isinf(c)) or not (np.all(c > 0) or np.all(c < 0)):
+            continue
+        neg = bool(np.all(c < 0))
+        plus = (k == 2) == neg  # +inf where the condition holds (else its negation)
+        e.snippet(f"BinaryOp {{condition}} -> h 0={1 if plus else 7} 1=1 2=0.5 ; "
+                  "BinaryOp h -> g 0=2 1=1 2=1.0e38 ; BinaryOp g -> m 0=2 1=1 2=1.0e38 ; "
+                  f"BinaryOp {{{other}}} m -> output 0={5 if neg else 4}")
+        return
+    e.snippet(snippet_of(e.op, (NAME,)))
+
+
 @rule("pow")
 def pow_(e: NodeEmit) -> None:
     """A constant scalar exponent as the layer it is (square, sqrt, reciprocal, identity) or as

@@ -159,20 +159,58 @@ def cast(e: NodeEmit) -> None:
 def reshape(e: NodeEmit) -> None:
     """To the output's static shape: one ``Reshape`` (ncnn's row-major order is the IR's);
     the batch-dropped form when the input is held so and the output keeps a batch of 1, or
-    when the output has five dims."""
+    when the output has five dims; squeezed (``S``) when a five-dim output has no batch of 1.
+    The input is read in a form it is held in (any blob of it has the same row-major data)."""
     out = e.out_shape(0)
     v = e.node.inputs[0]
     batch_kept = len(out) >= 2 and out[0] == 1 and (e.net.forms(v) == {"B"} or len(out) > 4)
-    form = "B" if batch_kept else "F"
+    form = "B" if batch_kept else ("S" if len(out) > 4 else "F")
     want = form_shape(e.node.outputs[0], form)
     same = [b for b in e.net.views.get(id(v), []) if e.net.shapes.get(b) == want]
     if same:  # a blob of the input already has this shape (a pooling's 1-D output): no layer
         e.output(0, same[0], form)
         return
-    x = e.input(0, "B" if e.net.forms(v) == {"B"} else "F")
+    x = e.input(0, held_form(e, v))
     y = e.top()
     e.add("Reshape", [x], [y], shape_params(want))
     e.output(0, y, form)
+
+
+def held_form(e: NodeEmit, v) -> str:
+    """A form to read ``v`` in without a layer of its own: one it is held in (``F`` first), else
+    ``F`` (a constant, written in it)."""
+    forms = e.net.forms(v)
+    return next((f for f in ("F", "B", "S") if f in forms), "F")
+
+
+@rule("transpose")
+def transpose(e: NodeEmit) -> None:
+    """The table's ``Permute`` up to four dims; past four, the permutation of the dims other
+    than 1 on the squeezed blobs (``S``), when at most four are left (a permutation that moves
+    only unit dims is no layer at all)."""
+    from translator.compile.registry import snippet_of
+    from translator.proofs.ncnn import _order
+
+    from .registry import NAME
+
+    shape, out = e.shape(0), e.out_shape(0)
+    if len(shape) <= 4 and len(out) <= 4:
+        e.snippet(snippet_of(e.op, (NAME,)))
+        return
+    perm = e.attr("perm")
+    perm = list(range(len(shape)))[::-1] if perm is None else [int(p) % len(shape) for p in perm]
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    moved = [keep.index(p) for p in perm if shape[p] != 1]
+    if len(keep) > 4:
+        raise refuse("rank_limit", f"transpose of {list(shape)}: {len(keep)} dims other than 1, an ncnn blob "
+                                   "has at most 4")
+    x = e.input(0, "S")
+    if moved == sorted(moved):
+        e.output(0, x, "S")
+        return
+    y = e.top()
+    e.add("Permute", [x], [y], [f"0={_order(moved, len(moved))}"])
+    e.output(0, y, "S")
 
 
 @rule("split")

@@ -289,6 +289,9 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
     free = [d for ds in dims.symbolic(model).values() for d in ds if d not in given]
     if not free:
         return given
+    # each input's first dim, by its label (an unnamed dim, None, is labelled by input and axis)
+    batch = {dims.label(name, 0, v.type.shape[0]) for name, v in inputs.items()
+             if v.type.shape and not isinstance(v.type.shape[0], int)} & set(free)
     try:
         ref = convert("numpy", model)
     except Exception:  # noqa: BLE001 - the check itself reports what stops the reference
@@ -329,8 +332,6 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
     def search(free: list[str], pinned: dict[str, int]) -> dict[str, tuple[int, ...]] | None:
         if all(runs({**pinned, **{d: size for d in free}}) for size in defaults):
             return {d: defaults for d in free}
-        batch = {d for name, v in inputs.items() for i, d in enumerate(v.type.shape or ())
-                 if i == 0 and not isinstance(d, int) and dims.label(name, 0, d) in free}
         for raised in ([d for d in free if d not in batch], free):
             if not raised:
                 continue
