@@ -179,6 +179,26 @@ def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mas
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_fp16_storage_halves_the_kernels_and_checks_within_their_rounding(tmp_path):
+    """``--fp16-storage``: convolution and inner-product kernels carry ncnn's float16 tag and
+    take half the bytes (biases stay float32); the check passes, held to what rounding the
+    weights to float16 moves the reference; model.io.json says so."""
+    import struct
+
+    src, full, folder32 = _convert(tmp_path, _cnn(1), "m32", check=True)
+    _, half, folder16 = _convert(tmp_path, _cnn(1), "m16", check=True, options={"fp16_storage": True})
+    assert full["status"] == half["status"] == "ok" and half["check"]["status"] == "pass", half
+    bin32, bin16 = (folder32 / "model.bin").read_bytes(), (folder16 / "model.bin").read_bytes()
+    kernels = (8 * 3 * 3 * 3 + 8 * 2 * 3 * 3 + 5 * 8) * 2  # the bytes float16 saves
+    assert len(bin32) - len(bin16) == kernels, (len(bin32), len(bin16))
+    assert struct.pack("<I", 0x01306B47) in bin16 and struct.pack("<I", 0x01306B47) not in bin32
+    assert json.loads((folder16 / "model.io.json").read_text())["weight_dtype"] == "float16"
+    x = np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    got, want = _run(folder16, {"x": x})[0], _ort(src, {"x": x})[0]
+    assert not np.array_equal(got, _run(folder32, {"x": x})[0])  # the kernels are rounded
+    np.testing.assert_allclose(got, want, atol=2e-3)
+
+
 def test_the_written_files_are_byte_identical_and_carry_no_model_names(tmp_path):
     m = _cnn(1)
     hostile = "x; rm -rf / #\n7767517"

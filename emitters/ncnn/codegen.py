@@ -134,6 +134,34 @@ def blob_dtype(v: Value) -> None:
                                           "(bool and integers as float32 values)")
 
 
+#: the 4-byte tag of a float16 weight in ``model.bin`` (ncnn's ModelBin reads it, then halves)
+FP16_TAG = 0x01306B47
+
+
+@dataclass(frozen=True, eq=False)
+class Tagged:
+    """A weight ncnn reads with a 4-byte storage tag (convolution and inner-product kernels,
+    recurrent weights): float32 (tag 0) as tried, or float16 (``FP16_TAG``, padded to 4 bytes)
+    when the network is written with fp16 storage."""
+
+    data: np.ndarray
+
+    def encode(self, fp16: bool = False) -> bytes:
+        if not fp16:
+            return b"\0\0\0\0" + np.ascontiguousarray(self.data, dtype="<f4").tobytes()
+        half = np.ascontiguousarray(self.data, dtype="<f2").tobytes()
+        return FP16_TAG.to_bytes(4, "little") + half + b"\0" * (-len(half) % 4)
+
+
+def tagged(a: np.ndarray) -> Tagged:
+    return Tagged(np.asarray(a, np.float32))
+
+
+def raw(a: np.ndarray) -> bytes:
+    """A weight ncnn reads untagged, always float32 (biases, norms' scales, ``MemoryData``)."""
+    return np.ascontiguousarray(a, dtype="<f4").tobytes()
+
+
 @dataclass
 class Layer:
     type: str
@@ -141,7 +169,11 @@ class Layer:
     bottoms: list[str]
     tops: list[str]
     params: list[str] = field(default_factory=list)
-    weights: bytes = b""
+    #: ``model.bin``'s bytes of the layer, in order: untagged bytes and ``Tagged`` weights
+    weights: tuple[bytes | Tagged, ...] = ()
+
+    def weight_bytes(self, fp16: bool = False) -> bytes:
+        return b"".join(w if isinstance(w, bytes) else w.encode(fp16) for w in self.weights)
 
 
 @dataclass
@@ -169,9 +201,10 @@ class Net:
         return f"{stem}{self.count}"
 
     def add(self, ltype: str, bottoms: list[str], tops: list[str], params: list[str] | None = None,
-            weights: bytes = b"") -> Layer:
+            weights: bytes | Tagged | tuple[bytes | Tagged, ...] = ()) -> Layer:
+        parts = (weights,) if isinstance(weights, (bytes, Tagged)) else tuple(weights)
         layer = Layer(ltype, f"{ltype.lower()}_{len(self.layers)}", list(bottoms), list(tops), list(params or ()),
-                      bytes(weights))
+                      tuple(w for w in parts if not isinstance(w, bytes) or w))
         self.layers.append(layer)
         return layer
 
@@ -208,8 +241,7 @@ class Net:
         want = form_shape(v, *key)
         if v.is_const:
             b = self.fresh()
-            data = np.ascontiguousarray(np.asarray(v.const, dtype=np.float32), dtype="<f4")
-            self.add("MemoryData", [], [b], shape_params(want), data.tobytes())
+            self.add("MemoryData", [], [b], shape_params(want), raw(v.const))
         else:
             if not have:
                 raise refuse("internal_error", f"value {v.name!r} is read before it is computed")
@@ -276,7 +308,7 @@ class NodeEmit:
         self.outs[k] = (blob, form)
 
     def add(self, ltype: str, bottoms: list[str], tops: list[str], params: list[str] | None = None,
-            weights: bytes = b"") -> Layer:
+            weights: bytes | Tagged | tuple[bytes | Tagged, ...] = ()) -> Layer:
         return self.net.add(ltype, bottoms, tops, params, weights)
 
     # the table's snippet
@@ -341,7 +373,7 @@ class NodeEmit:
                     raise refuse("internal_error", f"{op.id}'s ncnn snippet reads {b!r} before making it")
             tops = []
             params: list[str] = []
-            weights = bytearray()
+            weights: list[bytes | Tagged] = []
             for t in toks[arrow + 1:]:
                 if t.startswith("+"):
                     tagged = t.startswith("+0:")
@@ -352,9 +384,7 @@ class NodeEmit:
                     if not v.is_const:
                         raise refuse("requires_constant_input", f"{op.id}'s input {v.name!r} is computed at run time: "
                                                        f"ncnn's {toks[0]} stores it as a weight")
-                    if tagged:
-                        weights += b"\0\0\0\0"
-                    weights += np.ascontiguousarray(np.asarray(v.const, dtype=np.float32), dtype="<f4").tobytes()
+                    weights.append(Tagged(np.asarray(v.const, np.float32)) if tagged else raw(v.const))
                 elif "=" in t:
                     key, expr = t.split("=", 1)
                     for tok in _values_read(expr, by_token):
@@ -379,7 +409,7 @@ class NodeEmit:
                 else:
                     b = local[t] = self.net.fresh()
                 blobs.append(b)
-            self.add(toks[0], bottoms, blobs, params, bytes(weights))
+            self.add(toks[0], bottoms, blobs, params, tuple(weights))
         for k, b in made.items():
             self.output(k, b, form)
         missing = [k for k in range(len(node.outputs)) if k not in made and live(node.outputs[k])]
@@ -673,10 +703,10 @@ def live_layers(layers: list[Layer], outputs: list[str]) -> list[Layer]:
 
 
 def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
-             outputs: list[str]) -> tuple[str, bytes, list[str]]:
+             outputs: list[str], fp16: bool = False) -> tuple[str, bytes, list[str]]:
     """(.param text, .bin bytes, the blob to extract per output): ``Input`` layers first, a
     ``Split`` after every blob read more than once (an ncnn blob has one reader; an extracted
-    output counts as one)."""
+    output counts as one); tagged weights in float16 with ``fp16``."""
     head = [Layer("Input", f"input_{i}", [], [b], shape_params(s)) for i, (b, s) in enumerate(inputs)]
     order = head + list(layers)
     readers: dict[str, int] = {}
@@ -700,7 +730,7 @@ def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
                        *lay.params]) for lay in final]
     nblobs = len({b for lay in final for b in lay.bottoms + lay.tops})
     param = "7767517\n" + f"{len(final)} {nblobs}\n" + "\n".join(lines) + "\n"
-    return param, b"".join(lay.weights for lay in final), extract
+    return param, b"".join(lay.weight_bytes(fp16) for lay in final), extract
 
 
 def run_layers(layers: list[Layer], feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
@@ -827,7 +857,8 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
         extract.append(b)
         outs.append(Port(v.name, b, list(static_shape(v)), str(v.type.dtype)))
     layers = live_layers(net.layers, extract)
-    param, weights, names = finalize(layers, [(p.blob, tuple(p.shape)) for p in ins], extract)
+    fp16 = bool(ctx.options.get("fp16_storage"))
+    param, weights, names = finalize(layers, [(p.blob, tuple(p.shape)) for p in ins], extract, fp16=fp16)
     param, names = _rename_outputs(param, names)
     for p, n in zip(outs, names):
         p.blob = n
@@ -836,7 +867,8 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
              if before is not None and v.type.dtype is not None and before != v.type.dtype}
     legal.update({i: "float32" for i, v in enumerate(g.outputs) if v.type.dtype in INTEGERS})
     reshapes = sum(1 for lay in layers if lay.tops[0] in net.layout)
-    return NcnnArtifact(param, weights, ins, outs, reshapes=reshapes, decomposed=list(ctx.decomposed),
+    return NcnnArtifact(param, weights, ins, outs, reshapes=reshapes, weight_dtype="float16" if fp16 else "float32",
+                        decomposed=list(ctx.decomposed),
                         legalized=list(ctx.warnings), output_legal=legal)
 
 

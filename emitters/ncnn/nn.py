@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .codegen import NodeEmit, live, refuse
+from .codegen import NodeEmit, live, raw, refuse, tagged
 from .registry import rule
 
 
@@ -33,14 +33,6 @@ def _pads(e: NodeEmit, spatial: int, kernel: list[int], strides: list[int], dila
         begins.append(lo)
         ends.append(total - lo)
     return begins + ends
-
-
-def _tagged(w: np.ndarray) -> bytes:
-    return b"\0\0\0\0" + np.ascontiguousarray(w, dtype="<f4").tobytes()
-
-
-def _raw(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a, dtype="<f4").tobytes()
 
 
 @rule("conv")
@@ -77,7 +69,7 @@ def conv(e: NodeEmit) -> None:
         extra = [e.input(1, "F")] + ([e.input(2, "F")] if e.value(2) is not None else [])
         e.add(ltype, [x] + extra, [y], params[:-1] + ["19=1"])
     else:
-        e.add(ltype, [x], [y], params, _tagged(w) + (_raw(b) if b is not None else b""))
+        e.add(ltype, [x], [y], params, (tagged(w), raw(b) if b is not None else b""))
     e.output(0, y, "B")
 
 
@@ -182,7 +174,7 @@ def layer_normalization(e: NodeEmit) -> None:
     y = e.top()
     if fixed:
         b = bias if bias is not None else np.zeros(size, np.float32)
-        e.add("LayerNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], _raw(scale) + _raw(b))
+        e.add("LayerNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], (raw(scale), raw(b)))
     else:
         e.add("LayerNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=0"])
         y = _unrows(e, y, shape, rows)
@@ -226,7 +218,7 @@ def rms_normalization(e: NodeEmit) -> None:
     x, rows = _rows(e, shape, axis)
     y = e.top()
     if scale is not None and np.shape(scale) in (tuple(shape[axis:]), (size,)):
-        e.add("RMSNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], _raw(scale))
+        e.add("RMSNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=1"], raw(scale))
         y = _unrows(e, y, shape, rows)
     else:
         e.add("RMSNorm", [x], [y], [f"0={size}", f"1={eps!r}", "2=0"])
@@ -256,7 +248,7 @@ def trilu(e: NodeEmit) -> None:
     from .codegen import shape_params
 
     e.add("MemoryData", [], [m], shape_params((1,) * (r - 2) + shape[-2:] if r <= 4 else shape[-2:]),
-          _raw(mask))
+          raw(mask))
     y = e.top()
     e.add("BinaryOp", [x, m], [y], ["0=2"])
     e.output(0, y, "F")
@@ -306,7 +298,7 @@ def _per_axis(e: NodeEmit, i: int, rank: int, axis: int, form: str) -> str | Non
     if form == "B":
         shape = shape[1:] or [1]
     m = e.top()
-    e.add("MemoryData", [], [m], shape_params(tuple(shape)), _raw(a.reshape(-1)))
+    e.add("MemoryData", [], [m], shape_params(tuple(shape)), raw(a.reshape(-1)))
     return m
 
 
@@ -469,7 +461,7 @@ def prelu(e: NodeEmit) -> None:
         return e.snippet(_snippet("prelu"))
     x = e.input(0, "B")
     y = e.top()
-    e.add("PReLU", [x], [y], [f"0={s.size}"], _raw(s.reshape(-1)))
+    e.add("PReLU", [x], [y], [f"0={s.size}"], raw(s.reshape(-1)))
     e.output(0, y, "B")
 
 
@@ -497,7 +489,7 @@ def _inner_product(e: NodeEmit, a_shape: tuple, weight: np.ndarray, bias: np.nda
     y = e.top()
     n = weight.shape[0]
     params = [f"0={n}", f"1={int(bias is not None)}", f"2={weight.size}"]
-    e.add("InnerProduct", [x], [y], params, _tagged(weight) + (_raw(bias) if bias is not None else b""))
+    e.add("InnerProduct", [x], [y], params, (tagged(weight), raw(bias) if bias is not None else b""))
     out = e.out_shape(0)
     if form == "B" and len(out) > 2:
         from .codegen import shape_params

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen import NodeEmit, live, refuse, shape_params
+from .codegen import NodeEmit, live, refuse, shape_params, tagged
 from .registry import rule
 
 #: ONNX gate blocks → ncnn's order
 _ORDER = {"lstm": (0, 2, 1, 3), "gru": (1, 0, 2)}
-
-
-def _tagged(a: np.ndarray) -> bytes:
-    return b"\0\0\0\0" + np.ascontiguousarray(a, dtype="<f4").tobytes()
 
 
 def _gates(a: np.ndarray, op: str, hidden: int) -> np.ndarray:
@@ -73,7 +69,7 @@ def _recurrence(e: NodeEmit, op: str) -> None:
     e.add("Reshape", [x], [seq], shape_params((steps, size)))
     y = e.top()
     params = [f"0={hidden}", f"1={wx.size}", f"2={direction}"]
-    e.add(op.upper(), [seq], [y], params, _tagged(wx) + _tagged(bc) + _tagged(wh))
+    e.add(op.upper(), [seq], [y], params, (tagged(wx), tagged(bc), tagged(wh)))
     out = e.top()
     e.add("Reshape", [y], [out], shape_params((steps, d, 1, hidden)))
     e.output(0, out, "F")

@@ -4,8 +4,9 @@ The artifact is a folder: ``model.param`` (the layers, ncnn's text format), ``mo
 (their weights) and ``model.io.json`` (each model input and output: its blob, the blob's
 shape and the model's dtype), written atomically. Blob names are ``in0``... and ``out0``...;
 an input is fed as its blob's shape (its batch of 1 dropped where the network reads it so)
-and an output read back in the model's shape. Runs on the CPU, fp32 end to end
-(``translator.proofs.ncnn.fp32_net``), one thread unless ``OPBRIDGE_NCNN_THREADS`` says
+and an output read back in the model's shape. Runs on the CPU in fp32
+(``translator.proofs.ncnn.fp32_net``; weights written in float16 with ``--fp16-storage`` are
+widened to float32 as ncnn loads them), one thread unless ``OPBRIDGE_NCNN_THREADS`` says
 otherwise. ncnn is imported inside functions only.
 """
 from __future__ import annotations
@@ -43,6 +44,8 @@ class NcnnArtifact:
     inputs: list[Port]
     outputs: list[Port]
     reshapes: int = 0
+    #: the dtype convolution and inner-product kernels are stored in (``--fp16-storage``: float16)
+    weight_dtype: str = "float32"
     decomposed: list[tuple[str, str]] = field(default_factory=list)
     legalized: list[str] = field(default_factory=list)
     output_legal: dict[int, str] = field(default_factory=dict)
@@ -64,7 +67,7 @@ class NcnnArtifact:
 
     def io(self) -> dict[str, Any]:
         return {"inputs": [asdict(p) for p in self.inputs], "outputs": [asdict(p) for p in self.outputs],
-                "reshapes": self.reshapes}
+                "reshapes": self.reshapes, "weight_dtype": self.weight_dtype}
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
         """Write the folder atomically (``write_folder``)."""
@@ -84,7 +87,8 @@ def load(path: Path, artifact: NcnnArtifact) -> NcnnArtifact:
     io = json.loads((path / IO_FILE).read_text(encoding="utf-8"))
     return dataclasses.replace(artifact, param=(path / PARAM_FILE).read_text(encoding="ascii"),
                                weights=(path / BIN_FILE).read_bytes(), inputs=[Port(**p) for p in io["inputs"]],
-                               outputs=[Port(**p) for p in io["outputs"]], path=path)
+                               outputs=[Port(**p) for p in io["outputs"]],
+                               weight_dtype=io.get("weight_dtype", "float32"), path=path)
 
 
 def output_ports(artifact: NcnnArtifact) -> list[OutputPort]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen import NodeEmit, form_shape, live, refuse, shape_params
+from .codegen import NodeEmit, form_shape, live, raw, refuse, shape_params, tagged
 from .registry import rule
 
 
@@ -269,7 +269,6 @@ def _lookup(e: NodeEmit) -> None:
     int32 words where this writer's blobs hold integers as float32 values, so each index is
     compared with every row number (a 0/1 mask: ``BinaryOp`` sub, ``UnaryOp`` abs,
     ``Threshold``, ``BinaryOp`` 1 - x) and the mask multiplies the table (``InnerProduct``)."""
-    from .nn import _raw, _tagged
 
     table = np.asarray(e.const(0), np.float32)
     rows, width = table.shape
@@ -289,12 +288,12 @@ def _lookup(e: NodeEmit) -> None:
     e.add("Threshold", [neg], [neg_mask], ["0=0.0"])
     e.add("BinaryOp", [neg_mask], [shift], ["0=2", "1=1", f"2={float(rows)!r}"])
     e.add("BinaryOp", [col, shift], [wrapped], ["0=0"])
-    e.add("MemoryData", [], [numbers], shape_params((1, rows)), _raw(np.arange(rows, dtype=np.float32)))
+    e.add("MemoryData", [], [numbers], shape_params((1, rows)), raw(np.arange(rows, dtype=np.float32)))
     e.add("BinaryOp", [wrapped, numbers], [diff], ["0=1"])
     e.add("UnaryOp", [diff], [mag], ["0=0"])
     e.add("Threshold", [mag], [far], ["0=0.5"])
     e.add("BinaryOp", [far], [mask], ["0=7", "1=1", "2=1.0"])
-    e.add("InnerProduct", [mask], [out], [f"0={width}", "1=0", f"2={table.size}"], _tagged(table.T.copy()))
+    e.add("InnerProduct", [mask], [out], [f"0={width}", "1=0", f"2={table.size}"], tagged(table.T.copy()))
     y = e.top()
     e.add("Reshape", [out], [y], shape_params(tuple(e.out_shape(0)) or (1,)))
     e.output(0, y, "F")

@@ -13,13 +13,14 @@
 * static shapes: ncnn's layer parameters are written for the model's shapes, so symbolic
   input dims are fixed first (``--fix-dim``).
 * the artifact: a folder ``<stem>_ncnn`` with ``model.param``, ``model.bin`` and
-  ``model.io.json``.
+  ``model.io.json``; ``--fp16-storage`` writes the tagged weights (kernels, not biases) in
+  float16, as pnnx writes them by default.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from translator.compile.target import Target, package_fields
+from translator.compile.target import Option, Target, package_fields
 
 from . import codegen, runtime
 from .registry import NAME
@@ -68,5 +69,9 @@ TARGET = Target(
     legal_dtypes=legal_dtypes, fold=True, dynamic_dims=False, prepare=prepare, accepts=codegen.accepts,
     cell_limits=False,
     integer_plan=integer_plan,
+    options=(Option("--fp16-storage", "fp16_storage",
+                    "ncnn: store convolution, inner-product and recurrent weights in float16 in model.bin (half "
+                    "the size; ncnn widens them as it loads; the check allows what rounding them moves the "
+                    "outputs)", action="store_true", default=False),),
     doc="an ncnn network (model.param, model.bin; blob names and shapes in model.io.json), run by the ncnn package",
 )

@@ -238,7 +238,9 @@ def run_cases(cases: list[Case], workers: int = 2, timeout: float = 180.0, mem_b
 
 
 def _targets(records: list[dict[str, Any]]) -> list[str]:
-    names = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
+    from tests.fuzz.cases import TARGETS
+
+    names = set(TARGETS)
     return [next((a for a in r["argv"] if a in names), None)
             or next((a.split(",")[-1] for a in r["argv"] if a.startswith("numpy,")), "report") for r in records]
 
