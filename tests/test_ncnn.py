@@ -199,6 +199,21 @@ def test_fp16_storage_halves_the_kernels_and_checks_within_their_rounding(tmp_pa
     np.testing.assert_allclose(got, want, atol=2e-3)
 
 
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_gemm_of_two_run_time_inputs_without_c(tmp_path, trans_b):
+    """Gemm whose B is computed and whose C is omitted (a mel filterbank applied to a
+    computed spectrum): ncnn's Gemm layer with two bottoms."""
+    b_shape = [5, 4] if trans_b else [4, 5]
+    g = h.make_graph([h.make_node("Gemm", ["a", "b"], ["y"], transB=trans_b, alpha=0.5)], "g",
+                     [h.make_tensor_value_info("a", T.FLOAT, [3, 4]), h.make_tensor_value_info("b", T.FLOAT, b_shape)],
+                     [h.make_tensor_value_info("y", T.FLOAT, [3, 5])])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    rng = np.random.default_rng(6)
+    feeds = {"a": rng.standard_normal((3, 4)).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
+    np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
 def test_the_written_files_are_byte_identical_and_carry_no_model_names(tmp_path):
     m = _cnn(1)
     hostile = "x; rm -rf / #\n7767517"

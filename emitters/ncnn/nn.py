@@ -506,7 +506,9 @@ def gemm(e: NodeEmit) -> None:
     bias); otherwise the ``Gemm`` layer of the table's snippet."""
     b, c = e.const(1), e.const(2)
     if b is None or int(e.attr("transA") or 0) or (e.value(2) is not None and c is None) or len(e.shape(0)) != 2:
-        return e.snippet(_snippet("gemm"))
+        text = _snippet("gemm")
+        # no C: the Gemm layer with two bottoms (ncnn adds no bias then)
+        return e.snippet(text if e.value(2) is not None else text.replace(" {C}", "", 1))
     alpha = float(e.attr("alpha") if e.attr("alpha") is not None else 1.0)
     beta = float(e.attr("beta") if e.attr("beta") is not None else 1.0)
     w = np.asarray(b, np.float32)
