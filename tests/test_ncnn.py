@@ -256,16 +256,32 @@ def test_recurrences_run_on_ncnns_own_layers(op, direction):
         assert compare(w, g).ok, (op, direction)
 
 
-def test_an_embedding_lookup_by_run_time_indices(tmp_path):
-    """Rows of a constant table by indices fed at run time (negative ones count from the end):
-    a 0/1 mask of index = row number times the table, checked against onnxruntime."""
+@pytest.mark.parametrize("rows,computed", [(40, False), (5000, False), (40, True)])
+def test_an_embedding_lookup_by_run_time_indices(tmp_path, rows, computed):
+    """Rows of a constant table by indices fed at run time (negative ones count from the end),
+    checked against onnxruntime. Token ids that are a model input: ncnn's ``Embed`` on the input
+    fed as int32 words (any table size; model.io.json says so). Indices computed in the network
+    (float32 values): a 0/1 mask of index = row number times the table."""
     rng = np.random.default_rng(4)
-    table = nh.from_array(rng.standard_normal((40, 6)).astype(np.float32), "table")
-    g = h.make_graph([h.make_node("Gather", ["table", "ids"], ["y"], axis=0)], "emb",
-                     [h.make_tensor_value_info("ids", T.INT64, [1, 9])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [1, 9, 6])], [table])
+    table = nh.from_array(rng.standard_normal((rows, 6)).astype(np.float32), "table")
+    nodes = [h.make_node("Gather", ["table", "ix"], ["y"], axis=0)]
+    inits = [table]
+    if computed:
+        nodes.insert(0, h.make_node("Add", ["ids", "zero"], ["ix"]))
+        inits.append(nh.from_array(np.zeros((1, 9), np.int64), "zero"))
+    else:
+        nodes[0].input[1] = "ids"
+    g = h.make_graph(nodes, "emb", [h.make_tensor_value_info("ids", T.INT64, [1, 9])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 9, 6])], inits)
     src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
-    assert rec["status"] == "ok", rec
-    assert "InnerProduct" in (folder / "model.param").read_text()
-    feeds = {"ids": np.array([[0, 5, 39, -1, -40, 17, 17, 2, 38]], np.int64)}
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
+    io = json.loads((folder / "model.io.json").read_text())
+    if computed:
+        assert "InnerProduct" in types and "Embed" not in types, types
+    else:
+        assert "Embed" in types and "InnerProduct" not in types, types
+        assert io["inputs"] == [{"blob": "w1", "dtype": "int64", "name": "ids", "rows": rows, "shape": [1, 9],
+                                 "words": "int32"}], io["inputs"]
+    feeds = {"ids": np.array([[0, 5, rows - 1, -1, -rows, 17, 17, 2, rows - 2]], np.int64)}
     np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6, atol=1e-6)

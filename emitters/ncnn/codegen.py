@@ -195,6 +195,8 @@ class Net:
     views: dict[int, list[str]] = field(default_factory=dict)
     #: every value held (``held`` is keyed by id: a value must outlive its entry)
     alive: list[Value] = field(default_factory=list)
+    #: (id(input), rows) → (the integer graph input, its int32-word blob, rows): fed by the runner
+    words: dict[tuple[int, int], tuple[Value, str, int]] = field(default_factory=dict)
 
     def fresh(self, stem: str = "b") -> str:
         self.count += 1
@@ -210,12 +212,29 @@ class Net:
 
     def snapshot(self) -> tuple:
         return (len(self.layers), {k: dict(v) for k, v in self.held.items()}, dict(self.shapes), dict(self.origin),
-                {k: list(v) for k, v in self.views.items()}, set(self.layout), self.count)
+                {k: list(v) for k, v in self.views.items()}, set(self.layout), self.count, dict(self.words))
 
     def restore(self, saved: tuple) -> None:
-        n, held, shapes, origin, views, self.layout, self.count = saved
+        n, held, shapes, origin, views, self.layout, self.count, self.words = saved
         del self.layers[n:]
         self.held, self.shapes, self.origin, self.views = held, shapes, origin, views
+
+    def word_blob(self, v: Value, rows: int) -> str | None:
+        """A blob of the integer graph input ``v`` as int32 words (the runner feeds it: ncnn has no
+        layer that makes int32 words from float32 values), negative values counting from the end
+        of ``rows``; None when ``v`` is computed in the network."""
+        if v.is_const or v.producer is not None or v.type.dtype not in INTEGERS or not v.graph or \
+                v not in v.graph.inputs:
+            return None
+        key = (id(v), int(rows))
+        if key not in self.words:
+            b = self.fresh("w")
+            self.words[key] = (v, b, int(rows))
+            self.shapes[b] = form_shape(v, "F")
+            self.origin[b] = (v, "I", None)
+            if id(v) not in self.held:
+                self.alive.append(v)
+        return self.words[key][1]
 
     def hold(self, v: Value, blob: str, form: str, rank: int | None = None) -> None:
         if id(v) not in self.held:
@@ -585,7 +604,9 @@ def trial(e: NodeEmit) -> None:
         v, _, _ = net.origin[b]
         if id(v) not in values:
             values[id(v)] = _sample(v, rng)
-        feeds[b] = values[id(v)].astype(np.float32).reshape(net.shapes[b])
+        form = net.origin[b][1]
+        a = values[id(v)].astype(np.int32).view(np.float32) if form == "I" else values[id(v)].astype(np.float32)
+        feeds[b] = a.reshape(net.shapes[b])
     tops = [e.outs[k][0] for k in sorted(e.outs)]
     got = run_layers(layers, feeds, tops)
     got_by = dict(zip(sorted(e.outs), got))
@@ -846,6 +867,8 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
             refused[node.name] = exc.refusal
     if refused:
         raise Rejected(refused)
+    for v, b, rows in net.words.values():
+        ins.append(Port(v.name, b, list(net.shapes[b]), str(v.type.dtype), words="int32", rows=rows))
     outs: list[Port] = []
     extract: list[str] = []
     for v in g.outputs:
@@ -857,6 +880,9 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
         extract.append(b)
         outs.append(Port(v.name, b, list(static_shape(v)), str(v.type.dtype)))
     layers = live_layers(net.layers, extract)
+    read = {b for lay in layers for b in lay.bottoms} | set(extract)
+    fed_as_words = {p.name for p in ins if p.words}
+    ins = [p for p in ins if p.words or p.name not in fed_as_words or p.blob in read]  # only the words are read
     fp16 = bool(ctx.options.get("fp16_storage"))
     param, weights, names = finalize(layers, [(p.blob, tuple(p.shape)) for p in ins], extract, fp16=fp16)
     param, names = _rename_outputs(param, names)

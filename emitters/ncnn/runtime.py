@@ -3,6 +3,8 @@
 The artifact is a folder: ``model.param`` (the layers, ncnn's text format), ``model.bin``
 (their weights) and ``model.io.json`` (each model input and output: its blob, the blob's
 shape and the model's dtype), written atomically. Blob names are ``in0``... and ``out0``...;
+an integer input whose values index a table (token ids) is also fed as int32 words to a blob of
+its own (``words``: ncnn's ``Embed`` reads them so);
 an input is fed as its blob's shape (its batch of 1 dropped where the network reads it so)
 and an output read back in the model's shape. Runs on the CPU in fp32
 (``translator.proofs.ncnn.fp32_net``; weights written in float16 with ``--fp16-storage`` are
@@ -35,6 +37,13 @@ class Port:
     blob: str
     shape: list[int]
     dtype: str
+    #: an integer input also fed as int32 words (ncnn's ``Embed`` reads its indices so): a
+    #: negative value counts from the end of a table of ``rows`` rows (ONNX), fed as value + rows
+    words: str | None = None
+    rows: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass
@@ -59,14 +68,14 @@ class NcnnArtifact:
 
     @property
     def input_names(self) -> list[str]:
-        return [p.name for p in self.inputs]
+        return list(dict.fromkeys(p.name for p in self.inputs))
 
     @property
     def output_names(self) -> list[str]:
         return [p.name for p in self.outputs]
 
     def io(self) -> dict[str, Any]:
-        return {"inputs": [asdict(p) for p in self.inputs], "outputs": [asdict(p) for p in self.outputs],
+        return {"inputs": [p.record() for p in self.inputs], "outputs": [p.record() for p in self.outputs],
                 "reshapes": self.reshapes, "weight_dtype": self.weight_dtype}
 
     def save(self, out_dir: str | os.PathLike[str]) -> Path:
@@ -126,7 +135,11 @@ def runner(artifact: NcnnArtifact) -> Any:
             a = np.asarray(inputs[p.name])
             if a.size != int(np.prod(p.shape)):
                 raise ValueError(f"input {p.name!r} has {a.size} values; the network reads {p.shape}")
-            feeds[p.blob] = a.astype(np.float32).reshape(p.shape)
+            if p.words == "int32":
+                a = a.astype(np.int64)
+                feeds[p.blob] = np.where(a < 0, a + int(p.rows or 0), a).astype(np.int32).view(np.float32).reshape(p.shape)
+            else:
+                feeds[p.blob] = a.astype(np.float32).reshape(p.shape)
         got = extract(net, feeds, [p.blob for p in artifact.outputs])
         outs = []
         for p, g in zip(artifact.outputs, got):

@@ -265,19 +265,28 @@ LOOKUP_ROWS = 4096
 
 
 def _lookup(e: NodeEmit) -> None:
-    """Rows of a constant table by run-time indices (an embedding): ncnn's ``Embed`` reads
-    int32 words where this writer's blobs hold integers as float32 values, so each index is
-    compared with every row number (a 0/1 mask: ``BinaryOp`` sub, ``UnaryOp`` abs,
+    """Rows of a constant table by run-time indices (an embedding). Indices that are a model
+    input (token ids): ncnn's ``Embed`` on the input fed as int32 words (``Net.word_blob``).
+    Indices computed in the network are float32 values, which ``Embed`` cannot read: each
+    index is compared with every row number (a 0/1 mask: ``BinaryOp`` sub, ``UnaryOp`` abs,
     ``Threshold``, ``BinaryOp`` 1 - x) and the mask multiplies the table (``InnerProduct``)."""
 
     table = np.asarray(e.const(0), np.float32)
     rows, width = table.shape
-    if rows > LOOKUP_ROWS:
-        raise refuse("requires_constant_input", f"gather from a table of {rows} rows by indices computed at run "
-                                                f"time: ncnn's Embed reads int32 words (the lookup is written up "
-                                                f"to {LOOKUP_ROWS} rows)")
     idx_shape = e.shape(1)
     count = int(np.prod(idx_shape)) if idx_shape else 1
+    words = e.net.word_blob(e.node.inputs[1], rows)
+    if words is not None:
+        out, y = e.top(), e.top()
+        e.add("Embed", [words], [out], [f"0={width}", f"1={rows}", "2=0", f"3={table.size}"], tagged(table))
+        e.add("Reshape", [out], [y], shape_params(tuple(e.out_shape(0)) or (1,)))
+        e.output(0, y, "F")
+        return
+    if rows > LOOKUP_ROWS:
+        raise refuse("requires_constant_input", f"gather from a table of {rows} rows by indices computed in the "
+                                                f"network: ncnn's Embed reads int32 words, which only a model input "
+                                                f"is fed as (the lookup by float32 values is written up to "
+                                                f"{LOOKUP_ROWS} rows)")
     idx = e.input(1, "F")
     col, wrapped, numbers, diff, mag, far, mask, out = (e.top() for _ in range(8))
     e.add("Reshape", [idx], [col], shape_params((count, 1)))
