@@ -148,6 +148,28 @@ def test_five_dims_move_through_their_dims_other_than_one(tmp_path, shape, perm)
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("axis,start,end", [(0, 1, 2), (3, 2, 6), (4, -5, 15)])
+def test_a_slice_of_five_dims_runs_on_the_squeezed_blob(tmp_path, axis, start, end):
+    """Paddle's attention takes q, k and v by slicing a [3, 1, heads, seq, dim] value: a slice
+    of five dims that touches no dim of 1 crops the squeezed blob."""
+    shape = (3, 1, 8, 6, 15)
+    out = list(shape)
+    out[axis] = len(range(*slice(start, end).indices(shape[axis])))
+    nodes = [h.make_node("Reshape", ["x", "s5"], ["x5"]),
+             h.make_node("Slice", ["x5", "st", "en", "ax"], ["t"]),
+             h.make_node("Reshape", ["t", "s3"], ["y"])]
+    flat = [int(np.prod(out[:3])), int(np.prod(out[3:]))]
+    inits = [nh.from_array(np.array(shape, np.int64), "s5"), nh.from_array(np.array([start], np.int64), "st"),
+             nh.from_array(np.array([end], np.int64), "en"), nh.from_array(np.array([axis], np.int64), "ax"),
+             nh.from_array(np.array(flat, np.int64), "s3")]
+    g = h.make_graph(nodes, "s5", [h.make_tensor_value_info("x", T.FLOAT, [3 * 8, 6 * 15])],
+                     [h.make_tensor_value_info("y", T.FLOAT, flat)], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    x = np.random.default_rng(7).standard_normal((24, 90)).astype(np.float32)
+    np.testing.assert_array_equal(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0])
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -45,20 +45,26 @@ def slice_(e: NodeEmit) -> None:
         s_out.append(s)
         e_out.append(t)
         a_out.append(a)
-    batch = len(shape) >= 2 and shape[0] == 1 and all(a > 0 for a in a_out + [st[0] for st in strided] + flips)
+    touched = a_out + [st[0] for st in strided] + flips
+    batch = len(shape) >= 2 and shape[0] == 1 and all(a > 0 for a in touched)
     form = "B" if batch and (strided or e.net.forms(e.node.inputs[0]) == {"B"}) else "F"
+    kept = [a for a in range(r) if a > 0 or form != "B"]  # the blob's dims, by IR axis
+    if form == "F" and r > 4:  # five dims: on the squeezed blob when the slice touches no dim of 1
+        kept = [a for a in range(r) if shape[a] != 1]
+        if all(a in kept for a in touched):
+            form = "S"
+    pos = {a: i for i, a in enumerate(kept)}
     x = e.input(0, form)
-    cur = list(shape[1:] if form == "B" else shape)
-    lead = 1 if form == "B" else 0
+    cur = [shape[a] for a in kept]
     if a_out:
-        x = crop(e, x, s_out, e_out, [a - lead for a in a_out])
+        x = crop(e, x, s_out, e_out, [pos[a] for a in a_out])
         for s, t, a in zip(s_out, e_out, a_out):
-            cur[a - lead] = t - s
+            cur[pos[a]] = t - s
     for a, s, t, k in strided:
-        x = _every_kth(e, x, cur, a - lead, s, t, k)
+        x = _every_kth(e, x, cur, pos[a], s, t, k)
     if flips:
         y = e.top()
-        e.add("Flip", [x], [y], [_array(0, [a - lead for a in flips])])
+        e.add("Flip", [x], [y], [_array(0, [pos[a] for a in flips])])
         x = y
     if not a_out and not strided and not flips:  # the whole tensor
         y = e.top()
