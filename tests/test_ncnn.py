@@ -170,6 +170,23 @@ def test_a_slice_of_five_dims_runs_on_the_squeezed_blob(tmp_path, axis, start, e
     np.testing.assert_array_equal(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0])
 
 
+@pytest.mark.parametrize("shape", [(1, 4, 7), (1, 4, 5, 6)])
+def test_instance_normalization_over_frames_and_images(tmp_path, shape):
+    """InstanceNorm over a 1-D input (a speech model's [1, C, L] frames: held as (C, 1, L)) and
+    over an image."""
+    rng = np.random.default_rng(8)
+    c = shape[1]
+    g = h.make_graph([h.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-4)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+                     [h.make_tensor_value_info("y", T.FLOAT, list(shape))],
+                     [nh.from_array(rng.random(c).astype(np.float32) + 0.5, "s"),
+                      nh.from_array(rng.standard_normal(c).astype(np.float32), "b")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

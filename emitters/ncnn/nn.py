@@ -205,6 +205,27 @@ def layer_normalization(e: NodeEmit) -> None:
             e.output(2, inv, "F")
 
 
+@rule("instance_normalization")
+def instance_normalization(e: NodeEmit) -> None:
+    """The table's ``InstanceNorm`` over (c, h, w) blobs; a 1-D input ([1, C, L], a speech
+    model's frames) held as (C, 1, L) around it, since ncnn reads a 2-D blob's rows as its
+    channels' count of 1."""
+    from .codegen import shape_params
+
+    shape = e.shape(0)
+    if len(shape) != 3 or shape[0] != 1:
+        return e.snippet(_snippet("instance_normalization"))
+    scale, bias = e.need_const(1, "scale"), e.need_const(2, "B")
+    c, n = shape[1], shape[2]
+    eps = float(e.attr("epsilon") if e.attr("epsilon") is not None else 1e-5)
+    x, y, t = e.top(), e.top(), e.top()
+    e.add("Reshape", [e.input(0, "B")], [x], shape_params((c, 1, n)))
+    e.add("InstanceNorm", [x], [y], [f"0={c}", f"1={eps!r}", "2=1"],
+          (raw(np.broadcast_to(scale, (c,))), raw(np.broadcast_to(bias, (c,)))))
+    e.add("Reshape", [y], [t], shape_params((c, n)))
+    e.output(0, t, "B")
+
+
 @rule("rms_normalization")
 def rms_normalization(e: NodeEmit) -> None:
     """``RMSNorm`` over the last dims (its scale as a weight when constant of the normalized
