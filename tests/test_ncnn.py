@@ -187,6 +187,18 @@ def test_instance_normalization_over_frames_and_images(tmp_path, shape):
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_one_hot_is_a_mask_scaled_to_its_values(tmp_path):
+    """OneHot (ncnn has no such layer): |index - row| < 0.5 against 0..depth-1, negative
+    indices counted from the end, scaled to the off and on values."""
+    g = h.make_graph([h.make_node("OneHot", ["i", "d", "v"], ["y"], axis=-1)], "g",
+                     [h.make_tensor_value_info("i", T.INT64, [2, 3])], [h.make_tensor_value_info("y", T.FLOAT, [2, 3, 9])],
+                     [nh.from_array(np.array(9, np.int64), "d"), nh.from_array(np.array([-2.0, 3.5], np.float32), "v")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    feeds = {"i": np.array([[0, 8, -1], [-9, 4, 4]], np.int64)}
+    np.testing.assert_array_equal(_run(folder, feeds)[0], _ort(src, feeds)[0])
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -293,11 +293,18 @@ def _lookup(e: NodeEmit) -> None:
                                                 f"network: ncnn's Embed reads int32 words, which only a model input "
                                                 f"is fed as (the lookup by float32 values is written up to "
                                                 f"{LOOKUP_ROWS} rows)")
-    idx = e.input(1, "F")
-    col, wrapped, numbers, diff, mag, far, mask, out = (e.top() for _ in range(8))
+    mask, out = _one_hot(e, e.input(1, "F"), count, rows), e.top()
+    e.add("InnerProduct", [mask], [out], [f"0={width}", "1=0", f"2={table.size}"], tagged(table.T.copy()))
+    y = e.top()
+    e.add("Reshape", [out], [y], shape_params(tuple(e.out_shape(0)) or (1,)))
+    e.output(0, y, "F")
+
+
+def _one_hot(e: NodeEmit, idx: str, count: int, rows: int) -> str:
+    """A (count, rows) 0/1 mask of index == row number, the ``count`` indices held as float32
+    values in ``idx`` (a negative one counts from the end, as ONNX: i + rows where i < 0)."""
+    col, wrapped, numbers, diff, mag, far, mask = (e.top() for _ in range(7))
     e.add("Reshape", [idx], [col], shape_params((count, 1)))
-    # a negative index counts from the end (ONNX): i + rows where i < 0 (UnaryOp sign of the
-    # index, Threshold of -i for the negative ones, BinaryOp adds rows times that)
     neg, neg_mask, shift = e.top(), e.top(), e.top()
     e.add("BinaryOp", [col], [neg], ["0=2", "1=1", "2=-1.0"])
     e.add("Threshold", [neg], [neg_mask], ["0=0.0"])
@@ -308,7 +315,32 @@ def _lookup(e: NodeEmit) -> None:
     e.add("UnaryOp", [diff], [mag], ["0=0"])
     e.add("Threshold", [mag], [far], ["0=0.5"])
     e.add("BinaryOp", [far], [mask], ["0=7", "1=1", "2=1.0"])
-    e.add("InnerProduct", [mask], [out], [f"0={width}", "1=0", f"2={table.size}"], tagged(table.T.copy()))
+    return mask
+
+
+@rule("one_hot")
+def one_hot(e: NodeEmit) -> None:
+    """The new axis last: the 0/1 mask of ``_one_hot`` (depth a constant), scaled to the on and
+    off values (constants), reshaped to the output; the new axis elsewhere is refused."""
+    depth = int(np.asarray(e.need_const(1, "depth")).reshape(-1)[0])
+    values = np.asarray(e.need_const(2, "values"), np.float64).reshape(-1)
+    out = e.out_shape(0)
+    axis = int(e.attr("axis") if e.attr("axis") is not None else -1) % len(out)
+    if axis != len(out) - 1:
+        raise refuse("unsupported_attribute_value", f"one_hot along axis {axis} of {len(out)}: written with the "
+                                                    "new axis last only")
+    idx_shape = e.shape(0)
+    count = int(np.prod(idx_shape)) if idx_shape else 1
+    mask = _one_hot(e, e.input(0, "F"), count, depth)
+    off, on = float(values[0]), float(values[1])
+    if (off, on) != (0.0, 1.0):
+        t = e.top()
+        e.add("BinaryOp", [mask], [t], ["0=2", "1=1", f"2={on - off!r}"])
+        mask = t
+        if off:
+            t = e.top()
+            e.add("BinaryOp", [mask], [t], ["0=0", "1=1", f"2={off!r}"])
+            mask = t
     y = e.top()
-    e.add("Reshape", [out], [y], shape_params(tuple(e.out_shape(0)) or (1,)))
+    e.add("Reshape", [mask], [y], shape_params(tuple(out)))
     e.output(0, y, "F")
