@@ -199,6 +199,27 @@ def test_one_hot_is_a_mask_scaled_to_its_values(tmp_path):
     np.testing.assert_array_equal(_run(folder, feeds)[0], _ort(src, feeds)[0])
 
 
+@pytest.mark.parametrize("shape", [(2, 6), (1, 6, 5)])
+def test_batch_normalization_over_computed_statistics_decomposes(tmp_path, shape):
+    """tf2onnx's Keras layer norm: FusedBatchNormV3 over statistics computed in the graph
+    (ncnn's BatchNorm stores them as weights): the table's decomposition, per channel (axis 1)
+    at any rank."""
+    rng = np.random.default_rng(9)
+    c = shape[1]
+    nodes = [h.make_node("ReduceMean", ["x"], ["m4"], axes=[0] + list(range(2, len(shape))), keepdims=0),
+             h.make_node("Abs", ["m4"], ["v"]),
+             h.make_node("BatchNormalization", ["x", "s", "b", "m4", "v"], ["y"], epsilon=1e-3)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, list(shape))],
+                     [h.make_tensor_value_info("y", T.FLOAT, list(shape))],
+                     [nh.from_array(rng.random(c).astype(np.float32) + 0.5, "s"),
+                      nh.from_array(rng.standard_normal(c).astype(np.float32), "b")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert "BatchNorm" not in (folder / "model.param").read_text()  # (x - m) / sqrt(v + eps) in BinaryOps
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -599,6 +599,12 @@ def trial(e: NodeEmit) -> None:
     for v in node.inputs:
         if v is not None and id(v) not in values:
             values[id(v)] = _sample(v, rng)
+    x, dst = node.inputs[0] if node.inputs else None, node.outputs[0].type.dtype if node.outputs else None
+    if node.op in ("cast", "cast_like") and x is not None and not x.is_const and dst in INTEGERS and \
+            str(x.type.dtype).startswith("float"):  # ONNX leaves a float outside the integer range undefined
+        info = np.iinfo(dst)
+        values[id(x)] = rng.uniform(max(info.min, -1000), min(info.max, 1000), np.shape(values[id(x)])).astype(
+            values[id(x)].dtype)
     feeds = {}
     for b in outer:
         v, _, _ = net.origin[b]
