@@ -328,7 +328,7 @@ def test_recurrences_run_on_ncnns_own_layers(op, direction):
         assert compare(w, g).ok, (op, direction)
 
 
-@pytest.mark.parametrize("rows,computed", [(40, False), (5000, False), (40, True)])
+@pytest.mark.parametrize("rows,computed", [(40, False), (5000, False), (40, True), (5000, "moved")])
 def test_an_embedding_lookup_by_run_time_indices(tmp_path, rows, computed):
     """Rows of a constant table by indices fed at run time (negative ones count from the end),
     checked against onnxruntime. Token ids that are a model input: ncnn's ``Embed`` on the input
@@ -338,22 +338,31 @@ def test_an_embedding_lookup_by_run_time_indices(tmp_path, rows, computed):
     table = nh.from_array(rng.standard_normal((rows, 6)).astype(np.float32), "table")
     nodes = [h.make_node("Gather", ["table", "ix"], ["y"], axis=0)]
     inits = [table]
-    if computed:
+    ids_shape = [1, 9]
+    if computed == "moved":  # x[:, 1] of a [1, 2, 9] input, then transposed: the words move through Crop/Permute
+        ids_shape = [1, 2, 9]
+        nodes[:0] = [h.make_node("Gather", ["ids", "one"], ["sel"], axis=1),
+                     h.make_node("Transpose", ["sel"], ["sel_t"], perm=[1, 0]),
+                     h.make_node("Transpose", ["sel_t"], ["ix"], perm=[1, 0])]
+        inits.append(nh.from_array(np.array(1, np.int64), "one"))
+    elif computed:
         nodes.insert(0, h.make_node("Add", ["ids", "zero"], ["ix"]))
         inits.append(nh.from_array(np.zeros((1, 9), np.int64), "zero"))
     else:
         nodes[0].input[1] = "ids"
-    g = h.make_graph(nodes, "emb", [h.make_tensor_value_info("ids", T.INT64, [1, 9])],
+    g = h.make_graph(nodes, "emb", [h.make_tensor_value_info("ids", T.INT64, ids_shape)],
                      [h.make_tensor_value_info("y", T.FLOAT, [1, 9, 6])], inits)
     src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
     io = json.loads((folder / "model.io.json").read_text())
-    if computed:
+    if computed is True:
         assert "InnerProduct" in types and "Embed" not in types, types
     else:
         assert "Embed" in types and "InnerProduct" not in types, types
-        assert io["inputs"] == [{"blob": "w1", "dtype": "int64", "name": "ids", "rows": rows, "shape": [1, 9],
-                                 "words": "int32"}], io["inputs"]
-    feeds = {"ids": np.array([[0, 5, rows - 1, -1, -rows, 17, 17, 2, rows - 2]], np.int64)}
+        (port,) = io["inputs"]  # the float32 blob of the ids is read by nothing: only the words are fed
+        assert port.pop("blob").startswith("w") and port == {"dtype": "int64", "name": "ids", "rows": rows,
+                                                              "shape": ids_shape, "words": "int32"}, port
+    ids = np.array([[0, 5, rows - 1, -1, -rows, 17, 17, 2, rows - 2]], np.int64)
+    feeds = {"ids": np.stack([ids[:, ::-1], ids], axis=1) if computed == "moved" else ids}
     np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6, atol=1e-6)

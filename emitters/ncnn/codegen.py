@@ -60,6 +60,8 @@ INTEGERS = BLOB_DTYPES[2:]
 NUMERIC_MAX = 1 << 16
 #: ... and runs ncnn at all up to this many (a bigger node is written unchecked: the model's check sees it)
 TRIAL_MAX = 1 << 24
+#: ops that only move elements (by constant positions): written again on int32 words
+WORD_MOVES = frozenset({"gather", "slice", "reshape", "squeeze", "unsqueeze", "flatten", "transpose", "identity"})
 #: ``node.meta`` key: ``accepts`` held the node's layers to the reference already
 CHECKED = "ncnn_checked"
 #: the most batch items a per-item layer is written for (``per_item``)
@@ -197,6 +199,8 @@ class Net:
     alive: list[Value] = field(default_factory=list)
     #: (id(input), rows) → (the integer graph input, its int32-word blob, rows): fed by the runner
     words: dict[tuple[int, int], tuple[Value, str, int]] = field(default_factory=dict)
+    #: (id(value), rows) → the int32-word blob of a value moved out of such an input
+    moved: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def fresh(self, stem: str = "b") -> str:
         self.count += 1
@@ -212,21 +216,27 @@ class Net:
 
     def snapshot(self) -> tuple:
         return (len(self.layers), {k: dict(v) for k, v in self.held.items()}, dict(self.shapes), dict(self.origin),
-                {k: list(v) for k, v in self.views.items()}, set(self.layout), self.count, dict(self.words))
+                {k: list(v) for k, v in self.views.items()}, set(self.layout), self.count, dict(self.words),
+                dict(self.moved))
 
     def restore(self, saved: tuple) -> None:
-        n, held, shapes, origin, views, self.layout, self.count, self.words = saved
+        n, held, shapes, origin, views, self.layout, self.count, self.words, self.moved = saved
         del self.layers[n:]
         self.held, self.shapes, self.origin, self.views = held, shapes, origin, views
 
     def word_blob(self, v: Value, rows: int) -> str | None:
         """A blob of the integer graph input ``v`` as int32 words (the runner feeds it: ncnn has no
         layer that makes int32 words from float32 values), negative values counting from the end
-        of ``rows``; None when ``v`` is computed in the network."""
-        if v.is_const or v.producer is not None or v.type.dtype not in INTEGERS or not v.graph or \
-                v not in v.graph.inputs:
+        of ``rows``; or of a value moved out of one (``x[:, 1]``: a gather or slice by constant
+        positions, a reshape, a transpose), its layers written again on the words (they move
+        four-byte words without reading them). None when ``v`` is computed otherwise."""
+        if v.is_const or v.type.dtype not in INTEGERS:
             return None
         key = (id(v), int(rows))
+        if v.producer is not None:
+            return self.words_moved(v, int(rows))
+        if not v.graph or v not in v.graph.inputs:
+            return None
         if key not in self.words:
             b = self.fresh("w")
             self.words[key] = (v, b, int(rows))
@@ -235,6 +245,36 @@ class Net:
             if id(v) not in self.held:
                 self.alive.append(v)
         return self.words[key][1]
+
+    def words_moved(self, v: Value, rows: int) -> str | None:
+        from translator.ir.graph import TensorType
+        from translator.table.loader import load_tables
+
+        key = (id(v), rows)
+        if key in self.moved:
+            return self.moved[key]
+        n = v.producer
+        if n.op not in WORD_MOVES or n.outputs[0] is not v or not n.inputs or \
+                any(x is not None and not x.is_const for x in n.inputs[1:]):
+            return None
+        src = self.word_blob(n.inputs[0], rows)
+        if src is None:
+            return None
+        proxy_in = Value(f"{n.inputs[0].name}.words", n.inputs[0].type)
+        self.hold(proxy_in, src, "F")
+        proxy_out = Value(f"{v.name}.words", TensorType(v.type.dtype, v.type.shape))
+        clone = Node(n.op, [proxy_in, *n.inputs[1:]], [proxy_out], dict(n.attrs), f"{n.name}.words")
+        try:
+            e = _write(self, clone, load_tables().ops[n.op])
+        finally:
+            clone._set_inputs([])
+        blob, form = e.outs[0]
+        if form != "F":
+            return None
+        self.hold(proxy_out, blob, form)
+        self.origin[blob] = (v, "I", None)  # the trial feeds the words of v's sample
+        self.moved[key] = blob
+        return blob
 
     def hold(self, v: Value, blob: str, form: str, rank: int | None = None) -> None:
         if id(v) not in self.held:

@@ -281,7 +281,10 @@ def _lookup(e: NodeEmit) -> None:
     rows, width = table.shape
     idx_shape = e.shape(1)
     count = int(np.prod(idx_shape)) if idx_shape else 1
+    first = len(e.net.layers)
     words = e.net.word_blob(e.node.inputs[1], rows)
+    if e.start == first:  # layers moving the words were tried on their own: this node's trial starts after them
+        e.start = len(e.net.layers)
     if words is not None:
         out, y = e.top(), e.top()
         e.add("Embed", [words], [out], [f"0={width}", f"1={rows}", "2=0", f"3={table.size}"], tagged(table))
