@@ -1471,3 +1471,20 @@ def test_an_int8_weight_scaled_by_a_cast_and_a_mul_stays_int8(scale_shape, tmp_p
         assert sum(fc.values()) == 2 and ("FullyConnected", "i8") not in fc, fc
     else:
         assert fc == {("FullyConnected", "i8"): 2}, fc
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "conv_bias"])
+def test_a_dynamically_quantized_model_runs_in_float_on_ncnn(model, tmp_path):
+    """ncnn has no run-time activation quantization (its int8 layers need its own calibration
+    tables): onnxruntime's dynamic quantization is read as int8 weights dequantized into float32
+    layer weights (InnerProduct, Convolution) and float activations; the check holds the result
+    to twice the source's own activation rounding and says so."""
+    pytest.importorskip("ncnn", reason="the ncnn target needs ncnn: pip install 'opbridge[ncnn]'")
+    import opbridge
+
+    q = {"mlp": lambda: _dynamic_mlp(tmp_path, batch=1)[1], "cnn": lambda: _dynamic_cnn(tmp_path)[1],
+         "conv_bias": lambda: _dynamic_conv_with_run_time_bias(tmp_path)}[model]()
+    (rec,) = opbridge.convert(str(q), to="ncnn", out=str(tmp_path / "out"))["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    types = {ln.split()[0] for ln in (Path(rec["output"]) / "model.param").read_text().splitlines()[2:]}
+    assert types & {"InnerProduct", "Convolution"}, types

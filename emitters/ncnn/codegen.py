@@ -939,7 +939,11 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
              if before is not None and v.type.dtype is not None and before != v.type.dtype}
     legal.update({i: "float32" for i, v in enumerate(g.outputs) if v.type.dtype in INTEGERS})
     reshapes = sum(1 for lay in layers if lay.tops[0] in net.layout)
+    from translator.compile.quantized import dynamic_range_features
+
+    features = sorted(dynamic_range_features(model))
     return NcnnArtifact(param, weights, ins, outs, reshapes=reshapes, weight_dtype="float16" if fp16 else "float32",
+                        options={"features": features} if features else {},
                         decomposed=list(ctx.decomposed),
                         legalized=list(ctx.warnings), output_legal=legal)
 

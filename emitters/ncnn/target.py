@@ -39,14 +39,19 @@ def legal_dtypes(tables: "Tables") -> frozenset[str]:
 
 
 def prepare(model: "Model", ctx: "Compilation") -> None:
-    """ncnn runs a quantized model in float32 (``integer_plan``): a ``dequantize_linear`` of
+    """ncnn runs a quantized model in float32 (``integer_plan``): onnxruntime's dynamic
+    quantization (``DynamicQuantizeLinear → MatMulInteger``, ``DynamicQuantizeLSTM``) is read as
+    int8 weights and float activations (``quantized.dynamic_model_as_weight_only``: the check
+    holds it to twice the source's own activation rounding); then a ``dequantize_linear`` of
     constants (an int8 weight and its scales) becomes its float32 values, and what reads it
     folds in turn (a convolution gets constant weights, as ncnn's layers store them)."""
     import numpy as np
 
     from translator import reference
     from translator.compile.pipeline import fold
+    from translator.compile.quantized import dynamic_model_as_weight_only
 
+    dynamic_model_as_weight_only(model, ctx)
     g = model.graph
     changed = False
     for node in list(g.nodes):
