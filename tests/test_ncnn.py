@@ -220,6 +220,20 @@ def test_batch_normalization_over_computed_statistics_decomposes(tmp_path, shape
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("src", [T.INT64, T.FLOAT])
+def test_a_cast_to_bool_is_a_mask_of_the_nonzero_values(tmp_path, src):
+    """Cast to bool (an attention mask's ``mask.bool()``): |x| > 0 as a 0/1 mask, read by a Where."""
+    g = h.make_graph([h.make_node("Cast", ["m"], ["b"], to=T.BOOL), h.make_node("Where", ["b", "x", "zero"], ["y"])],
+                     "g", [h.make_tensor_value_info("m", src, [2, 5]), h.make_tensor_value_info("x", T.FLOAT, [2, 5])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 5])], [nh.from_array(np.array(0.0, np.float32), "zero")])
+    src_path, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    m = np.array([[0, 1, -3, 0, 7], [2, 0, 0, 1, -1]])
+    feeds = {"m": m.astype(np.int64 if src == T.INT64 else np.float32) * (1 if src == T.INT64 else 0.25),
+             "x": np.arange(10, dtype=np.float32).reshape(2, 5) + 1}
+    np.testing.assert_array_equal(_run(folder, feeds)[0], _ort(src_path, feeds)[0])
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -639,6 +639,12 @@ def trial(e: NodeEmit) -> None:
     for v in node.inputs:
         if v is not None and id(v) not in values:
             values[id(v)] = _sample(v, rng)
+    if node.op == "gather" and len(node.inputs) > 1 and node.inputs[1] is not None and \
+            not node.inputs[1].is_const and node.inputs[0] is not None and node.inputs[0].type.shape:
+        data, idx = node.inputs[0], node.inputs[1]  # indices within the axis (2 rows of token types, say)
+        n = data.type.shape[int(node.attrs.get("axis") or 0) % len(data.type.shape)]
+        if isinstance(n, (int, np.integer)) and n > 0:
+            values[id(idx)] = rng.integers(0, n, np.shape(values[id(idx)])).astype(values[id(idx)].dtype)
     x, dst = node.inputs[0] if node.inputs else None, node.outputs[0].type.dtype if node.outputs else None
     if node.op in ("cast", "cast_like") and x is not None and not x.is_const and dst in INTEGERS and \
             str(x.type.dtype).startswith("float"):  # ONNX leaves a float outside the integer range undefined
