@@ -720,28 +720,9 @@ def _non_zero(gen: Gen, node: Node) -> None:
 
 # ----------------------------------------------------------------------------- einsum
 def _einsum_terms(node: Node) -> tuple[list[list[str]], list[str]] | None:
-    """The equation as label lists per operand and for the output, ``...`` spelled out as one
-    label per broadcast dim (right-aligned across operands); implicit output = numpy's."""
-    eq = str(node.attrs.get("equation", "")).replace(" ", "")
-    lhs, arrow, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    ranks = [v.type.rank if v is not None else None for v in node.inputs]
-    if len(terms) != len(ranks) or any(r is None for r in ranks):
-        return None
-    widths = [r - len(t.replace("...", "")) for t, r in zip(terms, ranks)]
-    ell = max([w for t, w in zip(terms, widths) if "..." in t], default=0)
-    dots = [f"\u2026{i}" for i in range(ell)]
-    out_terms = []
-    for t, w in zip(terms, widths):
-        head, _, tail = t.partition("...")
-        out_terms.append(list(head) + (dots[ell - w:] if "..." in t else []) + list(tail))
-    if not arrow:
-        once = sorted(c for c in set(lhs) if c.isalpha() and lhs.count(c) == 1)
-        out = dots + once
-    else:
-        head, _, tail = rhs.partition("...")
-        out = list(head) + (dots if "..." in rhs else []) + list(tail)
-    return out_terms, out
+    from translator.compile.einsum import terms
+
+    return terms(node)
 
 
 def _mil_einsum_form(terms: list[list[str]], out: list[str]) -> bool:

@@ -55,6 +55,10 @@ def why_not(node: Node) -> str | None:
         from . import spectral
 
         return spectral.why_not(node)
+    if node.op == "einsum":
+        from . import einsum
+
+        return einsum.why_not(node)
     if node.op not in _SPEC:
         return "not a recurrence"
     a = node.attrs
@@ -96,6 +100,10 @@ def expand(graph: Graph, node: Node) -> list[Node]:
         from . import spectral
 
         return spectral.expand(graph, node)
+    if node.op == "einsum":  # transposes, reshapes and a matmul per pair of operands
+        from . import einsum
+
+        return einsum.expand(graph, node)
     a = node.attrs
     gates, default = _SPEC[node.op]
     layout = int(a.get("layout", 0))
@@ -203,8 +211,9 @@ def _lstm(b: Steps, xw: Value, h: Value, c: Value | None, rt: np.ndarray, rb: np
 
 _CELLS: dict[str, Callable[..., tuple[Value, Value | None]]] = {"rnn": _rnn, "gru": _gru, "lstm": _lstm}
 
-#: the ops with a decomposition written in Python (dynamic_quantize_lstm: compile/dq_lstm.py)
-OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm", "dft"}
+#: the ops with a decomposition written in Python (dynamic_quantize_lstm: compile/dq_lstm.py;
+#: dft: compile/spectral.py; einsum: compile/einsum.py)
+OPS = frozenset(_SPEC) | {"loop", "dynamic_quantize_lstm", "dft", "einsum"}
 #: ops whose Python expansion is preferred to their table decomposition (the exact form; the
 #: table's is the fallback when a target rejects what the expansion writes)
 PREFERRED = frozenset({"dynamic_quantize_lstm"})
