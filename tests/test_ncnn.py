@@ -234,6 +234,24 @@ def test_a_cast_to_bool_is_a_mask_of_the_nonzero_values(tmp_path, src):
     np.testing.assert_array_equal(_run(folder, feeds)[0], _ort(src_path, feeds)[0])
 
 
+@pytest.mark.parametrize("group", [1, 4])
+def test_a_1d_convolution_over_a_batch_is_one_2d_layer(tmp_path, group):
+    """A 1-D convolution over a batch of 63 frames (a streaming VAD's encoder): the batch moved
+    to the rows of one 2-D convolution with a 1 x k kernel, not 63 layers."""
+    rng = np.random.default_rng(10)
+    cout = 6 if group == 1 else 4
+    g = h.make_graph([h.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 2], strides=[2], group=group)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [63, 4, 10])], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [nh.from_array(rng.standard_normal((cout, 4 // group, 3)).astype(np.float32), "w"),
+                      nh.from_array(rng.standard_normal(cout).astype(np.float32), "b")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
+    assert types.count("Permute") == 2 and sum(t.startswith("Convolution") for t in types) == 1, types
+    x = rng.standard_normal((63, 4, 10)).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -63,6 +63,9 @@ def conv(e: NodeEmit) -> None:
         params.append(f"7={group}")
     if cin != wshape[1] * group:
         raise refuse("rank_limit", f"conv: {cin} input channels against a weight of {list(wshape)}")
+    n = int(e.shape(0)[0])
+    if spatial == 1 and n > 1 and not dynamic:
+        return _conv1d_over_batch(e, params, depthwise, group, w, b)
     x = e.input(0, "B")
     y = e.top()
     if dynamic:  # the weight (and bias) as blobs: ncnn's dynamic_weight
@@ -71,6 +74,25 @@ def conv(e: NodeEmit) -> None:
     else:
         e.add(ltype, [x], [y], params, (tagged(w), raw(b) if b is not None else b""))
     e.output(0, y, "B")
+
+
+def _conv1d_over_batch(e: NodeEmit, params: list[str], depthwise: bool, group: int, w: np.ndarray,
+                       b: np.ndarray | None) -> None:
+    """A 1-D convolution over a batch of N > 1 ([N, C, L], a streaming model's frames) as one
+    2-D convolution with a 1 x k kernel over the batch moved to the rows ([C, N, L], one
+    ``Permute`` each way), instead of one layer per item: the same products, in one layer."""
+    from translator.proofs.ncnn import _order
+
+    swap = f"0={_order([1, 0, 2], 3)}"
+    x, t, y = e.top(), e.top(), e.top()
+    e.add("Permute", [e.input(0, "F")], [x], [swap])
+    params = [p for p in params if not p.startswith("7=")] + ["11=1", "12=1", "13=1", "14=0", "16=0"]
+    if depthwise:
+        params.append(f"7={group}")
+    e.add("ConvolutionDepthWise" if depthwise else "Convolution", [x], [t], params,
+          (tagged(w), raw(b) if b is not None else b""))
+    e.add("Permute", [t], [y], [swap])
+    e.output(0, y, "F")
 
 
 def _pool(e: NodeEmit, kind: int) -> None:
