@@ -252,6 +252,24 @@ def test_a_1d_convolution_over_a_batch_is_one_2d_layer(tmp_path, group):
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_a_matmul_then_add_is_one_inner_product_with_its_bias(tmp_path):
+    """MatMul by a constant then Add of a constant vector (a transformer's projection): one
+    InnerProduct with the vector as its bias, no BinaryOp or MemoryData left."""
+    rng = np.random.default_rng(11)
+    g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Add", ["m", "b"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 5, 8])], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [nh.from_array(rng.standard_normal((8, 6)).astype(np.float32), "w"),
+                      nh.from_array(rng.standard_normal(6).astype(np.float32), "b")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    lines = (folder / "model.param").read_text().splitlines()[2:]
+    types = [ln.split()[0] for ln in lines]
+    assert "BinaryOp" not in types and "MemoryData" not in types, types
+    assert any(ln.startswith("InnerProduct") and " 1=1 " in ln for ln in lines), lines
+    x = rng.standard_normal((1, 5, 8)).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

@@ -775,6 +775,52 @@ def live_layers(layers: list[Layer], outputs: list[str]) -> list[Layer]:
     return keep[::-1]
 
 
+def _params(lay: Layer) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in lay.params)
+
+
+def fuse_bias(layers: list[Layer], outputs: list[str]) -> list[Layer]:
+    """An ``InnerProduct`` without bias whose only reader adds a constant vector of its outputs'
+    length along its last dim (a ``MatMul`` then ``Add``: every transformer's projections) takes
+    the vector as its bias: two layers and a blob fewer, the same sums. A ``Reshape`` of a
+    ``Reshape`` read by nothing else reshapes the first one's input (ncnn copies on each)."""
+    readers: dict[str, int] = {}
+    for lay in layers:
+        for b in lay.bottoms:
+            readers[b] = readers.get(b, 0) + 1
+    for o in outputs:
+        readers[o] = readers.get(o, 0) + 1
+    made = {t: lay for lay in layers for t in lay.tops}
+    drop: set[int] = set()
+    for lay in layers:
+        p = _params(lay)
+        if lay.type != "BinaryOp" or p != {"0": "0"} or len(lay.bottoms) != 2:
+            continue
+        for ip_top, md_top in (lay.bottoms, lay.bottoms[::-1]):
+            ip, md = made.get(ip_top), made.get(md_top)
+            if ip is None or md is None or ip.type != "InnerProduct" or md.type != "MemoryData" or \
+                    _params(ip).get("1") != "0" or readers.get(ip_top) != 1 or readers.get(md_top) != 1 or \
+                    id(ip) in drop or id(md) in drop:
+                continue
+            n, shape = int(_params(ip)["0"]), _params(md)
+            if int(shape.get("0", 1)) != n or any(int(shape.get(k, 1)) != 1 for k in ("1", "11", "2")):
+                continue  # not one value per output along the last dim
+            ip.params = [q if not q.startswith("1=") else "1=1" for q in ip.params]
+            ip.weights = ip.weights + md.weights
+            ip.tops = list(lay.tops)
+            drop.update({id(lay), id(md)})
+            break
+    layers = [lay for lay in layers if id(lay) not in drop]
+    # a Reshape of a Reshape that nothing else reads: one Reshape of the first one's input
+    made = {t: lay for lay in layers for t in lay.tops}
+    for lay in layers:
+        first = made.get(lay.bottoms[0]) if lay.type == "Reshape" and lay.bottoms else None
+        if first is not None and first.type == "Reshape" and readers.get(first.tops[0]) == 1:
+            lay.bottoms = list(first.bottoms)
+            drop.add(id(first))
+    return [lay for lay in layers if id(lay) not in drop]
+
+
 def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
              outputs: list[str], fp16: bool = False) -> tuple[str, bytes, list[str]]:
     """(.param text, .bin bytes, the blob to extract per output): ``Input`` layers first, a
@@ -931,7 +977,7 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
             raise Unsupported("output", NAME, exc.refusal.code, exc.refusal.detail) from None
         extract.append(b)
         outs.append(Port(v.name, b, list(static_shape(v)), str(v.type.dtype)))
-    layers = live_layers(net.layers, extract)
+    layers = fuse_bias(live_layers(net.layers, extract), extract)
     read = {b for lay in layers for b in lay.bottoms} | set(extract)
     fed_as_words = {p.name for p in ins if p.words}
     ins = [p for p in ins if p.words or p.name not in fed_as_words or p.blob in read]  # only the words are read
