@@ -798,16 +798,20 @@ def fuse_bias(layers: list[Layer], outputs: list[str]) -> list[Layer]:
             continue
         for ip_top, md_top in (lay.bottoms, lay.bottoms[::-1]):
             ip, md = made.get(ip_top), made.get(md_top)
+            last = ip  # the layer whose top the sum replaces: the InnerProduct, or a Reshape of it
+            if ip is not None and ip.type == "Reshape" and readers.get(ip_top) == 1 and ip.bottoms:
+                ip_top, ip = ip.bottoms[0], made.get(ip.bottoms[0])
             if ip is None or md is None or ip.type != "InnerProduct" or md.type != "MemoryData" or \
                     _params(ip).get("1") != "0" or readers.get(ip_top) != 1 or readers.get(md_top) != 1 or \
                     id(ip) in drop or id(md) in drop:
                 continue
             n, shape = int(_params(ip)["0"]), _params(md)
-            if int(shape.get("0", 1)) != n or any(int(shape.get(k, 1)) != 1 for k in ("1", "11", "2")):
+            if int(shape.get("0", 1)) != n or any(int(shape.get(k, 1)) != 1 for k in ("1", "11", "2")) or \
+                    last is not ip and int(_params(last).get("0", -1)) != n:
                 continue  # not one value per output along the last dim
             ip.params = [q if not q.startswith("1=") else "1=1" for q in ip.params]
             ip.weights = ip.weights + md.weights
-            ip.tops = list(lay.tops)
+            last.tops = list(lay.tops)
             drop.update({id(lay), id(md)})
             break
     layers = [lay for lay in layers if id(lay) not in drop]

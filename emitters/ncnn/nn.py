@@ -519,26 +519,27 @@ def _inner_product(e: NodeEmit, a_shape: tuple, weight: np.ndarray, bias: np.nda
     """``InnerProduct`` over the last dim: ``weight`` (N, K), ``bias`` (N,) or None. A of one
     row is held batch-dropped (a 1-D blob); of several rows as a 2-D blob (ncnn multiplies
     each row)."""
-    form = "B" if len(a_shape) >= 2 and all(d == 1 for d in a_shape[:-1]) else "F"
-    if form == "F" and len(a_shape) != 2:
-        raise refuse("rank_limit", f"InnerProduct multiplies rows of a 2-D blob; A is {list(a_shape)}")
-    x = e.input(0, form)
-    if form == "B" and len(a_shape) > 2:  # (1, 1, K) → (K,)
-        from .codegen import shape_params
+    from .codegen import shape_params
 
+    form = "B" if len(a_shape) >= 2 and all(d == 1 for d in a_shape[:-1]) else "F"
+    x = e.input(0, form)
+    rows = math.prod(a_shape[:-1])
+    if form == "B" and len(a_shape) > 2:  # (1, 1, K) → (K,)
         flat = e.top()
         e.add("Reshape", [x], [flat], shape_params((a_shape[-1],)))
+        x = flat
+    elif form == "F" and len(a_shape) != 2:  # (B, M, K) → (B*M, K): ncnn multiplies each row of a 2-D blob
+        flat = e.top()
+        e.add("Reshape", [x], [flat], shape_params((rows, a_shape[-1])))
         x = flat
     y = e.top()
     n = weight.shape[0]
     params = [f"0={n}", f"1={int(bias is not None)}", f"2={weight.size}"]
     e.add("InnerProduct", [x], [y], params, (tagged(weight), raw(bias) if bias is not None else b""))
     out = e.out_shape(0)
-    if form == "B" and len(out) > 2:
-        from .codegen import shape_params
-
+    if form == "B" and len(out) > 2 or form == "F" and len(out) != 2:
         z = e.top()
-        e.add("Reshape", [y], [z], shape_params(tuple(out[1:])))
+        e.add("Reshape", [y], [z], shape_params(tuple(out[1:] if form == "B" else out)))
         y = z
     e.output(0, y, form)
 
@@ -571,7 +572,6 @@ def matmul(e: NodeEmit) -> None:
     """A constant 2-D B: ncnn's ``InnerProduct`` over A's last dim; otherwise ``MatMul``."""
     b = e.const(1)
     a_shape = e.shape(0)
-    if b is None or np.ndim(b) != 2 or len(a_shape) < 2 or not (
-            all(d == 1 for d in a_shape[:-1]) or len(a_shape) == 2):
+    if b is None or np.ndim(b) != 2 or len(a_shape) < 2:
         return e.snippet(_snippet("matmul"))
     _inner_product(e, a_shape, np.ascontiguousarray(np.asarray(b, np.float32).T), None)
