@@ -270,6 +270,22 @@ def test_a_matmul_then_add_is_one_inner_product_with_its_bias(tmp_path):
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
+def test_an_if_on_a_run_time_condition_is_both_branches_and_a_where(tmp_path):
+    """openWakeWord's detector ends in If(score >= threshold): ncnn has no control flow, so both
+    branches are computed and a where picks (``control.ifs_as_where``), for either outcome."""
+    then_b = h.make_graph([h.make_node("Mul", ["x", "two"], ["t"])], "then", [], [h.make_tensor_value_info("t", T.FLOAT, [1, 4])],
+                          [nh.from_array(np.array(2.0, np.float32), "two")])
+    else_b = h.make_graph([h.make_node("Neg", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, [1, 4])])
+    nodes = [h.make_node("ReduceMean", ["x"], ["m"], keepdims=0), h.make_node("GreaterOrEqual", ["m", "zero"], ["c"]),
+             h.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 4])], [nh.from_array(np.array(0.0, np.float32), "zero")])
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    for x in (np.array([[1.0, 2.0, -0.5, 3.0]], np.float32), np.array([[-1.0, 2.0, -5.5, 3.0]], np.float32)):
+        np.testing.assert_array_equal(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0])
+
+
 @pytest.mark.parametrize("fill,const_mask,branch", [(-np.inf, True, "Y"), (-np.inf, False, "Y"),
                                                     (np.inf, False, "X"), (-np.inf, False, "X")])
 def test_a_mask_filled_with_infinities_selects_exactly(tmp_path, fill, const_mask, branch):

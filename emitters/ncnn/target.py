@@ -44,7 +44,8 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     int8 weights and float activations (``quantized.dynamic_model_as_weight_only``: the check
     holds it to twice the source's own activation rounding); then a ``dequantize_linear`` of
     constants (an int8 weight and its scales) becomes its float32 values, and what reads it
-    folds in turn (a convolution gets constant weights, as ncnn's layers store them)."""
+    folds in turn (a convolution gets constant weights, as ncnn's layers store them). An ``if``
+    on a run-time condition is both branches and a ``where`` (``control.ifs_as_where``)."""
     import numpy as np
 
     from translator import reference
@@ -54,6 +55,11 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     dynamic_model_as_weight_only(model, ctx)
     g = model.graph
     changed = False
+    from translator.compile.passes.control import ifs_as_where
+    from translator.ir.infer import infer
+
+    if ifs_as_where(g):  # ncnn's network has no subgraphs: both branches and a where
+        infer(g, ctx.tables)
     for node in list(g.nodes):
         if node.op != "dequantize_linear" or not all(v is None or v.is_const for v in node.inputs):
             continue

@@ -33,6 +33,11 @@ def _taken(node: Node) -> Graph | None:
 
 
 def _inline(g: Graph, node: Node, branch: Graph) -> None:
+    g.replace_node(node, _move_before(g, node, branch), keep_types=True)
+
+
+def _move_before(g: Graph, node: Node, branch: Graph) -> list:
+    """The nodes and constants of ``branch`` into ``g``, before ``node``; its results."""
     for c in list(branch.constants.values()):
         c.name = g.unique_name(c.name)
         c.graph = g
@@ -46,7 +51,37 @@ def _inline(g: Graph, node: Node, branch: Graph) -> None:
         n.name = n.name or n.op
     results = list(branch.outputs)
     branch.nodes, branch.outputs, branch.constants = [], [], {}
-    g.replace_node(node, results, keep_types=True)
+    return results
+
+
+def ifs_as_where(g: Graph) -> int:
+    """For a target with no control flow (ncnn): an ``if`` on a run-time condition whose two
+    branches are plain dataflow (no inputs, no subgraphs) giving results of one static shape
+    and dtype each becomes both branches computed and one ``where`` per result (the condition
+    as a scalar). Exact wherever the branch not taken computes finite values (a target whose
+    select multiplies by a mask would carry its NaN); the check runs the model. Returns how
+    many were rewritten."""
+    done = 0
+    for node in list(g.nodes):
+        if node.op != "if" or node.graph is not g or not node.inputs or node.inputs[0] is None:
+            continue
+        a, b = node.attrs.get("then_branch"), node.attrs.get("else_branch")
+        if not (isinstance(a, Graph) and isinstance(b, Graph)) or a.inputs or b.inputs or \
+                not len(a.outputs) == len(b.outputs) == len(node.outputs) or \
+                any(True for br in (a, b) for n in br.nodes for _ in n.subgraphs()):
+            continue
+        if any(x.type.shape is None or x.type.shape != y.type.shape or x.type.dtype != y.type.dtype
+               or not x.type.is_static for x, y in zip(a.outputs, b.outputs)):
+            continue
+        cond = g.add_node("reshape", [node.inputs[0], g.add_constant(f"{node.name}_scalar", np.zeros(0, np.int64),
+                                                                      "int64")], name=f"{node.name}/cond",
+                          before=node).outputs[0]
+        then, other = _move_before(g, node, a), _move_before(g, node, b)
+        outs = [g.add_node("where", [cond, x, y], name=f"{node.name}/where{k}", types=[v.type],
+                           before=node).outputs[0] for k, (x, y, v) in enumerate(zip(then, other, node.outputs))]
+        g.replace_node(node, outs, keep_types=True)
+        done += 1
+    return done
 
 
 def inline_constant_ifs(g: Graph) -> int:
