@@ -20,10 +20,10 @@ demo: venv
 	$(PY) examples/demo.py
 
 test: venv
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow"
 
 test-slow: venv
-	$(PY) -m pytest -q -n 2 -m "slow and not fuzz" --durations=25
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "slow and not fuzz" --durations=25
 
 test-fuzz: venv
 	$(PY) -m pytest -q -m fuzz
