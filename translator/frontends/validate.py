@@ -464,5 +464,38 @@ def validate_model(proto: Any, base_dir: str | os.PathLike[str] = ".", path: str
     for f in proto.functions:
         fake = type("F", (), {"input": [], "initializer": [], "node": f.node, "output": [], "value_info": []})
         walk(fake, f"function {f.name!r}", False)
+    _check_constant_ranges(proto.graph, where)
     if checker and not nested_external:
         _run_checker(proto, where)
+
+
+def _check_constant_ranges(g: Any, where: str) -> None:
+    """A ``Range`` of constant start, limit and delta is held to the element budget before ONNX's
+    shape inference, whose data propagation would build the values one by one up to its memory
+    cap (6 s of a fuzz run's bomb, ``Range(0, 2**40)``) before failing."""
+    import math
+
+    from onnx import numpy_helper
+
+    consts: dict[str, Any] = {}
+    for t in g.initializer:
+        if t.data_location != 1 and len(t.dims) <= 1 and math.prod(t.dims) == 1:
+            consts[t.name] = t
+    for node in g.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and len(a.t.dims) <= 1 and math.prod(a.t.dims) == 1:
+                    consts[node.output[0]] = a.t
+    for i, node in enumerate(g.node):
+        if node.op_type != "Range" or node.domain not in ("", "ai.onnx") or len(node.input) != 3 or \
+                not all(x in consts for x in node.input):
+            continue
+        try:
+            start, limit, delta = (float(numpy_helper.to_array(consts[x]).reshape(-1)[0]) for x in node.input)
+        except Exception:  # noqa: BLE001 - an unreadable scalar: the checker names it
+            continue
+        if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
+            continue
+        n = max(math.ceil((limit - start) / delta), 0)
+        budget.check_tensor(n, None, f"Range from {start:g} to {limit:g} by {delta:g}", node=_node_label(node, i),
+                            op="range", where=where)
