@@ -779,17 +779,20 @@ def _params(lay: Layer) -> dict[str, str]:
     return dict(p.split("=", 1) for p in lay.params)
 
 
+def _readers(layers: list[Layer], outputs: list[str]) -> dict[str, int]:
+    """Blob → how many layers read it (an extracted output counts as one)."""
+    readers: dict[str, int] = {}
+    for b in [b for lay in layers for b in lay.bottoms] + list(outputs):
+        readers[b] = readers.get(b, 0) + 1
+    return readers
+
+
 def fuse_bias(layers: list[Layer], outputs: list[str]) -> list[Layer]:
     """An ``InnerProduct`` without bias whose only reader adds a constant vector of its outputs'
     length along its last dim (a ``MatMul`` then ``Add``: every transformer's projections) takes
     the vector as its bias: two layers and a blob fewer, the same sums. A ``Reshape`` of a
     ``Reshape`` read by nothing else reshapes the first one's input (ncnn copies on each)."""
-    readers: dict[str, int] = {}
-    for lay in layers:
-        for b in lay.bottoms:
-            readers[b] = readers.get(b, 0) + 1
-    for o in outputs:
-        readers[o] = readers.get(o, 0) + 1
+    readers = _readers(layers, outputs)
     made = {t: lay for lay in layers for t in lay.tops}
     drop: set[int] = set()
     for lay in layers:
@@ -832,12 +835,7 @@ def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
     output counts as one); tagged weights in float16 with ``fp16``."""
     head = [Layer("Input", f"input_{i}", [], [b], shape_params(s)) for i, (b, s) in enumerate(inputs)]
     order = head + list(layers)
-    readers: dict[str, int] = {}
-    for lay in order:
-        for b in lay.bottoms:
-            readers[b] = readers.get(b, 0) + 1
-    for o in outputs:
-        readers[o] = readers.get(o, 0) + 1
+    readers = _readers(order, outputs)
     final: list[Layer] = []
     copies: dict[str, list[str]] = {}
     for lay in order:

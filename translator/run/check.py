@@ -139,7 +139,6 @@ def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[A
     quantize activations their own way (LiteRT's hybrid kernels per row, in int8), or not at
     all (Core ML's int8 weights): neither is the source's rounding, and both sit as far from
     the unrounded computation as the source does. Empty when the model has no such matmul."""
-    from ..compile import interpreter
     from ..compile.pipeline import every_graph
     from ..compile.lowering import decompose_now
     from ..compile.quantized import dynamic_as_weight_only, hybrid_as_weight_only
@@ -154,12 +153,20 @@ def dynamic_rounding_error(model: Model, feeds: dict[str, Any], expected: list[A
                + decompose_now(g, None, ("dynamic_quantize_lstm",), tables) for g in every_graph(clone.graph)):
         return {}
     infer(clone.graph)
+    return _moved(clone, feeds, expected)
+
+
+def _moved(rewritten: Model, feeds: dict[str, Any], expected: list[Any]) -> dict[int, float]:
+    """Output index → the largest difference between ``expected`` and the reference on the
+    ``rewritten`` model (float outputs of the same shape); empty when it does not run."""
+    from ..compile import interpreter
+
     try:
-        unrounded = interpreter.run(convert("numpy", clone), feeds)
+        got = interpreter.run(convert("numpy", rewritten), feeds)
     except Exception:  # noqa: BLE001 - no widening when the rewritten model does not run
         return {}
     out = {}
-    for i, (e, u) in enumerate(zip(expected, unrounded)):
+    for i, (e, u) in enumerate(zip(expected, got)):
         e, u = np.asarray(e), np.asarray(u)
         if e.dtype.kind == "f" and e.shape == u.shape and e.size:
             out[i] = float(np.max(np.abs(e.astype(np.float64) - u.astype(np.float64))))
@@ -172,7 +179,6 @@ def half_weights_error(model: Model, feeds: dict[str, Any], expected: list[Any])
     those constants rounded. An artifact that stores its weights in float16 (ncnn's fp16
     storage) computes on those, so it is held to ``DYNAMIC_FACTOR`` times this, not to the
     float32 tolerance. Empty when the model has no such constant."""
-    from ..compile import interpreter
     from ..compile.pipeline import every_graph
 
     clone = model.clone()
@@ -183,18 +189,7 @@ def half_weights_error(model: Model, feeds: dict[str, Any], expected: list[Any])
             if a.dtype == np.float32 and a.ndim >= 2:
                 v.const = a.astype(np.float16).astype(np.float32)
                 rounded += 1
-    if not rounded:
-        return {}
-    try:
-        half = interpreter.run(convert("numpy", clone), feeds)
-    except Exception:  # noqa: BLE001 - no widening when the rewritten model does not run
-        return {}
-    out = {}
-    for i, (e, u) in enumerate(zip(expected, half)):
-        e, u = np.asarray(e), np.asarray(u)
-        if e.dtype.kind == "f" and e.shape == u.shape and e.size:
-            out[i] = float(np.max(np.abs(e.astype(np.float64) - u.astype(np.float64))))
-    return out
+    return _moved(clone, feeds, expected) if rounded else {}
 
 
 def _dynamic(tol: dict[str, float], err: float | None) -> dict[str, float]:
