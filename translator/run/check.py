@@ -15,6 +15,8 @@ so in the diff's ``reason`` ("scaled: ...").
 """
 from __future__ import annotations
 
+import math
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -295,6 +297,10 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
 SIZE_LADDER = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 #: wall time the search for runnable sizes may take (reference runs at small sizes)
 SIZE_SEARCH_SECONDS = 60.0
+#: the most input elements one run of that search feeds: a run is not cut short by the
+#: deadline, and three dims raised together (an audio model whose batch, channels and samples
+#: are all symbolic) at 512 would be a 2^27-element reference run
+SIZE_SEARCH_ELEMENTS = 1 << 22
 
 
 def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[int, ...]] | None = None
@@ -343,8 +349,12 @@ def runnable_sizes(build_ir: Callable[[], Model], check_dims: dict[str, tuple[in
     def runs_once(sizes: dict[str, int]) -> bool:
         if time.monotonic() > deadline:
             return False
+        every = {**{d: s[0] for d, s in given.items()}, **sizes}
+        if sum(math.prod(every.get(dims.label(name, i, d), d if isinstance(d, int) else 1)
+                         for i, d in enumerate(v.type.shape or ())) for name, v in inputs.items()) > SIZE_SEARCH_ELEMENTS:
+            return False  # too big to try within the search's time
         try:
-            feeds = random_inputs(ref, sizes={**{d: s[0] for d, s in given.items()}, **sizes})
+            feeds = random_inputs(ref, sizes=every)
             trace: dict[str, Any] = {}
             interpreter.run(ref, feeds, trace)
         except Exception:  # noqa: BLE001 - the model does not run at these sizes
