@@ -9,6 +9,7 @@ import numpy as np
 from translator.table.dtypes import norm_axis
 from translator.table.errors import Unsupported
 from translator.ir.graph import Node, Value
+from translator.compile.einsum import terms as einsum_terms
 from translator.compile.render import literal
 
 from .mil import all_of, const_of, lit, need_const, need_rank, np_dtype, np_lit, static_shape
@@ -719,12 +720,6 @@ def _non_zero(gen: Gen, node: Node) -> None:
 
 
 # ----------------------------------------------------------------------------- einsum
-def _einsum_terms(node: Node) -> tuple[list[list[str]], list[str]] | None:
-    from translator.compile.einsum import terms
-
-    return terms(node)
-
-
 def _mil_einsum_form(terms: list[list[str]], out: list[str]) -> bool:
     """coremltools' einsum: 'nchw,nwhu->nchu' or 'chw,whr->chr' up to label names."""
     if len(terms) != 2 or len(set(terms[0] + terms[1])) != len(terms[0]) + 1:
@@ -745,7 +740,7 @@ def _einsum_dims(v: Value) -> list[int | None]:
 
 
 def _einsum_check(node: Node) -> Refusal | None:
-    parsed = _einsum_terms(node)
+    parsed = einsum_terms(node)
     if parsed is None or any(v.type.shape is None for v in node.inputs):
         return Refusal("dynamic_shape", "einsum needs operands of known rank")
     terms, out = parsed
@@ -803,7 +798,7 @@ def _einsum(gen: Gen, node: Node) -> None:
     left to right as one batched matmul [batch.., M, K] @ [batch.., K, N] (transpose, reshape),
     and a final transpose to the output order. Exact up to the order of additions. Symbolic
     dims are read at run time from the operands (one unknown in a reshape is written -1)."""
-    terms, out = _einsum_terms(node)
+    terms, out = einsum_terms(node)
     if _mil_einsum_form(terms, out) and all(static_shape(v) is not None for v in node.inputs):
         vals = "[" + ", ".join(gen.var(v) for v in node.inputs) + "]"
         gen.emit(f"{gen.out(node)} = mb.einsum(values={vals}, equation={literal(str(gen.attr(node, 'equation')))}, "

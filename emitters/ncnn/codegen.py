@@ -232,11 +232,11 @@ class Net:
         four-byte words without reading them). None when ``v`` is computed otherwise."""
         if v.is_const or v.type.dtype not in INTEGERS:
             return None
-        key = (id(v), int(rows))
         if v.producer is not None:
             return self.words_moved(v, int(rows))
         if not v.graph or v not in v.graph.inputs:
             return None
+        key = (id(v), int(rows))
         if key not in self.words:
             b = self.fresh("w")
             self.words[key] = (v, b, int(rows))
@@ -938,7 +938,7 @@ def _input_form(v: Value) -> str:
     s = static_shape(v)
     if len(s) > 4 and s[0] != 1:
         return "S"
-    return "B" if len(s) >= 3 and s[0] == 1 or len(s) > 4 else "F"
+    return "B" if len(s) >= 3 and s[0] == 1 else "F"
 
 
 def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:

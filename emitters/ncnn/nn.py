@@ -444,10 +444,6 @@ def where(e: NodeEmit) -> None:
     infinities of one sign (PyTorch's attention mask fills with -inf): the mask's products would
     give 0 * inf = NaN, so the other branch is held to ``min`` (``max`` for +inf) with a blob of
     +-inf made from the condition ((c - 0.5) scaled past float32's range: exact)."""
-    from translator.compile.registry import snippet_of
-
-    from .registry import NAME
-
     for k, other in ((1, "Y"), (2, "X")):
         c = e.const(k)
         if c is None or not np.size(c) or not np.all(np.isinf(c)) or not (np.all(c > 0) or np.all(c < 0)):
@@ -458,7 +454,7 @@ def where(e: NodeEmit) -> None:
                   "BinaryOp h -> g 0=2 1=1 2=1.0e38 ; BinaryOp g -> m 0=2 1=1 2=1.0e38 ; "
                   f"BinaryOp {{{other}}} m -> output 0={5 if neg else 4}")
         return
-    e.snippet(snippet_of(e.op, (NAME,)))
+    e.snippet(_snippet("where"))
 
 
 @rule("pow")

@@ -49,15 +49,14 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     import numpy as np
 
     from translator import reference
+    from translator.compile.passes.control import ifs_as_where
     from translator.compile.pipeline import fold
     from translator.compile.quantized import dynamic_model_as_weight_only
+    from translator.ir.infer import infer
 
     dynamic_model_as_weight_only(model, ctx)
     g = model.graph
     changed = False
-    from translator.compile.passes.control import ifs_as_where
-    from translator.ir.infer import infer
-
     if ifs_as_where(g):  # ncnn's network has no subgraphs: both branches and a where
         infer(g, ctx.tables)
     for node in list(g.nodes):
