@@ -149,6 +149,10 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
         try:
             if t in peers.COMPARE:
                 ours, theirs = peers.COMPARE[t](path, feeds, n, out_dir, threads)
+                expected = src_call()
+                for rec in (ours, theirs):
+                    if rec.get("ok") and rec.get("outputs") is not None:
+                        rec["max_err"], rec["agrees"] = agreement(expected, rec["outputs"])
                 cell = {"ours": _slim(ours), "peer": _slim(theirs), "peer_name": peers.PEER_OF[t]}
                 if t == "pytorch" and ours.get("ok"):
                     floor = framework_floor(path, out_dir / "ours_for_peer_venv", n, threads)
@@ -201,7 +205,31 @@ def framework_floor(path: Path, ours: Path, n: int, threads: int) -> dict[str, A
 
 
 def _slim(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in rec.items() if k in ("ok", "error", "convert_s", "latency_s", "save_s")}
+    return {k: v for k, v in rec.items() if k in ("ok", "error", "convert_s", "latency_s", "save_s", "max_err", "agrees")}
+
+
+def agreement(expected: list[Any], got: list[Any]) -> tuple[float | None, bool]:
+    """(max abs error, whether it is within 1e-3 of the outputs' scale) of an artifact's outputs
+    against the source runtime's on the timed inputs; an output of the same size in another shape
+    (ncnn drops a batch of 1) is compared in the expected shape, or channels-last moved back. A timing of an artifact that
+    computes something else is no measure to hold ours against."""
+    worst, scale = 0.0, 1.0
+    for e, g in zip(expected, got):
+        e, g = np.asarray(e), np.asarray(g)
+        if g.size != e.size:
+            return None, False
+        if e.size == 0:
+            continue
+        forms = [g.reshape(e.shape)]
+        if g.ndim == e.ndim >= 3 and np.moveaxis(g, -1, 1).shape == e.shape:
+            forms.append(np.moveaxis(g, -1, 1))  # a channels-last output (onnx2tf's)
+        errs = [np.abs(f.astype(np.float64) - e.astype(np.float64)) for f in forms]
+        errs = [float(d.max()) for d in errs if np.all(np.isfinite(d))]
+        if not errs:
+            return None, False
+        worst = max(worst, min(errs))
+        scale = max(scale, float(np.max(np.abs(e.astype(np.float64)))))
+    return worst, len(got) >= len(expected) and worst <= 1e-3 * scale
 
 
 def child_main(path: str, npz: str, targets: str, n: str, threads: str, result: str) -> None:
@@ -234,7 +262,7 @@ def fastest_other(row: dict[str, Any], t: str) -> tuple[float | None, str]:
     cell = row["targets"].get(t, {})
     options = [(cell.get("source_alongside_s") or row.get("source_s"), "source")]
     peer = cell.get("peer") or {}
-    if peer.get("ok") and peer.get("latency_s"):
+    if peer.get("ok") and peer.get("latency_s") and peer.get("agrees", True):
         options.append((peer["latency_s"], cell.get("peer_name", "peer")))
     options = [o for o in options if o[0]]
     return min(options) if options else (None, "")
@@ -273,7 +301,13 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
         lines.append("            worst five: " + ", ".join(f"{m} {x:.2f} (vs {who})" for x, m, who in worst))
         vs_peer = sorted(((c["ours"]["latency_s"] / c["peer"]["latency_s"], r["model"]) for r in rows
                           for c in [r.get("targets", {}).get(t) or {}]
-                          if c.get("ours", {}).get("latency_s") and (c.get("peer") or {}).get("latency_s")), reverse=True)
+                          if c.get("ours", {}).get("latency_s") and (c.get("peer") or {}).get("latency_s")
+                          and c["peer"].get("agrees", True)), reverse=True)
+        wrong = sorted(r["model"] for r in rows for c in [r.get("targets", {}).get(t) or {}]
+                       if (c.get("peer") or {}).get("agrees") is False)
+        if wrong:
+            lines.append(f"            {PEER_OF_NAME.get(t, 'the peer')}'s outputs disagree with the source on {len(wrong)} "
+                         f"(not timed against): {', '.join(wrong)}")
         if vs_peer and t in PEER_BOUND:
             pm = statistics.median(x for x, _ in vs_peer)
             lines.append(f"            vs {PEER_OF_NAME.get(t, 'the peer')} alone: median {pm:.2f} (bound {PEER_BOUND[t]:.1f}: "

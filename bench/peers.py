@@ -141,18 +141,27 @@ def convert_ours(backend: str, path: Path, out_dir: Path,
 
 def samples(calls: dict[str, Any], n: int, clock: Any = time.perf_counter) -> dict[str, list[float]]:
     """Seconds of each call of each zero-argument callable: warmed up, then called alternately
-    (n times each), so a burst of load from another process hits all of them alike.
+    (n times each, the order reversed every round), so a burst of load from another process hits
+    all of them alike; Python's garbage collector is off while they run.
     ``clock``: wall-clock by default; ``time.thread_time`` counts only this thread's CPU time
     (what a single-threaded call costs whatever else the machine runs)."""
+    import gc
+
     for fn in calls.values():
         for _ in range(WARMUP):
             fn()
     times: dict[str, list[float]] = {k: [] for k in calls}
-    for _ in range(n):
-        for k, fn in calls.items():
-            s = clock()
-            fn()
-            times[k].append(clock() - s)
+    order = list(calls.items())
+    gc.collect()
+    gc.disable()  # a collection of the bench's own heap (a conversion's objects) lands on no call
+    try:
+        for r in range(n):
+            for k, fn in (order if r % 2 == 0 else order[::-1]):  # neither call always runs first
+                s = clock()
+                fn()
+                times[k].append(clock() - s)
+    finally:
+        gc.enable()
     return times
 
 

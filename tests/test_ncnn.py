@@ -126,6 +126,30 @@ def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
     assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
 
 
+@pytest.mark.parametrize("rank", [3, 4])
+def test_a_channels_last_model_permutes_its_items_without_reshapes(tmp_path, rank):
+    """A transpose that keeps a batch of 1 first (a channels-last model: NHWC input → conv →
+    NHWC heads, as tf2onnx exports Keras) is one ``Permute`` of the batch-less blob, with no
+    ``Reshape`` on either side, and checks."""
+    rng = np.random.default_rng(5)
+    sp = [6, 7][: rank - 2]
+    into, back = ([0, 2, 1], [0, 2, 1]) if rank == 3 else ([0, 3, 1, 2], [0, 2, 3, 1])
+    nodes = [h.make_node("Transpose", ["x"], ["xt"], perm=into),
+             h.make_node("Conv", ["xt", "w"], ["c"], pads=[1] * (2 * len(sp))),
+             h.make_node("Relu", ["c"], ["r"]),
+             h.make_node("Transpose", ["r"], ["rt"], perm=back),
+             h.make_node("Softmax", ["rt"], ["y"], axis=-1)]
+    inits = [nh.from_array(rng.standard_normal([4, 3] + [3] * len(sp)).astype(np.float32), "w")]
+    g = h.make_graph(nodes, "nhwc", [h.make_tensor_value_info("x", T.FLOAT, [1] + sp + [3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1] + sp + [4])], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
+    assert types.count("Permute") == 2 and "Reshape" not in types, types
+    x = rng.standard_normal([1] + sp + [3]).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("shape,perm", [((2, 8, 3, 1, 4), (3, 1, 2, 0, 4)),  # PyTorch MHA's q/k/v split
                                          ((1, 5, 3, 2, 4), (0, 2, 4, 1, 3)),  # a batch of 1 and four dims
                                          ((2, 1, 3, 1, 4), (1, 3, 0, 2, 4))])  # unit dims moved only

@@ -139,7 +139,7 @@ def runner(artifact: NcnnArtifact) -> Any:
                 a = a.astype(np.int64)
                 feeds[p.blob] = np.where(a < 0, a + int(p.rows or 0), a).astype(np.int32).view(np.float32).reshape(p.shape)
             else:
-                feeds[p.blob] = a.astype(np.float32).reshape(p.shape)
+                feeds[p.blob] = np.asarray(a, dtype=np.float32).reshape(p.shape)  # extract copies it once
         got = extract(net, feeds, [p.blob for p in artifact.outputs])
         outs = []
         for p, g in zip(artifact.outputs, got):

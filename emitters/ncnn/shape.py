@@ -196,7 +196,9 @@ def held_form(e: NodeEmit, v) -> str:
 
 @rule("transpose")
 def transpose(e: NodeEmit) -> None:
-    """The table's ``Permute`` up to four dims; past four, the permutation of the dims other
+    """A permutation that keeps a batch of 1 first, on a value held without it: ``Permute`` of
+    the item (a channels-last model's input and heads). Else the table's ``Permute`` up to four
+    dims; past four, the permutation of the dims other
     than 1 on the squeezed blobs (``S``), when at most four are left (a permutation that moves
     only unit dims is no layer at all)."""
     from translator.compile.registry import snippet_of
@@ -205,11 +207,21 @@ def transpose(e: NodeEmit) -> None:
     from .registry import NAME
 
     shape, out = e.shape(0), e.out_shape(0)
+    perm = e.attr("perm")
+    perm = list(range(len(shape)))[::-1] if perm is None else [int(p) % len(shape) for p in perm]
+    if 3 <= len(shape) <= 4 and shape[0] == 1 and perm[0] == 0 and "B" in e.net.forms(e.node.inputs[0]):
+        inner = [p - 1 for p in perm[1:]]  # the batch of 1 stays first: permute the item (no reshapes around it)
+        x = e.input(0, "B")
+        if inner == sorted(inner):
+            e.output(0, x, "B")
+            return
+        y = e.top()
+        e.add("Permute", [x], [y], [f"0={_order(inner, len(inner))}"])
+        e.output(0, y, "B")
+        return
     if len(shape) <= 4 and len(out) <= 4:
         e.snippet(snippet_of(e.op, (NAME,)))
         return
-    perm = e.attr("perm")
-    perm = list(range(len(shape)))[::-1] if perm is None else [int(p) % len(shape) for p in perm]
     keep = [i for i, d in enumerate(shape) if d != 1]
     moved = [keep.index(p) for p in perm if shape[p] != 1]
     if len(keep) > 4:
