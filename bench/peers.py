@@ -363,11 +363,7 @@ def compare_ncnn(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path
     ONNX file, both loaded by the project's ncnn package with the same options (CPU, fp32,
     ``threads`` threads) and timed alternately. pnnx's files are fed as its generated script
     feeds them (``in0``..., a batch of 1 dropped) and read at ``out0``..."""
-    import subprocess
-
-    import ncnn
-
-    from peers.pnnx import _inputshape, _net, executable
+    from peers import pnnx
 
     os.environ["OPBRIDGE_NCNN_THREADS"] = str(threads)
     calls = {}
@@ -378,43 +374,11 @@ def compare_ncnn(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Path
         calls["ours"] = lambda: call(feeds)
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         ours = failed(exc)
-    exe = executable()
     try:
-        if exe is None:
-            raise RuntimeError("bench/.venv-pnnx is not set up (bench/setup_peer_pnnx.sh)")
-        shapes = _inputshape(feeds)
-        if shapes is None:
-            raise RuntimeError("an input dtype pnnx's inputshape cannot spell")
-        d = out_dir / "pnnx"
-        d.mkdir(parents=True, exist_ok=True)
-        args = [str(exe), str(path), "fp16=0", f"inputshape={shapes}"] + [
-            f"{k}={d / v}" for k, v in (("ncnnparam", "m.ncnn.param"), ("ncnnbin", "m.ncnn.bin"), ("ncnnpy", "m_ncnn.py"),
-                                        ("pnnxparam", "m.pnnx.param"), ("pnnxbin", "m.pnnx.bin"),
-                                        ("pnnxpy", "m_pnnx.py"), ("pnnxonnx", "m.pnnx.onnx"))]
-        t = time.perf_counter()
-        p = subprocess.run(args, cwd=d, capture_output=True, text=True, timeout=900, env=dict(os.environ, OMP_NUM_THREADS="1"))
-        convert_s = time.perf_counter() - t
-        if p.returncode != 0 or not (d / "m.ncnn.param").exists():
-            raise RuntimeError(f"pnnx exited {p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1][:200]}")
-        net = _net(d / "m.ncnn.param", d / "m.ncnn.bin")
+        param, weights, convert_s = pnnx.convert(path, feeds, out_dir / "pnnx")
+        net = pnnx._net(param, weights)
         net.opt.num_threads = threads
-        mats = [np.ascontiguousarray(a[0] if a.ndim > 1 and a.shape[0] == 1 else a, dtype=np.float32)
-                for a in feeds.values()]
-        n_out = len(onnxruntime_outputs(path, feeds))
-
-        def peer_call(net=net, mats=mats, n_out=n_out):
-            ex = net.create_extractor()
-            ms = [ncnn.Mat(a).clone() for a in mats]
-            for k, m in enumerate(ms):
-                ex.input(f"in{k}", m)
-            outs = []
-            for k in range(n_out):
-                rc, m = ex.extract(f"out{k}")
-                if rc != 0:
-                    raise RuntimeError(f"ncnn could not compute pnnx's out{k}")
-                outs.append(np.array(m, copy=True))
-            return outs
-
+        peer_call = pnnx.caller(net, feeds, len(onnxruntime_outputs(path, feeds)))
         theirs: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": peer_call()}
         calls["peer"] = peer_call
     except Exception as exc:  # noqa: BLE001

@@ -23,12 +23,13 @@ there: its refusals are listed apart and left out of the totals.
 Peers on the same files and inputs: OpenVINO's own readers (the ONNX frontend; ``openvino.
 convert_model`` on a .tflite, a SavedModel, a Keras model) in this venv; onnx2torch and
 onnx2tf on ONNX files (``bench/setup_peers.sh``, ``bench/setup_peer_onnx2tf.sh``); tf2onnx on
-.tflite and SavedModel files (``bench/setup_peer_tf2onnx.sh``). A peer whose venv is missing
+.tflite and SavedModel files (``bench/setup_peer_tf2onnx.sh``); pnnx on ONNX files, its ncnn files
+run by this venv's ``ncnn`` (``bench/setup_peer_pnnx.sh``; the peer of ``--targets ncnn``). A peer whose venv is missing
 is skipped with a note. Peers are held to the same inputs, both sizes, and the check's
 tolerance (rtol 1e-3, atol 1e-5 or 128 eps of the output's magnitude; for a quantized model
 1% of the output's range, an integer output ±1).
 
-    python bench/wild.py [--only id1,id2] [--targets onnx,...] [--peers openvino,onnx2torch,onnx2tf,tf2onnx]
+    python bench/wild.py [--only id1,id2] [--targets onnx,...] [--peers openvino,onnx2torch,onnx2tf,tf2onnx,pnnx]
                          [--timeout 900] [--json out.json] [--render out.json] [--no-report] [--coverage]
 
 Fetch first: ``python bench/wild/fetch.py`` (a model that is not in place is a note, not a row).
@@ -60,13 +61,14 @@ from keras_models import peer_cells, say  # noqa: E402
 from keras_models import child as run_child  # noqa: E402
 
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
-PEERS = ("openvino", "onnx2torch", "onnx2tf", "tf2onnx")
-PEER_TARGET = {"openvino": "openvino", "onnx2torch": "pytorch", "onnx2tf": "tflite", "tf2onnx": "onnx"}
+PEERS = ("openvino", "onnx2torch", "onnx2tf", "tf2onnx", "pnnx")
+PEER_TARGET = {"openvino": "openvino", "onnx2torch": "pytorch", "onnx2tf": "tflite", "tf2onnx": "onnx", "pnnx": "ncnn"}
 PEER_FORMATS = {"openvino": ("onnx", "tflite", "savedmodel", "keras_h5"), "onnx2torch": ("onnx",), "onnx2tf": ("onnx",),
-                "tf2onnx": ("tflite", "savedmodel")}
-PEER_VENV = {"onnx2torch": HERE / ".venv-peers", "onnx2tf": HERE / ".venv-onnx2tf", "tf2onnx": HERE / ".venv-tf2onnx"}
+                "tf2onnx": ("tflite", "savedmodel"), "pnnx": ("onnx",)}
+PEER_VENV = {"onnx2torch": HERE / ".venv-peers", "onnx2tf": HERE / ".venv-onnx2tf", "tf2onnx": HERE / ".venv-tf2onnx",
+             "pnnx": HERE / ".venv-pnnx"}
 PEER_SETUP = {"onnx2torch": "bench/setup_peers.sh", "onnx2tf": "bench/setup_peer_onnx2tf.sh",
-              "tf2onnx": "bench/setup_peer_tf2onnx.sh"}
+              "tf2onnx": "bench/setup_peer_tf2onnx.sh", "pnnx": "bench/setup_peer_pnnx.sh"}
 TF_FORMATS = ("savedmodel", "keras_h5")
 
 # --- the corpus: its shape and its coverage ----------------------------------------------------------
@@ -539,7 +541,7 @@ def peers_worker(src: str, fmt: str, a_npz: str, b_npz: str, peers: str, result:
                     raise _PeerCell({"status": "refused", "reason": type(exc).__name__, "detail": _first_reason(exc)}) from None
                 cell["seconds"] = round(time.perf_counter() - t0, 3)
                 gots = [_ov_run(model, f) for f in sizes]
-            elif peer in ("onnx2torch", "onnx2tf"):
+            elif peer in ("onnx2torch", "onnx2tf", "pnnx"):
                 gots = []
                 for f in sizes:
                     r = zoo._run_peer(peer, src, f, work, float(timeout))

@@ -6,7 +6,8 @@ runtime), in a model x target table with the conversion times, totals per target
 share that converts and checks; ``opbridge report`` on the same file is compared with what
 ``convert`` found (does report predict ok / refused, and the same reason?); optionally the
 peers on the same files (onnx2torch, onnx2tf with onnxsim first as by default, its .tflite run
-in LiteRT; OpenVINO's ONNX frontend; their own venvs), held to the same tolerance rule.
+in LiteRT; OpenVINO's ONNX frontend; pnnx, its ncnn files run by this venv's ``ncnn``; their own
+venvs), held to the same tolerance rule.
 
 Every file runs in a child process with a timeout (``report`` + ``convert`` to all targets
 in one child; if that child crashes or hangs, each target again in its own child), so a
@@ -18,7 +19,7 @@ mismatch), ``✗code`` (refused: the reason code; the node is in the failure lis
 (crash, timeout, internal error).
 
     python bench/zoo.py [--only bert,resnet18] [--exporters ts,dynamo,ts-dyn,dynamo-dyn]
-                        [--targets onnx,...] [--peers onnx2torch,onnx2tf,openvino_fe]
+                        [--targets onnx,...] [--peers onnx2torch,onnx2tf,openvino_fe,pnnx]
                         [--no-report] [--json out.json] [--render out.json] [--timeout 900]
 
 Models missing from the cache are not built here: run ``python bench/zoo_models.py build``.
@@ -47,8 +48,8 @@ from keras_models import child as run_child  # noqa: E402
 from zoo_models import CACHE, MODELS, VARIANTS  # noqa: E402
 
 TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino", "coreml")
-PEERS = ("onnx2torch", "onnx2tf", "openvino_fe")
-PEER_TARGET = {"onnx2torch": "pytorch", "onnx2tf": "tflite", "openvino_fe": "openvino"}
+PEERS = ("onnx2torch", "onnx2tf", "openvino_fe", "pnnx")
+PEER_TARGET = {"onnx2torch": "pytorch", "onnx2tf": "tflite", "openvino_fe": "openvino", "pnnx": "ncnn"}
 PEER_VENV = {"onnx2torch": HERE / ".venv-peers", "onnx2tf": HERE / ".venv-onnx2tf"}
 PEER_RUNNER = {"onnx2torch": "_model_onnx2torch.py", "onnx2tf": "_model_onnx2tf.py"}
 OUT = CACHE / "out"
@@ -154,6 +155,9 @@ def peers_worker(src: str, inputs: str, peers: str, result: str, timeout: str = 
             out[peer] = got
             Path(result).write_text(json.dumps(out, default=str))
             continue
+        got = [g.reshape(np.shape(e)) if np.shape(g) != np.shape(e) and np.size(g) == np.size(e)
+               and np.squeeze(g).shape == np.squeeze(e).shape else g  # ncnn's blobs drop dims of 1
+               for e, g in zip(expected, (np.asarray(x) for x in got))]
         diffs = [compare_output(np.asarray(e), np.asarray(g), {"rtol": 1e-3, "atol": 1e-5}) for e, g in zip(expected, got)]
         ok = len(got) == len(expected) and all(d.ok for d in diffs)
         why = "" if ok else ("output count" if len(got) != len(expected) else next(d.reason for d in diffs if not d.ok))
@@ -181,6 +185,16 @@ def _run_peer(peer: str, src: str, feeds: dict[str, Any], work: Path, timeout: f
         names = [p.get_any_name() if p.get_names() else "" for p in compiled.inputs]
         vals = list(feeds.values())
         return infer(compiled, [feeds[n] if n in feeds else vals[i] for i, n in enumerate(names)])
+    if peer == "pnnx":  # ncnn's own converter, its files run by the project's ncnn package
+        from peers import pnnx
+
+        if not pnnx.available():
+            return {"status": "n/a", "reason": "venv_missing", "detail": "bench/.venv-pnnx not built"}
+        try:
+            param, weights, _ = pnnx.convert(src, feeds, work / "pnnx", timeout)
+        except RuntimeError as exc:
+            return {"status": "refused", "reason": "peer_failed", "detail": str(exc)[:300]}
+        return pnnx.caller(pnnx._net(param, weights), feeds, pnnx.output_count(param))()
     py = PEER_VENV[peer] / "bin" / "python"
     if not py.exists():
         return {"status": "n/a", "reason": "venv_missing", "detail": f"bench/{PEER_VENV[peer].name} not built"}

@@ -63,6 +63,65 @@ def _net(param: Path, weights: Path) -> Any:
     return net
 
 
+def convert(src: str | os.PathLike[str], feeds: dict[str, Any], work: Path, timeout: float = 900.0) -> tuple[Path, Path, float]:
+    """pnnx on the ONNX file ``src`` at the shapes of ``feeds`` (its ``inputshape``, fp16 off) →
+    (``m.ncnn.param``, ``m.ncnn.bin``, seconds) in ``work``. A refusal raises RuntimeError with
+    pnnx's exit code and last line; a missing venv or an input dtype pnnx cannot spell too."""
+    import time
+
+    exe = executable()
+    if exe is None:
+        raise RuntimeError("bench/.venv-pnnx is not set up (bench/setup_peer_pnnx.sh)")
+    shapes = _inputshape(feeds)
+    if shapes is None:
+        raise RuntimeError("an input dtype pnnx's inputshape cannot spell")
+    work.mkdir(parents=True, exist_ok=True)
+    files = {k: work / v for k, v in (("ncnnparam", "m.ncnn.param"), ("ncnnbin", "m.ncnn.bin"), ("ncnnpy", "m_ncnn.py"),
+                                       ("pnnxparam", "m.pnnx.param"), ("pnnxbin", "m.pnnx.bin"),
+                                       ("pnnxpy", "m_pnnx.py"), ("pnnxonnx", "m.pnnx.onnx"))}
+    for f in files.values():
+        f.unlink(missing_ok=True)
+    t = time.perf_counter()
+    p = subprocess.run([str(exe), str(src), "fp16=0", f"inputshape={shapes}"] + [f"{k}={v}" for k, v in files.items()],
+                       cwd=work, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    seconds = time.perf_counter() - t
+    if p.returncode != 0 or not files["ncnnparam"].exists() or not files["ncnnbin"].exists():
+        tail = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [""])[-1]
+        raise RuntimeError(f"pnnx exited {p.returncode}: {tail[:200]}")
+    return files["ncnnparam"], files["ncnnbin"], seconds
+
+
+def output_count(param: Path) -> int:
+    """How many ``out<k>`` blobs pnnx's net has (its outputs, in the model's order)."""
+    return sum(1 for line in param.read_text().splitlines()[2:] for t in line.split()[4:]
+               if t.startswith("out") and t[3:].isdigit() and line.split()[0] != "Input")
+
+
+def caller(net: Any, feeds: dict[str, Any], n_out: int) -> Any:
+    """A zero-argument callable feeding ``feeds`` to pnnx's net as its generated script does
+    (``in0``..., a batch of 1 dropped) and reading ``out0``... as float32 arrays."""
+    import ncnn
+    import numpy as np
+
+    arrays = [np.ascontiguousarray(a[0] if a.ndim > 1 and a.shape[0] == 1 else a, dtype=np.float32)
+              for a in (np.asarray(v) for v in feeds.values())]
+
+    def call() -> list[Any]:
+        ex = net.create_extractor()
+        ms = [ncnn.Mat(a).clone() for a in arrays]
+        for k, m in enumerate(ms):
+            ex.input(f"in{k}", m)
+        outs = []
+        for k in range(n_out):
+            rc, m = ex.extract(f"out{k}")
+            if rc != 0:
+                raise RuntimeError(f"ncnn could not compute pnnx's out{k}")
+            outs.append(np.array(m, copy=True))
+        return outs
+
+    return call
+
+
 def _read(m: Any, want: Any) -> Any:
     import numpy as np
 
@@ -96,24 +155,17 @@ def run(case: Any) -> tuple[str, str]:
         shapes = _inputshape(first)
         if shapes is None:
             return "unsupported", "input_dtype"
-        args = [str(exe), str(model), "fp16=0", f"inputshape={shapes}",
-                f"ncnnparam={tmp / 'm.ncnn.param'}", f"ncnnbin={tmp / 'm.ncnn.bin'}", f"ncnnpy={tmp / 'm_ncnn.py'}",
-                f"pnnxparam={tmp / 'm.pnnx.param'}", f"pnnxbin={tmp / 'm.pnnx.bin'}", f"pnnxpy={tmp / 'm_pnnx.py'}",
-                f"pnnxonnx={tmp / 'm.pnnx.onnx'}"]
         try:
-            p = subprocess.run(args, cwd=d, capture_output=True, text=True, timeout=120,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+            param, weights, _ = convert(model, first, tmp, timeout=120)
         except subprocess.TimeoutExpired:
             return "error", "timeout"
-        param, weights = tmp / "m.ncnn.param", tmp / "m.ncnn.bin"
-        if p.returncode != 0 or not param.exists() or not weights.exists():
+        except RuntimeError:
             return "unsupported", "pnnx_failed"
         try:
             import ncnn
 
             net = _net(param, weights)
-            n_out = sum(1 for line in param.read_text().splitlines()[2:] for t in line.split()[4:] if t.startswith("out")
-                        and t[3:].isdigit() and line.split()[0] != "Input")
+            n_out = output_count(param)
             for inputs, expected in case.data_sets:
                 feeds = feeds_for(case.model, inputs)
                 ex = net.create_extractor()
