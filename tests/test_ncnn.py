@@ -126,6 +126,36 @@ def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
     assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
 
 
+@pytest.mark.parametrize("nd,cin,cout,group,attrs", [
+    (2, 16, 1, 1, {"strides": [2, 2]}),  # mediapipe's segmentation head: one output channel and a bias
+    (2, 4, 6, 1, {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 1]}),
+    (2, 6, 6, 3, {"strides": [2, 1], "dilations": [1, 2]}),  # grouped
+    (2, 4, 4, 4, {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),  # depthwise, SAME
+    (2, 3, 5, 1, {"strides": [3, 2], "output_shape": [13, 7]}),
+    (1, 4, 3, 1, {"strides": [2], "pads": [1, 2]}),
+    (1, 4, 4, 2, {"strides": [3], "output_padding": [2]})])
+def test_a_transposed_convolution_keeps_its_bias_and_window(tmp_path, nd, cin, cout, group, attrs):
+    """ConvTranspose over a constant kernel and bias is one ``Deconvolution`` layer with both
+    stored (the table's dynamic-weight snippet dropped the bias: mediapipe's selfie segmentation
+    was off by it), its output window resolved on the shapes; it checks against onnxruntime."""
+    rng = np.random.default_rng(7)
+    k = [3, 2][:nd]
+    sp = [5, 4][:nd]
+    w = rng.standard_normal([cin, cout // group] + k).astype(np.float32)
+    out = onnx.shape_inference.infer_shapes(h.make_model(h.make_graph(
+        [h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], group=group, **attrs)], "ct",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, cin] + sp)], [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [nh.from_array(w, "w"), nh.from_array(rng.standard_normal(cout).astype(np.float32), "b")]),
+        opset_imports=[h.make_opsetid("", 17)]))
+    src, rec, folder = _convert(tmp_path, out, check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
+    assert [t for t in types if t.startswith("Deconvolution")] == [
+        "Deconvolution" + ("DepthWise" if group > 1 else "") + ("1D" if nd == 1 else "")], types
+    x = rng.standard_normal([1, cin] + sp).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rank", [3, 4])
 def test_a_channels_last_model_permutes_its_items_without_reshapes(tmp_path, rank):
     """A transpose that keeps a batch of 1 first (a channels-last model: NHWC input → conv →

@@ -76,6 +76,65 @@ def conv(e: NodeEmit) -> None:
     e.output(0, y, "B")
 
 
+@rule("conv_transpose")
+def conv_transpose(e: NodeEmit) -> None:
+    """``Deconvolution`` (1-D/2-D, ``DepthWise`` for groups) over a constant weight and bias,
+    stored as ncnn reads them: per group, the ONNX ``[in, out, k...]`` kernel as ``[out, in,
+    k...]``. The output window (pads, ``auto_pad``, ``output_shape``, ``output_padding``) is
+    resolved on the static shapes into ncnn's crop of the full output. A weight computed at run
+    time goes through the table's snippet (ncnn's dynamic weight), which adds no bias."""
+    from translator.compile.registry import snippet_of
+    from translator.reference.conv import _transpose_geometry
+
+    from .registry import NAME
+
+    w, b = e.const(1), e.const(2)
+    if w is None:
+        if e.value(2) is not None:
+            raise refuse("requires_constant_input", "conv_transpose over a run-time weight with a bias: ncnn's "
+                                                    "dynamic-weight Deconvolution adds no bias")
+        e.snippet(snippet_of(e.op, (NAME,)))
+        return
+    if e.value(2) is not None and b is None:
+        raise refuse("requires_constant_input", "conv_transpose: ncnn stores the bias as a weight")
+    wshape = list(w.shape)
+    nd = len(wshape) - 2
+    if nd not in (1, 2):
+        raise refuse("rank_limit", f"a {nd}-D transposed convolution (ncnn's Deconvolution3D is not written here)")
+    group = int(e.attr("group") or 1)
+    strides = [int(v) for v in (e.attr("strides") or [1] * nd)]
+    dil = [int(v) for v in (e.attr("dilations") or [1] * nd)]
+    out_pad = [int(v) for v in (e.attr("output_padding") or [0] * nd)]
+    auto = e.attr("auto_pad") or "NOTSET"
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    in_sp, out_sp = list(e.shape(0)[2:]), list(e.out_shape(0)[2:])
+    full, begins, _ = _transpose_geometry(in_sp, wshape[2:], strides, dil, out_pad, e.attr("pads"), auto,
+                                          e.attr("output_shape"))
+    ends = [full[i] - begins[i] - out_sp[i] for i in range(nd)]
+    if min(begins + ends) < 0:
+        raise refuse("unsupported_attribute_value", f"conv_transpose: an output window past the full output "
+                                                    f"(crop {begins} / {ends}): ncnn's Deconvolution only crops")
+    cin, per = wshape[0], wshape[1]
+    cout = per * group
+    kernel = wshape[2:]
+    # [g, in/g, out/g, k...] → [g, out/g, in/g, k...]
+    kern = np.ascontiguousarray(w.reshape([group, cin // group, per] + kernel).swapaxes(1, 2))
+    params = [f"0={cout}", f"1={kernel[-1]}", f"2={dil[-1]}", f"3={strides[-1]}", f"4={begins[-1]}",
+              f"15={ends[-1]}", f"18={out_pad[-1]}", f"5={int(b is not None)}", f"6={w.size}"]
+    if nd == 2:
+        params += [f"11={kernel[0]}", f"12={dil[0]}", f"13={strides[0]}", f"14={begins[0]}", f"16={ends[0]}",
+                   f"19={out_pad[0]}"]
+    ltype = "Deconvolution" + ("DepthWise" if group > 1 else "") + ("1D" if nd == 1 else "")
+    if group > 1:
+        params.append(f"7={group}")
+    if int(e.shape(0)[1]) != cin:
+        raise refuse("rank_limit", f"conv_transpose: {e.shape(0)[1]} input channels against a weight of {wshape}")
+    x = e.input(0, "B")
+    y = e.top()
+    e.add(ltype, [x], [y], params, (tagged(kern), raw(b) if b is not None else b""))
+    e.output(0, y, "B")
+
+
 def _conv1d_over_batch(e: NodeEmit, params: list[str], depthwise: bool, group: int, w: np.ndarray,
                        b: np.ndarray | None) -> None:
     """A 1-D convolution over a batch of N > 1 ([N, C, L], a streaming model's frames) as one
