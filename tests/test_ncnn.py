@@ -126,6 +126,20 @@ def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
     assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
 
 
+def test_a_gather_to_five_dims_is_held_squeezed(tmp_path):
+    """Constant indices of two dims gathered from four dims give five, with dims of 1 among
+    them: the result is held without them (``S``) and read on, not a crash of the writer."""
+    nodes = [h.make_node("Gather", ["x", "i"], ["g"], axis=2), h.make_node("Reshape", ["g", "s"], ["r"]),
+             h.make_node("Relu", ["r"], ["y"])]
+    inits = [nh.from_array(np.array([[0, 2], [3, 1]], np.int64), "i"), nh.from_array(np.array([1, 4, 6], np.int64), "s")]
+    g = h.make_graph(nodes, "g5", [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 6])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6])], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    x = np.random.default_rng(2).standard_normal([1, 1, 4, 6]).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0])
+
+
 @pytest.mark.parametrize("nd,cin,cout,group,attrs", [
     (2, 16, 1, 1, {"strides": [2, 2]}),  # mediapipe's segmentation head: one output channel and a bias
     (2, 4, 6, 1, {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 1]}),

@@ -93,6 +93,8 @@ def refuse(code: str, detail: str) -> NodeRefused:
 
 def shape_params(shape: tuple[int, ...]) -> list[str]:
     """``shape`` (outermost first, rank 1 to 4) as ncnn's w/h/d/c parameters."""
+    if len(shape) not in _SHAPE_KEYS:
+        raise refuse("rank_limit", f"a blob of shape {list(shape)}: an ncnn blob has 1 to 4 dims")
     return [f"{k}={int(d)}" for k, d in zip(_SHAPE_KEYS[len(shape)], shape)]
 
 

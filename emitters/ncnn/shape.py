@@ -122,12 +122,13 @@ def gather(e: NodeEmit) -> None:
     else:
         y = parts[0]
     out = e.out_shape(0)
+    form = "S" if len(out) > 4 else "F"  # five dims out (indices of two dims): the dims other than 1
     gathered = shape[:axis] + (len(flat),) + shape[axis + 1:]
-    if tuple(out) != gathered or y == x:
+    if tuple(out) != gathered or y == x or form == "S":
         z = e.top()
-        e.add("Reshape", [y], [z], shape_params(tuple(out) or (1,)))
+        e.add("Reshape", [y], [z], shape_params(form_shape(e.node.outputs[0], form)))
         y = z
-    e.output(0, y, "F")
+    e.output(0, y, form)
 
 
 @rule("dropout")
