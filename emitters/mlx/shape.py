@@ -22,6 +22,8 @@ def reduce(e: NodeEmit) -> str:
     axis can spin forever, so the module writes the identity in the reduced shape itself."""
     x, code = e.x(0), e.snippet()
     v = e.v(0)
+    if v is not None and v.type.shape is not None:
+        code = _staged(e, v, e.const(1) if e.v(1) is not None else None) or code
     if v is not None and v.type.is_static and math.prod(int(d) for d in v.type.shape) > 0:
         return code
     axes = e.x(1) if e.v(1) is not None else "None"
@@ -37,6 +39,44 @@ def reduce(e: NodeEmit) -> str:
     fill = _EMPTY[e.node.op]
     return (f"{e.helper('_reduce_empty')}({x}, {sel}, {bool(e.attr('keepdims'))}, {literal(fill)}) "
             f"if {empty} else {code}")
+
+
+#: a float32 sum or mean over more values than this, across several axes, is written one axis at a time
+STAGED_ABOVE = 4096
+
+
+def _staged(e: NodeEmit, v, axes_const) -> str | None:
+    """``_staged`` for a float32 ``reduce_sum`` / ``reduce_mean`` / ``global_average_pool`` over
+    two or more constant axes, unless their static extents hold at most ``STAGED_ABOVE`` values
+    (a symbolic extent: the helper decides at run time); else None (the cell's snippet)."""
+    op = e.node.op
+    if op not in ("reduce_sum", "reduce_mean", "global_average_pool") or v.type.dtype != "float32":
+        return None
+    shape = [int(d) if isinstance(d, (int, np.integer)) else None for d in v.type.shape]
+    if op == "global_average_pool":
+        axes, keep = list(range(2, len(shape))), True
+    else:
+        if axes_const is None and e.v(1) is not None:
+            return None
+        axes = [int(a) % len(shape) for a in np.asarray(axes_const).reshape(-1)] if axes_const is not None else []
+        if not axes:
+            if e.attr("noop_with_empty_axes"):
+                return None
+            axes = list(range(len(shape)))
+        keep = bool(e.attr("keepdims"))
+    sizes = [shape[a] for a in set(axes)]
+    if len(sizes) < 2 or (None not in sizes and math.prod(sizes) <= STAGED_ABOVE):
+        return None  # a symbolic extent: the helper decides at run time
+    fn = "mx.sum" if op == "reduce_sum" else "mx.mean"
+    return f"{e.helper('_staged')}({fn}, {e.x(0)}, {literal(sorted(set(axes)))}, {keep})"
+
+
+@rule("global_average_pool")
+def global_average_pool(e: NodeEmit) -> str:
+    """The cell's ``mx.mean`` over the spatial axes, one axis at a time past ``STAGED_ABOVE``
+    values (``_staged``)."""
+    v, code = e.v(0), e.snippet()
+    return (_staged(e, v, None) if v is not None and v.type.shape is not None else None) or code
 
 
 @rule("constant_of_shape")
