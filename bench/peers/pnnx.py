@@ -14,13 +14,16 @@ expected shape when the element counts agree (ncnn drops and adds size-1 dims). 
 float32 (ncnn's blob interface): integer and bool inputs go in as float32 and outputs come
 back as the expected dtype when their values are integral. A conversion pnnx refuses
 (non-zero exit, or no ncnn files) is ``unsupported`` with the reason code ``pnnx_failed``;
-a net ncnn cannot load or run is an ``error``; a case whose inputs are not tensors is
+a net ncnn cannot load or run is an ``error`` (run in a process of its own,
+``_pnnx_ncnn_runner.py``: a crash of ncnn is ``runtime_crash``); a case whose inputs are not tensors is
 ``unsupported``. A conversion that takes longer than 120 s is an ``error`` (``timeout``).
 """
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -161,34 +164,32 @@ def run(case: Any) -> tuple[str, str]:
             return "error", "timeout"
         except RuntimeError:
             return "unsupported", "pnnx_failed"
+        n_out = output_count(param)
+        feeds = {}
+        for j, (inputs, _) in enumerate(case.data_sets):
+            for k, v in enumerate(feeds_for(case.model, inputs).values()):
+                a = np.ascontiguousarray(as_value(v), dtype=np.float32)
+                feeds[f"s{j}_in{k}"] = a[0] if a.ndim > 1 and a.shape[0] == 1 else a
+        np.savez(tmp / "feeds.npz", **feeds)
         try:
-            import ncnn
-
-            net = _net(param, weights)
-            n_out = output_count(param)
-            for inputs, expected in case.data_sets:
-                feeds = feeds_for(case.model, inputs)
-                ex = net.create_extractor()
-                mats = []
-                for k, v in enumerate(feeds.values()):
-                    a = np.ascontiguousarray(as_value(v), dtype=np.float32)
-                    if a.ndim > 1 and a.shape[0] == 1:
-                        a = a[0]
-                    mats.append(ncnn.Mat(a).clone())
-                    ex.input(f"in{k}", mats[-1])
-                got = []
-                for k, e in enumerate(expected):
-                    rc, m = ex.extract(f"out{k}")
-                    if rc != 0:
-                        return "fail", "missing_outputs"
-                    got.append(_read(m, as_value(e)))
-                del ex, mats
-                if n_out > len(expected):
-                    return "fail", "extra_outputs"
-                ok, why = check_outputs(expected, got)
-                if not ok:
-                    return "fail", why
-            net.clear()
-            return "pass", ""
-        except Exception as exc:  # noqa: BLE001 - ncnn's failure on pnnx's files is the peer's result
-            return "error", f"runtime_error:{type(exc).__name__}"
+            p = subprocess.run([sys.executable, str(HERE / "_pnnx_ncnn_runner.py"), str(param), str(weights),
+                                str(tmp / "feeds.npz"), str(len(case.data_sets)), str(n_out), str(tmp / "out.npz")],
+                               capture_output=True, text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        except subprocess.TimeoutExpired:
+            return "error", "timeout"
+        if p.returncode < 0:
+            return "error", f"runtime_crash:{signal.Signals(-p.returncode).name}"
+        if p.returncode != 0:
+            return "error", "runtime_error:load" if p.returncode == 3 else f"runtime_error:exit_{p.returncode}"
+        with np.load(tmp / "out.npz", allow_pickle=False) as z:
+            outs = {k: z[k] for k in z.files}
+        for j, (_, expected) in enumerate(case.data_sets):
+            if any(f"s{j}_out{k}" not in outs for k in range(len(expected))):
+                return "fail", "missing_outputs"
+            if n_out > len(expected):
+                return "fail", "extra_outputs"
+            got = [_read(outs[f"s{j}_out{k}"], as_value(e)) for k, e in enumerate(expected)]
+            ok, why = check_outputs(expected, got)
+            if not ok:
+                return "fail", why
+        return "pass", ""
