@@ -185,6 +185,41 @@ def test_symbolic_dims_are_exported_as_shape_polymorphism(tmp_path):
         np.testing.assert_allclose(np.asarray(exp.call(params, x)[0]), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 1, 0]}),
+    ("MaxPool", {"kernel_shape": [2, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 1], "auto_pad": "SAME_LOWER"}),
+    ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 1, 1, 0], "count_include_pad": 1}),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [1, 2], "pads": [1, 1, 1, 1], "dilations": [2, 1]})])
+def test_a_pool_over_symbolic_sizes_stays_symbolic(tmp_path, op, attrs):
+    """Max and average pooling over symbolic height and width (explicit, SAME_UPPER, SAME_LOWER
+    pads; averages counting the pads or not) are exported as shape polymorphism, not fixed to
+    one size; the one export runs at sizes of both parities against onnxruntime."""
+    import onnxruntime as ort
+    from jax import export
+    from safetensors.numpy import load_file
+
+    import opbridge
+
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "pool",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "H", "W"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)]), path)
+    res = opbridge.convert(str(path), to="jax", out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["dynamic_dims"] == {"x": ["N", "H", "W"]} and "fixed_dims" not in rec, rec
+    folder = next(p.parent for p in (tmp_path / "out").rglob("model.jax_export"))
+    exp = export.deserialize(bytearray((folder / "model.jax_export").read_bytes()))
+    params = load_file(str(folder / "weights.safetensors")) if (folder / "weights.safetensors").exists() else {}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for shape in [(1, 2, 9, 8), (2, 2, 6, 11)]:
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        (want,) = sess.run(None, {"x": x})
+        np.testing.assert_allclose(np.asarray(exp.call(params, x)[0]), want, rtol=1e-5, atol=1e-6)
+
+
 def _reshape_by_shape_model(merge: bool) -> onnx.ModelProto:
     """``Shape → Slice → Concat → Reshape`` on x [N, S, 8]: an exporter's reshape keeping the
     leading dims (to [N, S, 2, 4]); ``merge``: the two leading dims multiplied on the way

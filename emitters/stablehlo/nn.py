@@ -52,10 +52,10 @@ def _pool(e: NodeEmit, kind: str) -> str:
     extra end window of ceil_mode so the result has the op's shape), then the ``pool`` helper."""
     x = e.v(0)
     shape = x.type.shape if x is not None and x.type.is_static else None
-    if shape is None:
-        raise e.refuse("dynamic_shape", "pooling needs the input's static shape")
     if len(e.node.outputs) > 1:
         raise e.refuse("unsupported_attr", "the Indices output of MaxPool is not written")
+    if shape is None:
+        return _pool_symbolic(e, kind)
     spatial = [int(d) for d in shape[2:]]
     r = len(spatial)
     k = [int(a) for a in e.attr("kernel_shape")]
@@ -85,6 +85,30 @@ def _pool(e: NodeEmit, kind: str) -> str:
     args = [e.x(0), literal(kind), literal(k), literal(s), literal(d), literal(begin),
             literal([a + b for a, b in zip(end, extra)]), literal([list(p) for p in inside])]
     return f"{e.helper('_pool')}({', '.join(args)})"
+
+
+def _pool_symbolic(e: NodeEmit, kind: str) -> str:
+    """A pool over spatial sizes known only at run time (the export's symbolic dims): the
+    ``_pool_symbolic`` helper resolves SAME pads on the traced sizes and counts an average's
+    window on them. ceil_mode's extra window depends on the sizes' remainders: refused."""
+    if e.attr("ceil_mode"):
+        raise e.refuse("dynamic_shape", "pooling with ceil_mode needs the input's static shape")
+    x = e.v(0)
+    if x is None or x.type.shape is None:
+        raise e.refuse("dynamic_shape", "pooling needs the input's rank")
+    r = len(x.type.shape) - 2
+    k = [int(a) for a in e.attr("kernel_shape")]
+    s = [int(a) for a in (e.attr("strides") or [1] * r)]
+    d = [int(a) for a in (e.attr("dilations") or [1] * r)]
+    auto = e.attr("auto_pad") or "NOTSET"
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = literal(auto)
+    else:
+        p = [0] * (2 * r) if auto == "VALID" else [int(a) for a in (e.attr("pads") or [0] * (2 * r))]
+        pads = literal([[p[i], p[r + i]] for i in range(r)])
+    counted = bool(e.attr("count_include_pad")) if kind == "avg" else False
+    return (f"{e.helper('_pool_symbolic')}({e.x(0)}, {literal(kind)}, {literal(k)}, {literal(s)}, {literal(d)}, "
+            f"{pads}, {literal(counted)})")
 
 
 @rule("max_pool")

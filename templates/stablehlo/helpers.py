@@ -71,6 +71,28 @@ def _pool(x, kind, kernel, strides, dilations, begin, end, inside):
     return total / jnp.asarray(count, x.dtype)
 
 
+def _pool_symbolic(x, kind, kernel, strides, dilations, pads, counted):
+    """``_pool`` (floor mode) over spatial sizes known only when traced (symbolic in the
+    export): ``pads`` the (begin, end) per axis, or "SAME_UPPER" / "SAME_LOWER" resolved on the
+    traced sizes; an average divides each window by the number of input positions it covers
+    (``counted``: padded positions too, the whole kernel)."""
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    if isinstance(pads, str):
+        same = lax.padtype_to_pads(x.shape[2:], span, strides, "SAME")  # the odd pad at the end
+        pads = [(lo, hi) if pads == "SAME_UPPER" else (hi, lo) for lo, hi in same]
+    window, step, dil = (1, 1) + tuple(kernel), (1, 1) + tuple(strides), (1, 1) + tuple(dilations)
+    full = [(0, 0), (0, 0)] + [tuple(p) for p in pads]
+    if kind == "max":
+        low = -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
+        return lax.reduce_window(x, jnp.array(low, x.dtype), lax.max, window, step, full, window_dilation=dil)
+    total = lax.reduce_window(x, jnp.zeros((), x.dtype), lax.add, window, step, full, window_dilation=dil)
+    if counted:
+        return total / jnp.asarray(float(np.prod(kernel)), x.dtype)
+    count = lax.reduce_window(jnp.ones(x.shape[2:], x.dtype), jnp.zeros((), x.dtype), lax.add, tuple(kernel),
+                              tuple(strides), [tuple(p) for p in pads], window_dilation=tuple(dilations))
+    return total / count
+
+
 def _cast(x, dtype, saturate):
     """ONNX Cast: to a float8 type, values past its largest finite number saturate to it
     (``saturate``); to a 4-bit integer, the integer part wraps around as NumPy's ml_dtypes
