@@ -199,11 +199,9 @@ def held_form(e: NodeEmit, v) -> str:
 def transpose(e: NodeEmit) -> None:
     """A permutation that keeps a batch of 1 first, on a value held without it: ``Permute`` of
     the item (a channels-last model's input and heads). Else the table's ``Permute`` up to four
-    dims; past four, the permutation of the dims other
-    than 1 on the squeezed blobs (``S``), when at most four are left (a permutation that moves
-    only unit dims is no layer at all)."""
+    dims; past four, the permutation of the dims other than 1 on the squeezed blobs (``S``), when
+    at most four are left (a permutation that moves only unit dims is no layer at all)."""
     from translator.compile.registry import snippet_of
-    from translator.proofs.ncnn import _order
 
     from .registry import NAME
 
@@ -211,14 +209,8 @@ def transpose(e: NodeEmit) -> None:
     perm = e.attr("perm")
     perm = list(range(len(shape)))[::-1] if perm is None else [int(p) % len(shape) for p in perm]
     if 3 <= len(shape) <= 4 and shape[0] == 1 and perm[0] == 0 and "B" in e.net.forms(e.node.inputs[0]):
-        inner = [p - 1 for p in perm[1:]]  # the batch of 1 stays first: permute the item (no reshapes around it)
-        x = e.input(0, "B")
-        if inner == sorted(inner):
-            e.output(0, x, "B")
-            return
-        y = e.top()
-        e.add("Permute", [x], [y], [f"0={_order(inner, len(inner))}"])
-        e.output(0, y, "B")
+        # the batch of 1 stays first: permute the item (no reshapes around it)
+        _permute(e, "B", [p - 1 for p in perm[1:]])
         return
     if len(shape) <= 4 and len(out) <= 4:
         e.snippet(snippet_of(e.op, (NAME,)))
@@ -228,13 +220,20 @@ def transpose(e: NodeEmit) -> None:
     if len(keep) > 4:
         raise refuse("rank_limit", f"transpose of {list(shape)}: {len(keep)} dims other than 1, an ncnn blob "
                                    "has at most 4")
-    x = e.input(0, "S")
-    if moved == sorted(moved):
-        e.output(0, x, "S")
+    _permute(e, "S", moved)
+
+
+def _permute(e: NodeEmit, form: str, perm: list[int]) -> None:
+    """The input read in ``form``, its dims permuted by ``perm`` (no layer when it keeps their order)."""
+    from translator.proofs.ncnn import _order
+
+    x = e.input(0, form)
+    if perm == sorted(perm):
+        e.output(0, x, form)
         return
     y = e.top()
-    e.add("Permute", [x], [y], [f"0={_order(moved, len(moved))}"])
-    e.output(0, y, "S")
+    e.add("Permute", [x], [y], [f"0={_order(perm, len(perm))}"])
+    e.output(0, y, form)
 
 
 @rule("split")
