@@ -126,6 +126,33 @@ def test_five_dims_with_a_batch_are_refused_with_the_rank_limit(tmp_path):
     assert rec["status"] == "failed" and rec["reason"] == "rank_limit" and "at most 4 dims" in rec["detail"], rec
 
 
+@pytest.mark.parametrize("form", ["same_positions", "constant_line", "differing_rows"])
+def test_gather_elements_in_the_two_forms_ncnn_can_write(tmp_path, form):
+    """GatherElements with constant indices that pick the same positions in every row is a
+    Gather of them; a constant line read by run-time indices (RoBERTa's token-type buffer by
+    its position ids) is a lookup; indices that differ between rows are refused by reason."""
+    rng = np.random.default_rng(4)
+    if form == "constant_line":
+        nodes = [h.make_node("Add", ["ids", "one"], ["idx"]), h.make_node("GatherElements", ["line", "idx"], ["g"], axis=1),
+                 h.make_node("Cast", ["g"], ["y"], to=T.FLOAT)]
+        inits = [nh.from_array(np.array(1, np.int64), "one"), nh.from_array(rng.standard_normal((1, 20)).astype(np.float32), "line")]
+        ins = [h.make_tensor_value_info("ids", T.INT64, [1, 8])]
+        feeds = {"ids": rng.integers(0, 19, (1, 8)).astype(np.int64)}
+    else:
+        rows = [[3, 0, 1], [3, 0, 1]] if form == "same_positions" else [[3, 0, 1], [2, 2, 0]]
+        nodes = [h.make_node("GatherElements", ["x", "i"], ["y"], axis=1)]
+        inits = [nh.from_array(np.array(rows, np.int64), "i")]
+        ins = [h.make_tensor_value_info("x", T.FLOAT, [2, 5])]
+        feeds = {"x": rng.standard_normal((2, 5)).astype(np.float32)}
+    g = h.make_graph(nodes, "ge", ins, [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    if form == "differing_rows":
+        assert rec["status"] == "failed" and rec["reason"] == "unsupported_attribute_value", rec
+        return
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6)
+
+
 def test_a_gather_to_five_dims_is_held_squeezed(tmp_path):
     """Constant indices of two dims gathered from four dims give five, with dims of 1 among
     them: the result is held without them (``S``) and read on, not a crash of the writer."""

@@ -105,7 +105,38 @@ def gather(e: NodeEmit) -> None:
     if e.const(1) is None and e.const(0) is not None and r == 2 and axis == 0:
         return _lookup(e)
     idx = e.need_const(1, "indices")
-    flat = [int(i) + shape[axis] if i < 0 else int(i) for i in np.asarray(idx).reshape(-1).tolist()]
+    _gather_positions(e, axis, np.asarray(idx).reshape(-1).tolist())
+
+
+@rule("gather_elements")
+def gather_elements(e: NodeEmit) -> None:
+    """Constant indices that vary along the axis only (every row picks the same positions) are a
+    Gather of those positions; a constant line (every other dim 1) read by run-time indices is a
+    lookup of its values (transformers' RoBERTa: its token-type buffer gathered by the position
+    ids). Other indices are refused: ncnn has no per-element gather."""
+    shape = e.shape(0)
+    axis = int(e.attr("axis") or 0) % len(shape)
+    idx = e.const(1)
+    data = e.const(0)
+    if idx is None and data is not None and all(d == 1 for i, d in enumerate(shape) if i != axis) and \
+            all(d == 1 for i, d in enumerate(e.shape(1)) if i != axis):
+        return _lookup(e, np.asarray(data).reshape(-1, 1))  # one line of a constant: a lookup by its positions
+    if idx is None:
+        raise refuse("requires_constant_input", "gather_elements by run-time indices: ncnn has no per-element gather")
+    idx = np.asarray(idx)
+    rows = np.moveaxis(idx, axis, -1).reshape(-1, idx.shape[axis]) if idx.size else idx.reshape(0, 0)
+    same = idx.ndim == len(shape) and all(idx.shape[d] == shape[d] for d in range(len(shape)) if d != axis)
+    if not same or not rows.size or not (rows == rows[0]).all():
+        raise refuse("unsupported_attribute_value", "gather_elements whose constant indices differ between rows: "
+                                                    "ncnn has no per-element gather")
+    _gather_positions(e, axis, rows[0].tolist())
+
+
+def _gather_positions(e: NodeEmit, axis: int, positions: list) -> None:
+    """The input's ``positions`` along ``axis``: a ``Crop`` per run of consecutive positions,
+    ``Concat``, then a ``Reshape`` to the output's shape."""
+    shape = e.shape(0)
+    flat = [int(i) + shape[axis] if i < 0 else int(i) for i in positions]
     if not flat:
         raise refuse("rank_limit", "gather of no indices: ncnn has no empty blobs")
     runs: list[list[int]] = []
@@ -287,14 +318,13 @@ def softmax(e: NodeEmit) -> None:
 LOOKUP_ROWS = 4096
 
 
-def _lookup(e: NodeEmit) -> None:
-    """Rows of a constant table by run-time indices (an embedding). Indices that are a model
+def _lookup(e: NodeEmit, table: np.ndarray | None = None) -> None:
+    """Rows of a constant table (``table``, else the node's input 0) by run-time indices (an embedding). Indices that are a model
     input (token ids): ncnn's ``Embed`` on the input fed as int32 words (``Net.word_blob``).
     Indices computed in the network are float32 values, which ``Embed`` cannot read: each
     index is compared with every row number (a 0/1 mask: ``BinaryOp`` sub, ``UnaryOp`` abs,
     ``Threshold``, ``BinaryOp`` 1 - x) and the mask multiplies the table (``InnerProduct``)."""
-
-    table = np.asarray(e.const(0), np.float32)
+    table = np.asarray(e.const(0) if table is None else table, np.float32)
     rows, width = table.shape
     idx_shape = e.shape(1)
     count = int(np.prod(idx_shape)) if idx_shape else 1
