@@ -153,6 +153,23 @@ def test_gather_elements_in_the_two_forms_ncnn_can_write(tmp_path, form):
     np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6)
 
 
+def test_grouped_query_attentions_repeat_of_heads_is_tiled_on_five_dims(tmp_path):
+    """Llama's ``repeat_kv``: [1, kv, S, D] unsqueezed to [1, kv, 1, S, D], expanded to
+    [1, kv, rep, S, D] and reshaped to [1, kv * rep, S, D]; the five-dim expand is a ``Tile`` of
+    the batch-less blob, and the result checks."""
+    nodes = [h.make_node("Unsqueeze", ["k", "ax"], ["u"]), h.make_node("Expand", ["u", "to"], ["x"]),
+             h.make_node("Reshape", ["x", "s"], ["r"]), h.make_node("Mul", ["r", "r"], ["y"])]
+    inits = [nh.from_array(np.array([2], np.int64), "ax"), nh.from_array(np.array([1, 2, 3, 4, 5], np.int64), "to"),
+             nh.from_array(np.array([1, 6, 4, 5], np.int64), "s")]
+    g = h.make_graph(nodes, "gqa", [h.make_tensor_value_info("k", T.FLOAT, [1, 2, 4, 5])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 6, 4, 5])], inits)
+    src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert "Tile" in (folder / "model.param").read_text()
+    k = np.random.default_rng(6).standard_normal([1, 2, 4, 5]).astype(np.float32)
+    np.testing.assert_allclose(_run(folder, {"k": k})[0], _ort(src, {"k": k})[0], rtol=1e-6)
+
+
 def test_a_gather_to_five_dims_is_held_squeezed(tmp_path):
     """Constant indices of two dims gathered from four dims give five, with dims of 1 among
     them: the result is held without them (``S``) and read on, not a crash of the writer."""

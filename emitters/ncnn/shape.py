@@ -267,6 +267,28 @@ def _permute(e: NodeEmit, form: str, perm: list[int]) -> None:
     e.output(0, y, form)
 
 
+@rule("expand")
+def expand(e: NodeEmit) -> None:
+    """The table's ``Reshape`` + ``Tile`` up to four dims. Five dims with a batch of 1 on both
+    sides are tiled on the batch-less blobs (``B``): a grouped-query attention's repeat of its
+    key/value heads, [1, kv, 1, S, D] to [1, kv, rep, S, D] (Llama, Mistral, Qwen2)."""
+    from translator.compile.registry import snippet_of
+
+    from .registry import NAME
+
+    shape, out = e.shape(0), e.out_shape(0)
+    if len(out) <= 4:
+        e.snippet(snippet_of(e.op, (NAME,)))
+        return
+    if len(shape) != len(out) or len(out) > 5 or shape[0] != 1 or out[0] != 1:
+        raise refuse("rank_limit", f"expand of {list(shape)} to {list(out)}: an ncnn blob has at most 4 dims (five "
+                                   "are written with a batch of 1 on both sides)")
+    reps = [t if d == 1 else 1 for d, t in zip(shape[1:], out[1:])]
+    x, y = e.input(0, "B"), e.top()
+    e.add("Tile", [x], [y], [_array(2, reps)])
+    e.output(0, y, "B")
+
+
 @rule("split")
 def split(e: NodeEmit) -> None:
     """One ``Slice`` along the axis, each output's size read from its static shape."""
