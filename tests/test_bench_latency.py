@@ -31,3 +31,40 @@ def test_the_ratio_is_to_the_fastest_of_source_and_peer_and_failures_are_counted
     assert "median 2.00" in lines[0] and "bound 1.2: NOT met" in lines[0] and "1 not timed" in lines[0]
     assert "above 1.5: 2/3" in lines[0] and "conversion time / peer's: median 0.50 over 2" in lines[0]
     assert lines[1].split(": ", 1)[1].startswith("d 4.00 (vs source)")
+
+
+def test_a_peer_whose_outputs_disagree_with_the_source_is_not_timed_against():
+    """An artifact computing something else (pnnx's file fed a batch of 4 it cannot hold) is
+    reported, and neither the fastest-other ratio nor the peer-alone ratio uses its time."""
+    import numpy as np
+
+    ref = [np.arange(12, dtype=np.float32).reshape(1, 3, 4)]
+    assert latency.agreement(ref, [ref[0].reshape(3, 4) + 1e-6]) == (latency.agreement(ref, [ref[0] + 1e-6])[0], True)
+    assert latency.agreement(ref, [np.moveaxis(ref[0], 1, -1)])[1]  # channels-last, moved back
+    assert latency.agreement(ref, [ref[0] + 0.5]) == (0.5, False)
+    assert latency.agreement(ref, [ref[0][:, :2]]) == (None, False)
+    assert latency.agreement(ref, []) == (0.0, False)  # an output missing
+    rows = [_row("a", 1.0, 1.0, peer=0.25), _row("b", 1.0, 1.2, peer=1.0)]
+    rows[0]["targets"]["tflite"]["peer"]["agrees"] = False
+    assert latency.fastest_other(rows[0], "tflite") == (1.0, "source")
+    latency.PEER_BOUND["tflite"], latency.PEER_OF_NAME["tflite"] = 1.1, "onnx2tf"
+    try:
+        lines = latency.summary(rows, ["tflite"])
+    finally:
+        del latency.PEER_BOUND["tflite"], latency.PEER_OF_NAME["tflite"]
+    assert any("onnx2tf's outputs disagree with the source on 1 (not timed against): a" in ln for ln in lines), lines
+    assert any("vs onnx2tf alone: median 1.20" in ln and "over 1" in ln for ln in lines), lines
+
+
+def test_timed_calls_alternate_their_order_with_the_collector_off():
+    """Neither artifact always runs first in a round (the one after the other's call meets
+    its caches), and no garbage collection lands inside a timed call."""
+    import gc
+
+    peers = latency.peers_py()
+    log = []
+    calls = {"ours": lambda: log.append(("ours", gc.isenabled())), "peer": lambda: log.append(("peer", gc.isenabled()))}
+    peers.samples(calls, 3)
+    timed = log[2 * peers.WARMUP:]
+    assert [k for k, _ in timed] == ["ours", "peer", "peer", "ours", "ours", "peer"]
+    assert not any(on for _, on in timed) and gc.isenabled()
