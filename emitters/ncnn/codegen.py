@@ -830,6 +830,35 @@ def fuse_bias(layers: list[Layer], outputs: list[str]) -> list[Layer]:
     return [lay for lay in layers if id(lay) not in drop]
 
 
+#: BinaryOp's operation with its operands swapped (sub → rsub, div → rdiv, pow → rpow, and back)
+_SWAPPED = {0: 0, 1: 7, 2: 2, 3: 8, 4: 4, 5: 5, 6: 9, 7: 1, 8: 3, 9: 6}
+
+
+def scalar_operands(layers: list[Layer], outputs: list[str]) -> list[Layer]:
+    """A two-input ``BinaryOp`` one of whose inputs is a one-value ``MemoryData`` that nothing
+    else reads (a ``+ 3``, a ``/ 6``, an epsilon) takes the value as its scalar (``1=1 2=v``;
+    the operation swapped when the constant comes first): a layer and a broadcast fewer."""
+    readers = _readers(layers, outputs)
+    made = {t: lay for lay in layers for t in lay.tops}
+    drop: set[int] = set()
+    for lay in layers:
+        p = _params(lay)
+        if lay.type != "BinaryOp" or set(p) != {"0"} or len(lay.bottoms) != 2 or int(p["0"]) not in _SWAPPED:
+            continue
+        for k in (1, 0):
+            md = made.get(lay.bottoms[k])
+            if md is None or md.type != "MemoryData" or readers.get(lay.bottoms[k]) != 1 or id(md) in drop or \
+                    len(md.weights) != 1 or not isinstance(md.weights[0], bytes) or len(md.weights[0]) != 4:
+                continue
+            value = float(np.frombuffer(md.weights[0], dtype="<f4")[0])
+            op = int(p["0"]) if k == 1 else _SWAPPED[int(p["0"])]
+            lay.bottoms = [lay.bottoms[1 - k]]
+            lay.params = [f"0={op}", "1=1", f"2={value!r}"]
+            drop.add(id(md))
+            break
+    return [lay for lay in layers if id(lay) not in drop]
+
+
 def finalize(layers: list[Layer], inputs: list[tuple[str, tuple[int, ...]]],
              outputs: list[str], fp16: bool = False) -> tuple[str, bytes, list[str]]:
     """(.param text, .bin bytes, the blob to extract per output): ``Input`` layers first, a
@@ -981,7 +1010,7 @@ def emit(model: Model, ctx: "Compilation") -> NcnnArtifact:
             raise Unsupported("output", NAME, exc.refusal.code, exc.refusal.detail) from None
         extract.append(b)
         outs.append(Port(v.name, b, list(static_shape(v)), str(v.type.dtype)))
-    layers = fuse_bias(live_layers(net.layers, extract), extract)
+    layers = scalar_operands(fuse_bias(live_layers(net.layers, extract), extract), extract)
     read = {b for lay in layers for b in lay.bottoms} | set(extract)
     fed_as_words = {p.name for p in ins if p.words}
     ins = [p for p in ins if p.words or p.name not in fed_as_words or p.blob in read]  # only the words are read

@@ -45,10 +45,12 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     holds it to twice the source's own activation rounding); then a ``dequantize_linear`` of
     constants (an int8 weight and its scales) becomes its float32 values, and what reads it
     folds in turn (a convolution gets constant weights, as ncnn's layers store them). An ``if``
-    on a run-time condition is both branches and a ``where`` (``control.ifs_as_where``)."""
+    on a run-time condition is both branches and a ``where`` (``control.ifs_as_where``). A hard
+    swish written in elementwise pieces is one ``hard_swish`` (``recognize.hard_swish``)."""
     import numpy as np
 
     from translator import reference
+    from translator.compile.passes import recognize
     from translator.compile.passes.control import ifs_as_where
     from translator.compile.pipeline import fold
     from translator.compile.quantized import dynamic_model_as_weight_only
@@ -68,6 +70,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
         changed = True
     if changed:
         fold(g)
+    recognize.hard_swish(g)  # one HardSwish layer where an exporter wrote four
 
 
 def integer_plan(node: "Node", ctx: "Compilation") -> tuple[str, str]:

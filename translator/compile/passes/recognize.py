@@ -1,0 +1,138 @@
+"""Ops that exporters spell out in elementwise pieces, recognized as the one op they compute.
+
+* ``hard_swish``: ``x · clip(x + 3, 0, 6) / 6`` (PyTorch's older exports, paddle2onnx, tf2onnx of
+  Keras), with the division written as ``· (1/6)`` or taken inside the product, and
+  ``x · hard_sigmoid(x; α = 1/6, β = 0.5)``. A target whose runtime has a HardSwish layer runs
+  one layer where the pieces were four (ncnn; pnnx fuses the same patterns).
+
+A piece is matched only when it feeds nothing but the next one and its constants are scalars
+of those exact values (float32 rounding of 1/6 included), so the result is the same function;
+the node that ends the pattern keeps its output value and name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.graph import Graph, Node, Value
+
+SIXTH = float(np.float32(1.0 / 6.0))
+
+
+def _scalar(v: Value | None) -> float | None:
+    """The value of a one-element float constant, else None."""
+    if v is None or not v.is_const or v.type.dtype not in ("float32", "float64", "float16"):
+        return None
+    a = np.asarray(v.const)
+    return float(a.reshape(-1)[0]) if a.size == 1 else None
+
+
+def _only_use(v: Value, graph: Graph) -> bool:
+    return len(v.uses) == 1 and not any(o is v for o in graph.outputs)
+
+
+def _made_by(v: Value | None, op: str, graph: Graph) -> Node | None:
+    """The ``op`` node that produces ``v``, when ``v`` feeds only one node."""
+    if v is None or v.producer is None or v.producer.op != op or v.producer.graph is not graph:
+        return None
+    return v.producer if _only_use(v, graph) else None
+
+
+def _other(node: Node, v: Value) -> Value | None:
+    """The operand of a two-input node that is not ``v``."""
+    a, b = node.inputs[0], node.inputs[1]
+    return b if a is v else a if b is v else None
+
+
+def _clip_0_6_of_x_plus_3(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``clip(x + 3, 0, 6)`` (pieces feeding only each other)."""
+    clip = _made_by(v, "clip", graph)
+    if clip is None:
+        return None
+    lo = _scalar(clip.inputs[1]) if len(clip.inputs) > 1 else clip.attrs.get("min")
+    hi = _scalar(clip.inputs[2]) if len(clip.inputs) > 2 else clip.attrs.get("max")
+    if lo != 0.0 or hi != 6.0:
+        return None
+    add = _made_by(clip.inputs[0], "add", graph)
+    if add is None:
+        return None
+    for x, c in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
+        if _scalar(c) == 3.0 and not x.is_const:
+            return x
+    return None
+
+
+def _gate_of(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``clip(x + 3, 0, 6) / 6`` or ``· (1/6)``, or ``hard_sigmoid(x; 1/6, 0.5)``."""
+    hs = _made_by(v, "hard_sigmoid", graph)
+    if hs is not None:
+        alpha, beta = float(hs.attrs.get("alpha", 0.2)), float(hs.attrs.get("beta", 0.5))
+        return hs.inputs[0] if np.float32(alpha) == np.float32(1 / 6) and beta == 0.5 else None
+    for op, want in (("div", 6.0), ("mul", SIXTH)):
+        n = _made_by(v, op, graph)
+        if n is None:
+            continue
+        pairs = ((n.inputs[0], n.inputs[1]),) if op == "div" else ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0]))
+        for g, c in pairs:
+            if _scalar(c) is not None and np.float32(_scalar(c)) == np.float32(want):
+                return _clip_0_6_of_x_plus_3(g, graph)
+    return None
+
+
+def _match(graph: Graph, node: Node) -> Value | None:
+    """``x`` when ``node`` ends a hard swish of ``x``."""
+    if node.op == "mul":  # x · gate(x), or (x · clip(x + 3, 0, 6)) · (1/6)
+        for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+            if a is not None and _gate_of(b, graph) is a:
+                return a
+            inner = _made_by(a, "mul", graph)
+            if inner is not None and _scalar(b) is not None and np.float32(_scalar(b)) == np.float32(SIXTH):
+                x = _product_x(inner, graph)
+                if x is not None:
+                    return x
+    if node.op == "div" and _scalar(node.inputs[1]) == 6.0:  # (x · clip(x + 3, 0, 6)) / 6
+        inner = _made_by(node.inputs[0], "mul", graph)
+        if inner is not None:
+            return _product_x(inner, graph)
+    return None
+
+
+def _product_x(mul: Node, graph: Graph) -> Value | None:
+    """``x`` when ``mul`` is ``x · clip(x + 3, 0, 6)``."""
+    for a, b in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
+        if a is not None and _clip_0_6_of_x_plus_3(b, graph) is a:
+            return a
+    return None
+
+
+def hard_swish(graph: Graph) -> int:
+    """Every hard swish spelled in pieces in ``graph`` (not its subgraphs) as one ``hard_swish``
+    node; returns how many were recognized."""
+    done = 0
+    for node in list(graph.nodes):
+        if node.graph is not graph or node.op not in ("mul", "div") or len(node.inputs) != 2:
+            continue
+        x = _match(graph, node)
+        if x is None or x.type.dtype not in ("float32", "float64", "float16"):
+            continue
+        pieces = _pieces(node, x)
+        hs = graph.add_node("hard_swish", [x], {}, name=f"{node.name}_hard_swish", before=node)
+        graph.replace_node(node, hs.outputs)
+        for p in pieces:  # the rest of the pattern, now read by nothing
+            if p.graph is graph and not any(o.uses for o in p.outputs):
+                graph.remove_node(p)
+        done += 1
+    return done
+
+
+def _pieces(end: Node, x: Value) -> list[Node]:
+    """The pattern's nodes before ``end``, readers first (the order they can be removed in)."""
+    out: list[Node] = []
+    todo = [v for v in end.inputs if v is not None]
+    while todo:
+        v = todo.pop()
+        n = v.producer
+        if v is x or n is None or n in out:
+            continue
+        out.append(n)
+        todo.extend(u for u in n.inputs if u is not None and not u.is_const)
+    return out
