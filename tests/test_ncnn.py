@@ -563,3 +563,12 @@ def test_an_embedding_lookup_by_run_time_indices(tmp_path, rows, computed):
     ids = np.array([[0, 5, rows - 1, -1, -rows, 17, 17, 2, rows - 2]], np.int64)
     feeds = {"ids": np.stack([ids[:, ::-1], ids], axis=1) if computed == "moved" else ids}
     np.testing.assert_allclose(_run(folder, feeds)[0], _ort(src, feeds)[0], rtol=1e-6, atol=1e-6)
+
+def test_a_max_pools_indices_output_is_refused_by_reason(tmp_path):
+    """MaxPool's second output (the argmax) has no ncnn layer: a refusal naming it, not an
+    internal error about a value read before it is computed."""
+    g = h.make_graph([h.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])], "mp",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 4, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 2, 2, 2]), h.make_tensor_value_info("i", T.INT64, [1, 2, 2, 2])])
+    _, rec, _ = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+    assert rec["status"] == "failed" and rec["reason"] == "unsupported_attribute_value" and "Indices" in rec["detail"], rec

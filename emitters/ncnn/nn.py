@@ -157,6 +157,8 @@ def _conv1d_over_batch(e: NodeEmit, params: list[str], depthwise: bool, group: i
 def _pool(e: NodeEmit, kind: int) -> None:
     rank = len(e.shape(0))
     spatial = rank - 2
+    if len(e.node.outputs) > 1 and e.node.outputs[1] is not None:
+        raise refuse("unsupported_attribute_value", "MaxPool's Indices output: ncnn's Pooling gives no argmax")
     if spatial not in (1, 2):
         raise refuse("rank_limit", f"{spatial}-D pooling (ncnn's Pooling3D is not written here)")
     kernel = [int(k) for k in e.attr("kernel_shape")]
