@@ -169,7 +169,7 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
                                                                     threads, out_dir),
                                             "source": optimized_nodes(path, threads, out_dir)}}
             elif t in IN_PROCESS:
-                target, art, convert_s = peers.convert_ours(t, path, out_dir)
+                target, art, convert_s = peers.convert_ours(t, path, out_dir, feeds)
                 call = target.prepared(art)
                 lat = peers.timed({"ours": lambda: call(feeds), "source": src_call}, n)
                 cell = {"ours": {"ok": True, "convert_s": convert_s, "latency_s": lat["ours"]},

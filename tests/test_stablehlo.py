@@ -220,6 +220,33 @@ def test_a_pool_over_symbolic_sizes_stays_symbolic(tmp_path, op, attrs):
         np.testing.assert_allclose(np.asarray(exp.call(params, x)[0]), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,mult,attrs", [
+    ([1, 4, 9, 8], 1, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ([2, 3, 10, 7], 2, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 0, 1]}),
+    ([1, 4, 11, 9], 1, {"kernel_shape": [5, 3], "strides": [2, 1], "dilations": [1, 2], "auto_pad": "SAME_UPPER"}),
+    ([1, 4, 12], 1, {"kernel_shape": [3], "strides": [2], "auto_pad": "SAME_LOWER"})])
+def test_a_depthwise_convolution_is_the_sum_of_its_taps(tmp_path, shape, mult, attrs):
+    """A depthwise convolution over static sizes is written as the ``_depthwise`` helper's sum
+    of strided slices (XLA's CPU grouped convolution is a generic loop), with any channel
+    multiplier, strides, dilations and pads; it checks against onnxruntime."""
+    import opbridge
+
+    c, nd = shape[1], len(shape) - 2
+    rng = np.random.default_rng(2)
+    w = numpy_helper.from_array(rng.standard_normal([c * mult, 1] + attrs["kernel_shape"]).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(c * mult).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], group=c, **attrs)], "dw",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, b])
+    path = tmp_path / "dw.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    res = opbridge.convert(str(path), to="jax", out=str(tmp_path / "out"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    folder = next(p.parent for p in (tmp_path / "out").rglob("model.py"))
+    assert "_depthwise(" in (folder / "model.py").read_text() and nd in (1, 2)
+
+
 def _reshape_by_shape_model(merge: bool) -> onnx.ModelProto:
     """``Shape → Slice → Concat → Reshape`` on x [N, S, 8]: an exporter's reshape keeping the
     leading dims (to [N, S, 2, 4]); ``merge``: the two leading dims multiplied on the way

@@ -111,6 +111,42 @@ def _pool_symbolic(e: NodeEmit, kind: str) -> str:
             f"{pads}, {literal(counted)})")
 
 
+#: a depthwise convolution with at most this many kernel taps is written as their sum
+DEPTHWISE_TAPS = 49
+
+
+@rule("conv")
+def conv(e: NodeEmit) -> str:
+    """The cell's ``lax.conv_general_dilated``, except a depthwise convolution (one group per
+    input channel) over static sizes: the ``_depthwise`` helper sums its kernel's taps, each a
+    strided slice of the padded input times one weight per channel. XLA's CPU backend runs a
+    grouped convolution in a generic loop (a 3x3 depthwise layer of 64 channels at 48x48: 10.9 ms
+    against 0.39 ms as taps); the taps fuse into one loop. Symbolic sizes keep the convolution
+    (the slices' bounds would need comparisons JAX cannot settle)."""
+    x, w = e.v(0), e.v(1)
+    group = int(e.attr("group") or 1)
+    shape = [int(d) for d in x.type.shape] if x is not None and x.type.is_static else None
+    wshape = list(w.type.shape) if w is not None and w.type.shape is not None else None
+    if shape is None or wshape is None or group == 1 or shape[1] != group or wshape[1] != 1 or \
+            len(shape) not in (3, 4) or int(np.prod(wshape[2:])) > DEPTHWISE_TAPS:
+        return e.snippet()
+    nd = len(shape) - 2
+    kernel = [int(k) for k in wshape[2:]]
+    strides = [int(a) for a in (e.attr("strides") or [1] * nd)]
+    dil = [int(a) for a in (e.attr("dilations") or [1] * nd)]
+    auto = e.attr("auto_pad") or "NOTSET"
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        total = [max(0, (-(-shape[2 + i] // strides[i]) - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - shape[2 + i])
+                 for i in range(nd)]
+        begin = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+        pads = begin + [t - b for t, b in zip(total, begin)]
+    else:
+        pads = [0] * (2 * nd) if auto == "VALID" else [int(a) for a in (e.attr("pads") or [0] * (2 * nd))]
+    bias = e.x(2) if e.v(2) is not None else "None"
+    return (f"{e.helper('_depthwise')}({e.x(0)}, {e.x(1)}, {bias}, {literal(strides)}, {literal(pads)}, "
+            f"{literal(dil)})")
+
+
 @rule("max_pool")
 def max_pool(e: NodeEmit) -> str:
     return _pool(e, "max")

@@ -200,6 +200,8 @@ def runner(artifact: JaxArtifact) -> Any:
     static = [i + 1 for i, n in enumerate(artifact.input_names) if n in artifact.static_inputs]
     if artifact.exported is not None:
         fn = export.deserialize(bytearray(artifact.exported)).call
+        if not static:
+            fn = jax.jit(fn)  # compiled once: an eager call of an export lowers it again on every call
     else:
         fn = jax.jit(artifact.function(), static_argnums=static)
 
