@@ -78,6 +78,9 @@ def _depthwise(x, w, b, strides, pads, dilations):
     on the CPU is a generic loop, tens of times slower)."""
     nd = x.ndim - 2
     m = w.shape[0] // x.shape[1]
+    dtype = x.dtype
+    if dtype in (jnp.float16, jnp.bfloat16):  # summed in float32, as the convolution accumulates
+        x, w, b = x.astype(jnp.float32), w.astype(jnp.float32), None if b is None else b.astype(jnp.float32)
     if m > 1:
         x = jnp.repeat(x, m, axis=1)
     xp = jnp.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + nd]) for i in range(nd)])
@@ -90,7 +93,7 @@ def _depthwise(x, w, b, strides, pads, dilations):
         tap = lax.slice(xp, start, limit, [1, 1] + list(strides)) * jnp.reshape(w[(slice(None), 0) + pos],
                                                                                (1, -1) + (1,) * nd)
         y = tap if y is None else y + tap
-    return y if b is None else y + jnp.reshape(b, (1, -1) + (1,) * nd)
+    return (y if b is None else y + jnp.reshape(b, (1, -1) + (1,) * nd)).astype(dtype)
 
 
 def _pool_symbolic(x, kind, kernel, strides, dilations, pads, counted):
