@@ -572,3 +572,14 @@ def test_a_max_pools_indices_output_is_refused_by_reason(tmp_path):
                      [h.make_tensor_value_info("y", T.FLOAT, [1, 2, 2, 2]), h.make_tensor_value_info("i", T.INT64, [1, 2, 2, 2])])
     _, rec, _ = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
     assert rec["status"] == "failed" and rec["reason"] == "unsupported_attribute_value" and "Indices" in rec["detail"], rec
+
+
+def test_a_where_that_selects_nan_away_is_written_with_a_warning(tmp_path):
+    """``where(is_nan(x), 0, x)`` (transformers' guard against fully masked attention rows):
+    ncnn's select is arithmetic, so a NaN stays NaN; the conversion says so."""
+    nodes = [h.make_node("IsNaN", ["x"], ["m"]), h.make_node("Where", ["m", "zero", "x"], ["y"])]
+    g = h.make_graph(nodes, "nan", [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 3])], [nh.from_array(np.array(0.0, np.float32), "zero")])
+    _, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
+    assert rec["status"] == "ok", rec
+    assert any("select NaN values away" in w for w in rec.get("warnings", [])), rec

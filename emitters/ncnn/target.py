@@ -27,7 +27,7 @@ from .registry import NAME
 
 if TYPE_CHECKING:
     from translator.compile.pipeline import Compilation
-    from translator.ir.graph import Model, Node
+    from translator.ir.graph import Model, Node, Value
     from translator.table.loader import Tables
 
 #: widened or narrowed to float32 by the shared pass (reported)
@@ -71,6 +71,17 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     if changed:
         fold(g)
     recognize.hard_swish(g)  # one HardSwish layer where an exporter wrote four
+    nan_selects = [n.name for n in g.nodes if n.op == "where" and _tests_nan(n.inputs[0])]
+    if nan_selects:
+        ctx.warn(f"{len(nan_selects)} where node(s) select NaN values away (first: {nan_selects[0]!r}); ncnn's select "
+                 "is arithmetic (x*c + y*(1-c)) and NaN*0 is NaN, so a NaN (a fully masked attention row) stays NaN")
+
+
+def _tests_nan(v: Value | None) -> bool:
+    """Whether ``v`` is an ``is_nan`` test (through ``not`` and casts)."""
+    while v is not None and v.producer is not None and v.producer.op in ("not", "cast"):
+        v = v.producer.inputs[0]
+    return v is not None and v.producer is not None and v.producer.op == "is_nan"
 
 
 def integer_plan(node: "Node", ctx: "Compilation") -> tuple[str, str]:
