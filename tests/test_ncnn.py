@@ -171,20 +171,23 @@ def test_grouped_query_attentions_repeat_of_heads_is_tiled_on_five_dims(tmp_path
 
 
 def test_a_hard_swish_in_pieces_is_one_layer_and_a_scalar_operand_no_blob(tmp_path):
-    """``conv → x · clip(x + 3, 0, 6) / 6 → + 0.5`` (paddle2onnx's hard swish): one ``HardSwish``
-    layer, and the ``+ 0.5`` a scalar ``BinaryOp`` with no ``MemoryData``; it checks."""
+    """``conv → x · clip(x + 3, 0, 6) / 6 → + 0.5 → max(·, -inf)`` (paddle2onnx's hard swish):
+    one ``HardSwish`` layer, the ``+ 0.5`` a scalar ``BinaryOp`` with no ``MemoryData`` (the -inf
+    keeps its blob: ncnn's .param reader takes no inf); it checks."""
     rng = np.random.default_rng(8)
     nodes = [h.make_node("Conv", ["x", "w"], ["v"], pads=[1, 1, 1, 1]), h.make_node("Add", ["v", "three"], ["a"]),
              h.make_node("Clip", ["a", "zero", "six"], ["c"]), h.make_node("Mul", ["v", "c"], ["m"]),
-             h.make_node("Div", ["m", "six"], ["hs"]), h.make_node("Add", ["half", "hs"], ["y"])]
+             h.make_node("Div", ["m", "six"], ["hs"]), h.make_node("Add", ["half", "hs"], ["s"]),
+             h.make_node("Max", ["s", "ninf"], ["y"])]  # -inf stays a blob: ncnn's .param takes no inf
     inits = [nh.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")] + [
-        nh.from_array(np.array(v, np.float32), n) for n, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0), ("half", 0.5))]
+        nh.from_array(np.array(v, np.float32), n) for n, v in (("three", 3.0), ("zero", 0.0), ("six", 6.0), ("half", 0.5),
+                                                             ("ninf", -np.inf))]
     g = h.make_graph(nodes, "hs", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
                      [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 8, 8])], inits)
     src, rec, folder = _convert(tmp_path, h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), check=True)
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     types = [ln.split()[0] for ln in (folder / "model.param").read_text().splitlines()[2:]]
-    assert types.count("HardSwish") == 1 and "Clip" not in types and "MemoryData" not in types, types
+    assert types.count("HardSwish") == 1 and "Clip" not in types and types.count("MemoryData") == 1, types
     x = rng.standard_normal([1, 3, 8, 8]).astype(np.float32) * 3
     np.testing.assert_allclose(_run(folder, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-6)
 

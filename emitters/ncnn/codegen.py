@@ -851,6 +851,8 @@ def scalar_operands(layers: list[Layer], outputs: list[str]) -> list[Layer]:
                     len(md.weights) != 1 or not isinstance(md.weights[0], bytes) or len(md.weights[0]) != 4:
                 continue
             value = float(np.frombuffer(md.weights[0], dtype="<f4")[0])
+            if not math.isfinite(value):
+                continue  # ncnn's .param reader takes no inf or nan: the value stays a blob
             op = int(p["0"]) if k == 1 else _SWAPPED[int(p["0"])]
             lay.bottoms = [lay.bottoms[1 - k]]
             lay.params = [f"0={op}", "1=1", f"2={value!r}"]
