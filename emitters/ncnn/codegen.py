@@ -373,10 +373,19 @@ class NodeEmit:
         return self.net.add(ltype, bottoms, tops, params, weights)
 
     # the table's snippet
-    def snippet(self, text: str) -> None:
+    def cell_snippet(self) -> str:
+        """This op's ncnn cell snippet (a refusal when the cell has none)."""
+        text = snippet_of(self.op, (NAME,))
+        if text is None:
+            raise refuse("unsupported_op", f"{self.node.op} has no ncnn layers")
+        return text
+
+    def snippet(self, text: str | None = None) -> None:
+        """``text`` (default: the op's own cell snippet) written through the snippet grammar."""
         from translator.proofs import ncnn as grammar
         from translator.table.snippets import SnippetError, expand, ports
 
+        text = self.cell_snippet() if text is None else text
         node, op = self.node, self.op
         tokens: dict[int, str] = {}
         for i, v in enumerate(node.inputs):
@@ -552,10 +561,7 @@ def _write(net: Net, node: Node, op: "Op") -> NodeEmit:
             raise NodeRefused(why)
         fn.fn(e)
     else:
-        text = snippet_of(op, (NAME,))
-        if text is None:
-            raise refuse("unsupported_op", f"{node.op} has no ncnn layers")
-        e.snippet(text)
+        e.snippet()
     trial(e)
     return e
 

@@ -16,23 +16,15 @@ from .registry import rule
 
 
 def _pads(e: NodeEmit, spatial: int, kernel: list[int], strides: list[int], dilations: list[int]) -> list[int]:
-    """Explicit begin/end pads (ONNX order: begins then ends), ``auto_pad`` resolved on the shapes."""
+    """Explicit begin/end pads (ONNX order: begins then ends), ``auto_pad`` resolved on the
+    shapes by the reference's rule (``reference.conv._conv_pads``)."""
+    from translator.reference.conv import _conv_pads
+
     auto = e.attr("auto_pad") or "NOTSET"
     if isinstance(auto, bytes):
         auto = auto.decode()
-    if auto in ("NOTSET", ""):
-        pads = list(e.attr("pads") or [0] * (2 * spatial))
-        return [int(p) for p in pads]
-    if auto == "VALID":
-        return [0] * (2 * spatial)
-    size = e.shape(0)[2:]
-    begins, ends = [], []
-    for n, k, s, d in zip(size, kernel, strides, dilations):
-        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
-        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
-        begins.append(lo)
-        ends.append(total - lo)
-    return begins + ends
+    pads = _conv_pads(list(e.shape(0)[2:spatial + 2]), kernel, strides, dilations, e.attr("pads"), auto)
+    return [int(p) for p in pads]
 
 
 @rule("conv")
@@ -83,17 +75,14 @@ def conv_transpose(e: NodeEmit) -> None:
     k...]``. The output window (pads, ``auto_pad``, ``output_shape``, ``output_padding``) is
     resolved on the static shapes into ncnn's crop of the full output. A weight computed at run
     time goes through the table's snippet (ncnn's dynamic weight), which adds no bias."""
-    from translator.compile.registry import snippet_of
     from translator.reference.conv import _transpose_geometry
-
-    from .registry import NAME
 
     w, b = e.const(1), e.const(2)
     if w is None:
         if e.value(2) is not None:
             raise refuse("requires_constant_input", "conv_transpose over a run-time weight with a bias: ncnn's "
                                                     "dynamic-weight Deconvolution adds no bias")
-        e.snippet(snippet_of(e.op, (NAME,)))
+        e.snippet()
         return
     if e.value(2) is not None and b is None:
         raise refuse("requires_constant_input", "conv_transpose: ncnn stores the bias as a weight")
@@ -297,7 +286,7 @@ def instance_normalization(e: NodeEmit) -> None:
 
     shape = e.shape(0)
     if len(shape) != 3 or shape[0] != 1:
-        return e.snippet(_snippet("instance_normalization"))
+        return e.snippet()
     scale, bias = e.need_const(1, "scale"), e.need_const(2, "B")
     c, n = shape[1], shape[2]
     eps = float(e.attr("epsilon") if e.attr("epsilon") is not None else 1e-5)
@@ -515,7 +504,7 @@ def where(e: NodeEmit) -> None:
                   "BinaryOp h -> g 0=2 1=1 2=1.0e38 ; BinaryOp g -> m 0=2 1=1 2=1.0e38 ; "
                   f"BinaryOp {{{other}}} m -> output 0={5 if neg else 4}")
         return
-    e.snippet(_snippet("where"))
+    e.snippet()
 
 
 @rule("pow")
@@ -553,23 +542,16 @@ def prelu(e: NodeEmit) -> None:
     along the channel dim (dim 1) only; otherwise the table's composite."""
     shape, slope = e.shape(0), e.const(1)
     if slope is None or len(shape) < 2 or shape[0] != 1:
-        return e.snippet(_snippet("prelu"))
+        return e.snippet()
     s = np.asarray(slope, np.float32)
     lead = (1,) * (len(shape) - s.ndim) + s.shape
     channels = shape[1]
     if s.size != 1 and not (lead[1] == channels and s.size == channels):
-        return e.snippet(_snippet("prelu"))
+        return e.snippet()
     x = e.input(0, "B")
     y = e.top()
     e.add("PReLU", [x], [y], [f"0={s.size}"], raw(s.reshape(-1)))
     e.output(0, y, "B")
-
-
-def _snippet(op: str) -> str:
-    from translator.compile.registry import snippet_of
-    from translator.table.loader import load_tables
-
-    return snippet_of(load_tables().ops[op], ("ncnn",))
 
 
 def _inner_product(e: NodeEmit, a_shape: tuple, weight: np.ndarray, bias: np.ndarray | None) -> None:
@@ -607,7 +589,7 @@ def gemm(e: NodeEmit) -> None:
     bias); otherwise the ``Gemm`` layer of the table's snippet."""
     b, c = e.const(1), e.const(2)
     if b is None or int(e.attr("transA") or 0) or (e.value(2) is not None and c is None) or len(e.shape(0)) != 2:
-        text = _snippet("gemm")
+        text = e.cell_snippet()
         # no C: the Gemm layer with two bottoms (ncnn adds no bias then)
         return e.snippet(text if e.value(2) is not None else text.replace(" {C}", "", 1))
     alpha = float(e.attr("alpha") if e.attr("alpha") is not None else 1.0)
@@ -619,7 +601,7 @@ def gemm(e: NodeEmit) -> None:
     if c is not None:
         cc = np.asarray(c, np.float32)
         if cc.size not in (1, n) or (cc.ndim == 2 and cc.shape[0] != 1):
-            return e.snippet(_snippet("gemm"))
+            return e.snippet()
         bias = np.broadcast_to(cc.reshape(-1), (n,)) * beta
     _inner_product(e, e.shape(0), np.ascontiguousarray(w), None if bias is None else np.ascontiguousarray(bias))
 
@@ -630,5 +612,5 @@ def matmul(e: NodeEmit) -> None:
     b = e.const(1)
     a_shape = e.shape(0)
     if b is None or np.ndim(b) != 2 or len(a_shape) < 2:
-        return e.snippet(_snippet("matmul"))
+        return e.snippet()
     _inner_product(e, a_shape, np.ascontiguousarray(np.asarray(b, np.float32).T), None)

@@ -232,10 +232,6 @@ def transpose(e: NodeEmit) -> None:
     the item (a channels-last model's input and heads). Else the table's ``Permute`` up to four
     dims; past four, the permutation of the dims other than 1 on the squeezed blobs (``S``), when
     at most four are left (a permutation that moves only unit dims is no layer at all)."""
-    from translator.compile.registry import snippet_of
-
-    from .registry import NAME
-
     shape, out = e.shape(0), e.out_shape(0)
     perm = e.attr("perm")
     perm = list(range(len(shape)))[::-1] if perm is None else [int(p) % len(shape) for p in perm]
@@ -244,7 +240,7 @@ def transpose(e: NodeEmit) -> None:
         _permute(e, "B", [p - 1 for p in perm[1:]])
         return
     if len(shape) <= 4 and len(out) <= 4:
-        e.snippet(snippet_of(e.op, (NAME,)))
+        e.snippet()
         return
     keep = [i for i, d in enumerate(shape) if d != 1]
     moved = [keep.index(p) for p in perm if shape[p] != 1]
@@ -272,13 +268,9 @@ def expand(e: NodeEmit) -> None:
     """The table's ``Reshape`` + ``Tile`` up to four dims. Five dims with a batch of 1 on both
     sides are tiled on the batch-less blobs (``B``): a grouped-query attention's repeat of its
     key/value heads, [1, kv, 1, S, D] to [1, kv, rep, S, D] (Llama, Mistral, Qwen2)."""
-    from translator.compile.registry import snippet_of
-
-    from .registry import NAME
-
     shape, out = e.shape(0), e.out_shape(0)
     if len(out) <= 4:
-        e.snippet(snippet_of(e.op, (NAME,)))
+        e.snippet()
         return
     if len(shape) != len(out) or len(out) > 5 or shape[0] != 1 or out[0] != 1:
         raise refuse("rank_limit", f"expand of {list(shape)} to {list(out)}: an ncnn blob has at most 4 dims (five "

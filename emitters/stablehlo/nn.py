@@ -50,6 +50,8 @@ def attention(e: NodeEmit) -> str:
 def _pool(e: NodeEmit, kind: str) -> str:
     """The pads a pool runs with, from its attributes and the static shapes (SAME pads, and the
     extra end window of ceil_mode so the result has the op's shape), then the ``pool`` helper."""
+    from translator.reference.conv import _conv_pads
+
     x = e.v(0)
     shape = x.type.shape if x is not None and x.type.is_static else None
     if len(e.node.outputs) > 1:
@@ -61,18 +63,9 @@ def _pool(e: NodeEmit, kind: str) -> str:
     k = [int(a) for a in e.attr("kernel_shape")]
     s = [int(a) for a in (e.attr("strides") or [1] * r)]
     d = [int(a) for a in (e.attr("dilations") or [1] * r)]
-    auto = (e.attr("auto_pad") or "NOTSET")
     span = [(k[i] - 1) * d[i] + 1 for i in range(r)]
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = [max(0, (-(-spatial[i] // s[i]) - 1) * s[i] + span[i] - spatial[i]) for i in range(r)]
-        small = [t // 2 for t in total]
-        begin = small if auto == "SAME_UPPER" else [t - a for t, a in zip(total, small)]
-        end = [t - b for t, b in zip(total, begin)]
-    elif auto == "VALID":
-        begin, end = [0] * r, [0] * r
-    else:
-        pads = [int(a) for a in (e.attr("pads") or [0] * (2 * r))]
-        begin, end = pads[:r], pads[r:]
+    pads = [int(a) for a in _conv_pads(spatial, k, s, d, e.attr("pads"), e.attr("auto_pad") or "NOTSET")]
+    begin, end = pads[:r], pads[r:]
     out = e.node.outputs[0].type.shape
     if out is not None and e.node.outputs[0].type.is_static:
         want = [int(a) for a in out[2:]]
@@ -130,18 +123,13 @@ def conv(e: NodeEmit) -> str:
     if shape is None or wshape is None or group == 1 or shape[1] != group or wshape[1] != 1 or \
             len(shape) not in (3, 4) or int(np.prod(wshape[2:])) > DEPTHWISE_TAPS:
         return e.snippet()
+    from translator.reference.conv import _conv_pads
+
     nd = len(shape) - 2
     kernel = [int(k) for k in wshape[2:]]
     strides = [int(a) for a in (e.attr("strides") or [1] * nd)]
     dil = [int(a) for a in (e.attr("dilations") or [1] * nd)]
-    auto = e.attr("auto_pad") or "NOTSET"
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = [max(0, (-(-shape[2 + i] // strides[i]) - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - shape[2 + i])
-                 for i in range(nd)]
-        begin = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
-        pads = begin + [t - b for t, b in zip(total, begin)]
-    else:
-        pads = [0] * (2 * nd) if auto == "VALID" else [int(a) for a in (e.attr("pads") or [0] * (2 * nd))]
+    pads = [int(a) for a in _conv_pads(shape[2:], kernel, strides, dil, e.attr("pads"), e.attr("auto_pad") or "NOTSET")]
     bias = e.x(2) if e.v(2) is not None else "None"
     return (f"{e.helper('_depthwise')}({e.x(0)}, {e.x(1)}, {bias}, {literal(strides)}, {literal(pads)}, "
             f"{literal(dil)})")
