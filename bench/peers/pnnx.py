@@ -100,14 +100,21 @@ def output_count(param: Path) -> int:
                if t.startswith("out") and t[3:].isdigit() and line.split()[0] != "Input")
 
 
+def blob(value: Any) -> Any:
+    """An input as pnnx's generated script feeds it: float32, a batch of 1 dropped."""
+    import numpy as np
+
+    a = np.ascontiguousarray(value, dtype=np.float32)
+    return a[0] if a.ndim > 1 and a.shape[0] == 1 else a
+
+
 def caller(net: Any, feeds: dict[str, Any], n_out: int) -> Any:
     """A zero-argument callable feeding ``feeds`` to pnnx's net as its generated script does
     (``in0``..., a batch of 1 dropped) and reading ``out0``... as float32 arrays."""
     import ncnn
     import numpy as np
 
-    arrays = [np.ascontiguousarray(a[0] if a.ndim > 1 and a.shape[0] == 1 else a, dtype=np.float32)
-              for a in (np.asarray(v) for v in feeds.values())]
+    arrays = [blob(v) for v in feeds.values()]
 
     def call() -> list[Any]:
         ex = net.create_extractor()
@@ -168,8 +175,7 @@ def run(case: Any) -> tuple[str, str]:
         feeds = {}
         for j, (inputs, _) in enumerate(case.data_sets):
             for k, v in enumerate(feeds_for(case.model, inputs).values()):
-                a = np.ascontiguousarray(as_value(v), dtype=np.float32)
-                feeds[f"s{j}_in{k}"] = a[0] if a.ndim > 1 and a.shape[0] == 1 else a
+                feeds[f"s{j}_in{k}"] = blob(as_value(v))
         np.savez(tmp / "feeds.npz", **feeds)
         try:
             p = subprocess.run([sys.executable, str(HERE / "_pnnx_ncnn_runner.py"), str(param), str(weights),
