@@ -54,8 +54,8 @@ TARGETS = ("onnx", "pytorch", "tensorflow", "tflite", "openvino")
 #: Python-source targets none: their ratios are printed)
 BOUND = {"onnx": 1.0, "openvino": 1.0, "tflite": 1.2, "pytorch": 1.3, "tensorflow": 1.3}
 #: issue 27's bound on ours / the peer's artifact (ncnn against pnnx)
-PEER_BOUND = {"ncnn": 1.1}
-PEER_OF_NAME = {"ncnn": "pnnx"}
+PEER_BOUND = {"ncnn": 1.1, "tflite": 1.0}
+PEER_OF_NAME = {"ncnn": "pnnx", "tflite": "onnx2tf"}
 #: targets timed as a prepared in-process callable beside the source session
 IN_PROCESS = ("tensorflow", "stablehlo", "mlx")
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR", "PYTHONWARNINGS": "ignore",
@@ -205,7 +205,8 @@ def framework_floor(path: Path, ours: Path, n: int, threads: int) -> dict[str, A
 
 
 def _slim(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in rec.items() if k in ("ok", "error", "convert_s", "latency_s", "save_s", "max_err", "agrees")}
+    return {k: v for k, v in rec.items() if k in ("ok", "error", "convert_s", "latency_s", "save_s", "max_err", "agrees",
+                                                "delegation")}
 
 
 def agreement(expected: list[Any], got: list[Any]) -> tuple[float | None, bool]:
@@ -321,6 +322,7 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
             lines.append(f"            onnxruntime's optimized graph, ours vs the source's: {sum(o for o, _, _ in counts)} vs "
                          f"{sum(s_ for _, s_, _ in counts)} nodes over {len(counts)} models; more nodes on {len(more)}"
                          + (": " + ", ".join(f"{m} +{d}" for d, m in more[:5]) if more else ""))
+        lines += delegation_lines(rows, t)
         own = sorted(((c["framework"]["ours_s"] / c["framework"]["original_s"], r["model"]) for r in rows
                       for c in [r.get("targets", {}).get(t) or {}] if (c.get("framework") or {}).get("ok")), reverse=True)
         if own:
@@ -328,6 +330,37 @@ def summary(rows: list[dict[str, Any]], targets: list[str]) -> list[str]:
                          f"{statistics.median(x for x, _ in own):.2f} (bound {BOUND[t]:.1f}), above 1.5: "
                          f"{sum(1 for x, _ in own if x > 1.5)}/{len(own)}; worst five: "
                          + ", ".join(f"{m} {x:.2f}" for x, m in own[:5]))
+    return lines
+
+
+def delegation_lines(rows: list[dict[str, Any]], t: str) -> list[str]:
+    """TFLite: the share of each artifact's nodes the XNNPACK delegate took (ours and the
+    peer's, read from one LiteRT build), and the ops ours leaves to builtin kernels."""
+    lines = []
+    for who in ("ours", "peer"):
+        shares = [(c[who]["delegation"], r["model"]) for r in rows for c in [r.get("targets", {}).get(t) or {}]
+                  if (c.get(who) or {}).get("delegation")]
+        if not shares:
+            continue
+        whole = sum(1 for d, _ in shares if d["delegated"] == d["nodes"])
+        ratio = [d["delegated"] / d["nodes"] for d, _ in shares if d["nodes"]]
+        name = "ours" if who == "ours" else PEER_OF_NAME.get(t, "the peer")
+        line = (f"            XNNPACK, {name}: every node delegated on {whole}/{len(shares)}, median share "
+                f"{100 * statistics.median(ratio):.1f} %, {sum(d['delegated'] for d, _ in shares)} of "
+                f"{sum(d['nodes'] for d, _ in shares)} nodes")
+        fl = [d for d, _ in shares if d.get("float_nodes")]
+        if fl:
+            line += (f"; of the float ones: every one on {sum(1 for d in fl if d['float_delegated'] == d['float_nodes'])}"
+                     f"/{len(fl)}, median {100 * statistics.median(d['float_delegated'] / d['float_nodes'] for d in fl):.1f} %")
+        if who == "ours":
+            left: dict[str, list[str]] = {}
+            for d, m in shares:
+                for op, k in d["left"].items():
+                    left.setdefault(op, []).extend([m] * k)
+            top = sorted(left.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:8]
+            if top:
+                line += "; left to builtin kernels: " + ", ".join(f"{op} {len(ms)} (in {len(set(ms))})" for op, ms in top)
+        lines.append(line)
     return lines
 
 

@@ -279,11 +279,19 @@ def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Pa
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         ours = failed(exc)
     theirs = run_subprocess_peer("onnx2tf", path, feeds, n, out_dir, extra)
+    from emitters.tflite.runtime import allocated_ops, delegated_share
+
+    if theirs.get("ops"):  # the share of nodes XNNPACK took, both read from the peer venv's LiteRT
+        theirs["delegation"] = delegated_share(theirs.pop("ops"))
     if ours.get("ok"):
         if "ours_latency_s" in theirs:
             ours["latency_s"] = theirs.pop("ours_latency_s")
-        else:  # the peer failed before timing: ours alone, the same way
+            ours["delegation"] = delegated_share(theirs.pop("ours_ops"))
+        else:  # the peer failed before timing: ours alone, the same way, in this venv's TFLite
             ours["latency_s"] = timed({"ours": lambda: call(feeds)}, n)["ours"]
+            ops = allocated_ops(art.tflite)
+            if ops is not None:
+                ours["delegation"] = delegated_share(ops)
     return ours, theirs
 
 

@@ -137,7 +137,27 @@ def _reshape_by_shape_of_then_resize(path: Path) -> Path:
     return _save(path, nodes, ["batch", 4, 6, 6], ["batch", 4, 12, 12], [])
 
 
+def _broadcast_to_own_shape(path: Path) -> Path:
+    """jax2tf's layer norm through tf2onnx (Magika): the mean ``[b, 1]`` broadcast back with
+    ``Expand(m, Cast<int64>(Concat(Slice(Cast<int32>(Shape(m)), 0, 1), [1])))`` (its own shape)
+    before the subtraction; the shape is computed in int32 between two casts."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    def const(name: str, v: list, t: int = T.INT64) -> object:
+        return h.make_node("Constant", [], [name], value=h.make_tensor(name, t, [len(v)], v))
+
+    nodes = [h.make_node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=1), h.make_node("Shape", ["m"], ["s64"]),
+             h.make_node("Cast", ["s64"], ["s32"], to=T.INT32), const("z", [0]), const("one", [1]),
+             const("unit", [1], T.INT32), h.make_node("Slice", ["s32", "z", "one"], ["b"]),
+             h.make_node("Concat", ["b", "unit"], ["shape32"], axis=0),
+             h.make_node("Cast", ["shape32"], ["shape"], to=T.INT64), h.make_node("Expand", ["m", "shape"], ["mb"]),
+             h.make_node("Sub", ["x", "mb"], ["y"])]
+    return _save(path, nodes, ["batch", 8], ["batch", 8], [])
+
+
 MODELS = {
+    "broadcast_to_own_shape": _broadcast_to_own_shape,
     "deconv_then_resize_by_scales": _deconv_then_resize_by_scales,
     "reshape_by_shape_of_then_resize": _reshape_by_shape_of_then_resize,
     "resize_linear_to_shape_of_input": _resize_to_shape_of("linear"),
@@ -160,3 +180,20 @@ def test_symbolic_batch_stays_dynamic_and_checks_at_two_sizes(tmp_path, name):
         rec = by[t]
         if "seq" in rec["dynamic_dims"]["x"]:
             assert [s["seq"] for s in rec["check"]["sizes"]] == [1, 3], (t, rec)
+
+
+def test_an_expand_to_its_own_run_time_shape_goes(tmp_path):
+    """The shape arithmetic is followed through both casts, so the ``expand`` is seen to be the
+    identity and leaves the graph: no ``BROADCAST_TO`` (which XNNPACK does not take) in TFLite."""
+    from translator.compile.pipeline import fold
+    from translator.frontends import load
+
+    model = load(str(_broadcast_to_own_shape(tmp_path / "m.onnx")))
+    fold(model.graph)  # what every folding target runs first
+    assert "expand" not in {n.op for n in model.graph.nodes}
+    assert [n.op for n in model.graph.nodes] == ["reduce_mean", "sub"]
+    from conftest import convert_keeping_batch
+
+    rec = convert_keeping_batch(tmp_path / "m.onnx", ("tflite",), tmp_path / "out")["tflite"]
+    assert rec["delegation"]["delegated"] == rec["delegation"]["float_delegated"] > 0
+    assert "BROADCAST_TO" not in rec["delegation"]["left"], rec["delegation"]

@@ -992,17 +992,9 @@ def _qdq_hardswish_net(path):
 
 
 def _undelegated_ops(path) -> list[str]:
-    import warnings
+    from emitters.tflite.runtime import allocated_ops, delegated_nodes
 
-    import tensorflow as tf
-
-    from emitters.tflite.runtime import delegated_nodes
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        it = tf.lite.Interpreter(model_path=str(path))
-    it.allocate_tensors()
-    ops = it._get_ops_details()
+    ops = allocated_ops(path.read_bytes())
     taken = delegated_nodes(ops)
     return [o["op_name"] for o in ops if o["op_name"] != "DELEGATE" and o["index"] not in taken]
 

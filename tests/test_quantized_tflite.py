@@ -304,6 +304,11 @@ def test_delegated_nodes_are_those_between_each_delegates_inputs_and_outputs():
            op(5, "DELEGATE", [0], [2]), op(6, "DELEGATE", [3], [5])]
     assert delegated_nodes(ops) == {0, 1, 3, 4}
     assert delegated_nodes(ops[:5]) == set()  # not delegated at all (e.g. no default delegate)
+    from emitters.tflite.runtime import delegated_share
+
+    assert delegated_share(ops) == {"nodes": 5, "delegated": 4, "partitions": 2, "left": {"CUSTOM": 1}}
+    assert delegated_share(ops[:5]) == {"nodes": 5, "delegated": 0, "partitions": 0,
+                                   "left": {"ADD": 1, "CONV_2D": 2, "CUSTOM": 1, "SOFTMAX": 1}}
 
 
 @needs_tf

@@ -8,7 +8,8 @@ onnxsim first; inputs kept in their ONNX layout), runs the float32 .tflite N tim
 (``ai_edge_litert``; tf.lite if it is missing), writes OUT_DIR/outputs.npz in the ONNX
 output order (a channels-last output onnx2tf transposed is transposed back, counted in
 ``outputs_transposed``) and prints one JSON line: convert_s, latency_s (median), transposes
-(TRANSPOSE ops in the .tflite). A failed conversion ends with exit 1 and, as the last stderr
+(TRANSPOSE ops in the .tflite), ops (the interpreter's op list once XNNPACK was applied; with
+``--ours``, also ours_latency_s and ours_ops). A failed conversion ends with exit 1 and, as the last stderr
 line, the exception's type and first line.
 """
 from __future__ import annotations
@@ -113,10 +114,23 @@ def main() -> int:
     ops = interp._get_ops_details()  # noqa: SLF001 - the interpreter's op list
     rec = {"convert_s": convert_s, "latency_s": statistics.median(times[0]),
            "transposes": sum(1 for o in ops if o["op_name"] == "TRANSPOSE"), "outputs_transposed": transposed}
+    # each interpreter's op list after the delegate was applied: which nodes XNNPACK took is
+    # worked out from it in the project's venv (emitters.tflite.runtime.delegation)
+    rec["ops"] = op_list(interp)
     if len(times) > 1:
         rec["ours_latency_s"] = statistics.median(times[1])
+        rec["ours_ops"] = op_list(timed[1])
     print(json.dumps(rec))
     return 0
+
+
+def op_list(interp) -> list[dict]:
+    """The op list as plain data, as emitters.tflite.runtime.op_list gives it (this venv
+    cannot import the project)."""
+    floats = {int(t["index"]) for t in interp.get_tensor_details() if np.dtype(t["dtype"]).kind == "f"}
+    return [{"index": int(o["index"]), "op_name": o["op_name"], "inputs": [int(i) for i in o["inputs"]],
+             "outputs": [int(i) for i in o["outputs"]], "float": any(int(i) in floats for i in o["outputs"])}
+            for o in interp._get_ops_details()]  # noqa: SLF001 - the interpreter's op list
 
 
 def ordered_outputs(interp, names: list[str], shapes: list[list[int | None]]) -> tuple[list[np.ndarray], int]:

@@ -56,22 +56,13 @@ def miscomputed(m: Any, g: Any, op: Any, types: dict[int, str]) -> bool:
 def _undelegated(flat: bytes) -> tuple[list[tuple[int, str]], int] | None:
     """(index, builtin name) of the nodes the default delegate leaves out, and their count;
     None when the model does not allocate without run-time sizes (nothing to ask)."""
-    import warnings
+    from .runtime import allocated_ops, delegated_nodes
 
-    import tensorflow as tf
-
-    from .runtime import delegated_nodes, quiet_stderr
-
-    with warnings.catch_warnings(), quiet_stderr():
-        warnings.simplefilter("ignore")
-        try:
-            it = tf.lite.Interpreter(model_content=flat)
-            it.allocate_tensors()
-        except (RuntimeError, ValueError):
-            return None
-        ops = it._get_ops_details()
+    ops = allocated_ops(flat)
+    if ops is None:
+        return None
     taken = delegated_nodes(ops)
-    left = [(int(o["index"]), o["op_name"]) for o in ops if o["op_name"] != "DELEGATE" and o["index"] not in taken]
+    left = [(o["index"], o["op_name"]) for o in ops if o["op_name"] != "DELEGATE" and o["index"] not in taken]
     return left, len(left)
 
 

@@ -210,6 +210,62 @@ def _subgraph_kinds(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def allocated_ops(flat: bytes) -> list[dict] | None:
+    """The interpreter's op list (index, op_name, inputs, outputs) once ``allocate_tensors``
+    applied the default XNNPACK delegate: the original nodes, then one ``DELEGATE`` node per
+    partition it took; None when the model allocates only at run-time sizes."""
+    import warnings
+
+    import tensorflow as tf
+
+    with warnings.catch_warnings(), quiet_stderr():
+        warnings.simplefilter("ignore")
+        try:
+            it = tf.lite.Interpreter(model_content=flat)
+            it.allocate_tensors()
+        except (RuntimeError, ValueError):
+            return None
+        return op_list(it)
+
+
+def op_list(interp: Any) -> list[dict]:
+    """An allocated interpreter's op list as plain data: index, op_name, inputs, outputs and
+    ``float`` (whether an output is a float tensor: compute, not shape arithmetic on int32)."""
+    floats = {int(t["index"]) for t in interp.get_tensor_details() if np.dtype(t["dtype"]).kind == "f"}
+    return [{"index": int(o["index"]), "op_name": o["op_name"], "inputs": [int(i) for i in o["inputs"]],
+             "outputs": [int(i) for i in o["outputs"]], "float": any(int(i) in floats for i in o["outputs"])}
+            for o in interp._get_ops_details()]  # noqa: SLF001 - the interpreter's op list
+
+
+def delegated_share(ops: list[dict]) -> dict[str, Any]:
+    """How much of the main graph the delegate took, from ``allocated_ops``' list (or the
+    same list from another LiteRT build): ``nodes`` (the graph's builtin nodes), ``delegated``
+    (those inside a delegate partition), ``partitions`` and ``left`` (op name → count of the
+    nodes left to LiteRT's builtin kernels); with ``op_list``'s ``float`` marks, also
+    ``float_nodes`` / ``float_delegated``: the same over the nodes computing float tensors (the
+    rest is shape arithmetic on integers, which XNNPACK does not take in any model)."""
+    taken = delegated_nodes(ops)
+    nodes = [o for o in ops if o["op_name"] != "DELEGATE"]
+    left: dict[str, int] = {}
+    for o in nodes:
+        if o["index"] not in taken:
+            left[o["op_name"]] = left.get(o["op_name"], 0) + 1
+    out = {"nodes": len(nodes), "delegated": len(nodes) - sum(left.values()),
+           "partitions": sum(1 for o in ops if o["op_name"] == "DELEGATE"), "left": dict(sorted(left.items()))}
+    if all("float" in o for o in nodes):  # the float compute alone (XNNPACK has no int32 shape arithmetic)
+        compute = [o for o in nodes if o["float"]]
+        out["float_nodes"] = len(compute)
+        out["float_delegated"] = sum(1 for o in compute if o["index"] in taken)
+    return out
+
+
+def delegation(path: Path) -> dict[str, Any] | None:
+    """The written flatbuffer's ``delegated_share`` under the default XNNPACK delegate, with
+    ``delegate`` naming it; None when the model allocates only at run-time sizes."""
+    ops = allocated_ops(Path(path).read_bytes())
+    return None if ops is None else {"delegate": "XNNPACK", **delegated_share(ops)}
+
+
 def delegated_nodes(ops: list[dict]) -> set[int]:
     """The indices of the nodes a delegate took, from the interpreter's op list after
     ``allocate_tensors``: each ``DELEGATE`` node stands for the original nodes between its

@@ -407,6 +407,14 @@ def cmd_convert(args: "argparse.Namespace") -> int:
                 line += (f"; integer kernels: not inspected ({ik['error']})" if "error" in ik else
                          "; no integer kernels" if not ik["total"] else
                          f"; {'int8 weights' if ik.get('stored_only') else 'integer kernels'} {ik['integer']}/{ik['total']}")
+            dg = r.get("delegation")
+            if dg:
+                line += (f"; delegate not inspected ({dg['error']})" if "error" in dg else
+                         f"; {dg['delegate']} takes {dg['delegated']}/{dg['nodes']} nodes" + (
+                             f" ({dg['float_delegated']}/{dg['float_nodes']} of those computing float)"
+                             if "float_nodes" in dg and dg["delegated"] < dg["nodes"] else "") + (
+                             " (left to builtin kernels: " + ", ".join(f"{op} ×{k}" for op, k in dg["left"].items()) + ")"
+                             if dg["left"] else ""))
             if any(r.get("check", {}).get("sizes") or ()):
                 runs = r["check"]["sizes"]
                 line += "; dynamic dims checked at " + " and ".join(

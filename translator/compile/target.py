@@ -104,6 +104,10 @@ class Target:
     #: written path → how its compute kernels run, read from the framework itself (a quantized
     #: model's record says which stayed integer): ``KernelCount``; None: not inspectable
     integer_kernels: Callable[[Path], "KernelCount"] | None = None
+    #: written path → how much of its graph the runtime's default accelerator delegate takes:
+    #: ``{"delegate", "nodes", "delegated", "partitions", "left": {op: count}}`` (None: not
+    #: inspectable, e.g. sizes known only at run time); None: the target has no delegate
+    delegation: Callable[[Path], dict[str, Any] | None] | None = None
     #: a compute node of the planned graph → (``integer`` | ``int8 weights`` | ``float``, why):
     #: how the target will run it, by the writer's own rules (``report`` on a quantized model)
     integer_plan: Callable[["Node", "Compilation"], tuple[str, str]] | None = None
@@ -231,9 +235,9 @@ def write_folder(out_dir: Any, files: Mapping[str, bytes]) -> Path:
 def package_fields(codegen: Any, runtime: Any) -> dict[str, Any]:
     """The functions a backend package provides under the shared inner names, as ``Target``
     fields: ``codegen.emit``; ``runtime.run``, ``runner``, ``save``, ``load``, ``output_ports``,
-    ``version`` and ``integer_kernels`` (those it has)."""
+    ``version``, ``integer_kernels`` and ``delegation`` (those it has)."""
     fields = {"emit": codegen.emit}
-    for name in ("run", "runner", "save", "load", "output_ports", "version", "integer_kernels"):
+    for name in ("run", "runner", "save", "load", "output_ports", "version", "integer_kernels", "delegation"):
         fn = getattr(runtime, name, None)
         if fn is not None:
             fields[name] = fn

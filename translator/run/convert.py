@@ -262,6 +262,17 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
         except Exception as exc:  # noqa: BLE001 - an inspection that failed is said, not hidden
             rec["integer_kernels"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                                       if str(exc) else type(exc).__name__}
+
+    def delegated(rec: dict[str, Any], target: Any, written: str) -> None:
+        """How much of the artifact at ``written`` the runtime's default delegate takes (TFLite: XNNPACK)."""
+        if target.delegation is None:
+            return
+        try:
+            share = target.delegation(Path(written))
+        except Exception as exc:  # noqa: BLE001 - an inspection that failed is said, not hidden
+            share = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__}
+        rec["delegation"] = share if share is not None else {
+            "error": "not inspected: the model allocates only at run-time sizes"}
     stem = model_stem(model)
     finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
     if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
@@ -326,6 +337,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 if target.version is not None:
                     rec["library"] = target.version()
                 kernels(rec, target, saved)
+                delegated(rec, target, saved)
                 if done.ctx.fixed_dims:
                     rec["fixed_dims"] = dict(done.ctx.fixed_dims)
                 kept_dims = dims.symbolic(done.model)
@@ -369,6 +381,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                     if b2["status"] != "fail":
                         move_into_place(alt.parent, str(staged[t].parent))
                         kernels(rec, target, str(staged[t]))  # what is written now: the float ops
+                        delegated(rec, target, str(staged[t]))
                         err = max(((o.get("vs_source") or o).get("max_abs", 0.0) for o in b.get("outputs") or []),
                                   default=0.0)
                         rec.setdefault("warnings", []).append(

@@ -11,7 +11,8 @@ constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is th
 * a ``reshape`` to a partly known shape gives its output those dims (``0`` copies, ``-1`` is solved
   where the symbols cancel), so shape inference continues past it;
 * a ``constant_of_shape`` or ``expand`` to a partly known shape gives its output those dims
-  (``expand`` broadcasts them with its input's), e.g. EdgeNeXt's ``zeros(B, H, W)`` mask;
+  (``expand`` broadcasts them with its input's), e.g. EdgeNeXt's ``zeros(B, H, W)`` mask; an
+  ``expand`` whose shape repeats its input's own dims (or 1) is the identity and goes;
 * a ``resize`` whose ``sizes`` keep the input's own dim on some axes (the same symbol or size) and
   give ints on the others resizes only those: constant ``sizes`` on them and the ``axes``
   attribute (stretch policy, no crop-and-resize roi: an axis resized to its own size is the
@@ -88,7 +89,7 @@ def _eval(n: Node, known: dict[int, Partial]) -> Partial | None:
             return None
         return 0, (int(np.prod(shp, dtype=np.int64)),)
     if op in ("identity", "cast"):
-        if op == "cast" and str(n.attrs.get("to")) not in _INT:
+        if op == "cast" and _cast_to(n) not in _INT:
             return None
         return get(0)
     a = get(0)
@@ -129,6 +130,18 @@ def _eval(n: Node, known: dict[int, Partial]) -> Partial | None:
             return None
         return len(shp), a[1]
     return None
+
+
+def _cast_to(n: Node) -> str | None:
+    """A cast's target dtype id: its output's type, else its ``to`` (an ONNX TensorProto number)."""
+    if n.outputs[0].type.dtype is not None:
+        return n.outputs[0].type.dtype
+    to = n.attrs.get("to")
+    if isinstance(to, str):
+        return to
+    from ...table.dtypes import onnx_enum
+
+    return onnx_enum().get(int(to)) if to is not None else None
 
 
 def values(graph: Graph) -> dict[int, Partial]:
@@ -291,6 +304,23 @@ def _refine_filled(n: Node, known: dict[int, Partial]) -> bool:
     return _retype(y, new)
 
 
+def _identity_expand(n: Node, known: dict[int, Partial], graph: Graph) -> bool:
+    """An ``expand`` to a run-time shape whose every entry is 1 or the input's own dim on that
+    axis (the same size or symbol), no longer than the input's rank, is the identity: its
+    readers take the input (jax2tf's ``broadcast_in_dim`` of a value already at that shape)."""
+    x, y = n.inputs[0], n.outputs[0]
+    p = known.get(id(n.inputs[1])) if len(n.inputs) > 1 else None
+    src = x.type.shape
+    if p is None or p[0] != 1 or src is None or len(p[1]) > len(src) or any(v is y for v in graph.outputs):
+        return False
+    dims = [_dim(d) for d in src[len(src) - len(p[1]):]]
+    if not all(e == 1 or (e is not None and e == a) for a, e in zip(dims, p[1])):
+        return False
+    graph.replace_all_uses_with(y, x)
+    graph.remove_node(n)
+    return True
+
+
 def run(graph: Graph) -> int:
     """Fold all-int partial values to constants and narrow resizes; the number of rewrites."""
     known = values(graph)
@@ -301,6 +331,9 @@ def run(graph: Graph) -> int:
             continue
         if n.op == "reshape" and _refine_reshape(n, known):
             changed += 1
+        if n.op == "expand" and _identity_expand(n, known, graph):
+            changed += 1
+            continue
         if n.op in ("constant_of_shape", "expand") and _refine_filled(n, known):
             changed += 1
         out = n.outputs[0] if len(n.outputs) == 1 else None
