@@ -231,3 +231,52 @@ def test_a_nan_test_of_a_dequantized_integer_is_false_and_its_select_picks_the_v
     else:
         assert "is_nan" in ops and "where" in ops, ops
     np.testing.assert_array_equal(run(_model(g), feeds)[0], before)
+
+
+def _gather_nd_graph(shape: tuple, idx: np.ndarray) -> Graph:
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", shape))
+    i = g.add_constant("i", idx.astype(np.int64), "int64")
+    y = g.add_node("gather_nd", [x, i], {"batch_dims": 0}, outputs=["y"]).outputs[0]
+    g.outputs = [y]
+    return g
+
+
+def _mask_index(n: int) -> np.ndarray:
+    """torch.export's ``mask[:, None, None, :]`` of a ``[1, n]`` mask: element ``(0, j)`` at ``j``."""
+    return np.stack([np.zeros(n, np.int64), np.arange(n)], axis=-1).reshape(1, 1, 1, n, 2)
+
+
+@pytest.mark.parametrize("shape, idx, ops", [
+    ((1, 16), _mask_index(16), ["reshape"]),                                            # every element, in order
+    ((6, 3), np.array([[1], [3], [5]]), ["slice"]),                                    # every other row
+    ((2, 3, 4), np.array([[1, 0], [1, 1], [1, 2]]), ["reshape", "slice"]),             # a run of rows, flattened
+    ((4, 5), np.array([[-1, 2]]), ["reshape", "slice"]),                                # one element, negative index
+    ((2, 3, 4), np.array([[[1, 1, 0], [1, 1, 2]]]), ["reshape", "slice", "reshape"]),  # a strided pair, kept [1, 2]
+    ((5, 2), np.array([[0], [1], [2], [3], [4]]), []),                                 # the identity
+])
+def test_a_gather_by_constant_indices_in_a_regular_run_is_a_reshape_or_slice(shape, idx, ops):
+    from translator.compile.passes import static_index
+    from translator.ir.infer import infer
+
+    g = _gather_nd_graph(shape, idx)
+    feed = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+    before = run(_model(g), feed)[0]
+    assert static_index.run(g) == 1
+    infer(g)
+    assert [n.op for n in g.nodes if n.op != "identity"] == ops
+    after = run(_model(g), feed)[0]
+    np.testing.assert_array_equal(after, before)
+
+
+@pytest.mark.parametrize("shape, idx", [
+    ((6, 3), np.array([[3], [1]])),          # descending
+    ((6, 3), np.array([[0], [1], [3]])),     # not one step
+    ((6, 3), np.array([[6]])),               # out of range (an invalid model: left to the runtime)
+])
+def test_a_gather_by_irregular_constant_indices_stays(shape, idx):
+    from translator.compile.passes import static_index
+
+    g = _gather_nd_graph(shape, idx)
+    assert static_index.run(g) == 0
+    assert [n.op for n in g.nodes] == ["gather_nd"]

@@ -175,15 +175,17 @@ def dropout(e: NodeEmit) -> None:
 
 @rule("cast", "cast_like")
 def cast(e: NodeEmit) -> None:
-    """Between the dtypes a blob holds as float32 values: to float32, to a wider integer, or
-    from bool the values stay (``Noop``); float32 to an integer truncates toward zero
+    """Between the dtypes a blob holds as float32 values: to float32, to a wider integer, to
+    int32 (which holds every integer a float32 blob holds exactly, |v| ≤ 2²⁴: an int64 model's
+    position ids narrowed) or from bool the values stay (``Noop``); float32 to an integer truncates toward zero
     (``UnaryOp`` trunc); to bool, |x| > 0 (``UnaryOp`` abs, ``Threshold``); every other cast
     (narrowing, to dtypes a blob cannot hold) is refused with its dtypes."""
     src, dst = e.node.inputs[0].type.dtype, e.node.outputs[0].type.dtype
     form = "B" if e.net.forms(e.node.inputs[0]) == {"B"} else "F"
     ints = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
     if src == dst or dst == "float32" and src in ints + ("bool",) or (
-            src in ints and dst in ints and np.can_cast(src, dst, "safe")) or (src == "bool" and dst in ints):
+            src in ints and dst in ints and (np.can_cast(src, dst, "safe") or dst == "int32")) or (
+            src == "bool" and dst in ints):
         y = e.top()
         e.add("Noop", [e.input(0, form)], [y])
     elif src == "float32" and dst in ints:

@@ -9,6 +9,8 @@
 * **verify** (``passes/verify``): op known, inputs/attributes per signature, dtypes, shapes.
 * **fold** (``passes/fold_constants``): constants and static-shape subgraphs, in every subgraph;
   shape arithmetic under symbolic dims where its entries are known (``passes/shape_values``);
+  a gather by constant indices that pick a regular run becomes a reshape or slice
+  (``passes/static_index``);
   an ``if`` whose condition folded is replaced by the branch it takes (``passes/control``);
   a convolution's batch norm or per-channel bias add become its weights (``passes/fuse``).
 * **legalize** (``passes/legalize_dtypes``): dtypes the target lacks (``Target.legal_dtypes``)
@@ -78,11 +80,12 @@ def fold(g: Graph, rounds: int = 64) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
     whose ``shape`` then folds in turn), until nothing more folds."""
     from ..ir.infer import infer
-    from .passes import control, fold_constants, shape_values
+    from .passes import control, fold_constants, shape_values, static_index
 
     for _ in range(rounds):
         changed = sum(fold_constants.run(sub) for sub in every_graph(g))
         changed += sum(shape_values.run(sub) for sub in every_graph(g))
+        changed += sum(static_index.run(sub) for sub in every_graph(g))
         changed += sum(control.inline_constant_ifs(sub) for sub in every_graph(g))
         if not changed:
             return
