@@ -156,8 +156,20 @@ def _broadcast_to_own_shape(path: Path) -> Path:
     return _save(path, nodes, ["batch", 8], ["batch", 8], [])
 
 
+def _softmax_flattened_and_back(path: Path, batch: object = "batch") -> Path:
+    """An opset-11 exporter's softmax over the last axis (paddle2onnx's classifiers): Flatten at
+    axis 1, Softmax, Reshape back to ``Shape`` of the value it flattened."""
+    from onnx import helper as h
+
+    nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Flatten", ["a"], ["f"], axis=1),
+             h.make_node("Softmax", ["f"], ["s"], axis=1), h.make_node("Shape", ["a"], ["sa"]),
+             h.make_node("Reshape", ["s", "sa"], ["y"])]
+    return _save(path, nodes, [batch, 6], [batch, 6], [])
+
+
 MODELS = {
     "broadcast_to_own_shape": _broadcast_to_own_shape,
+    "softmax_flattened_and_back": _softmax_flattened_and_back,
     "deconv_then_resize_by_scales": _deconv_then_resize_by_scales,
     "reshape_by_shape_of_then_resize": _reshape_by_shape_of_then_resize,
     "resize_linear_to_shape_of_input": _resize_to_shape_of("linear"),
@@ -197,3 +209,16 @@ def test_an_expand_to_its_own_run_time_shape_goes(tmp_path):
     rec = convert_keeping_batch(tmp_path / "m.onnx", ("tflite",), tmp_path / "out")["tflite"]
     assert rec["delegation"]["delegated"] == rec["delegation"]["float_delegated"] > 0
     assert "BROADCAST_TO" not in rec["delegation"]["left"], rec["delegation"]
+
+
+def test_a_reshape_back_to_the_shape_it_came_from_goes(tmp_path):
+    """The flatten of a matrix and the reshape to ``Shape(a)`` of a value computed from ``a`` by
+    shape-keeping ops are the identity whatever the (here unnamed) batch: both leave the graph,
+    and with them the run-time shape arithmetic (a RESHAPE to a run-time shape is one node
+    XNNPACK does not take)."""
+    from translator.compile.pipeline import fold
+    from translator.frontends import load
+
+    model = load(str(_softmax_flattened_and_back(tmp_path / "m.onnx", batch=None)))
+    fold(model.graph)
+    assert [n.op for n in model.graph.nodes] == ["relu", "softmax"]

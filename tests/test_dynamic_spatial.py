@@ -48,6 +48,8 @@ POOLS = {
     "max_same_upper_dilated": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 1], dilations=[2, 2],
                                                auto_pad="SAME_UPPER")),
     "lp_valid_ceil": ("LpPool", dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="VALID", p=2)),
+    "max_unpadded": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2])),
+    "avg_unpadded": ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 2])),
 }
 
 
@@ -62,6 +64,8 @@ def test_pool_geometry_at_run_time_sizes(pool, target, tmp_path):
                             {"H": (7, 10), "W": (9, 12)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+    if target == "tflite" and pool.endswith("_unpadded"):  # no pad op (PADV2 is not XNNPACK's)
+        assert rec["delegation"]["left"] == {}, rec["delegation"]
 
 
 def _one_node_checked(tmp_path, node, inits: list, opset: int, target: str, check_dims: dict) -> dict:

@@ -438,7 +438,8 @@ def _pool_dynamic(c: Any, kind: str, fill: str | None) -> list[str]:
     """A pool over symbolic spatial dims: pads (SAME and ceil mode included) computed from
     ``tf.shape`` and applied with ``tf.pad``, a VALID pool; the average divides by the pooled
     count mask (pads counted or not, the ceil-mode overhang never), so every ONNX pooling
-    rule holds at any size."""
+    rule holds at any size. Without pads the VALID pool of the input is the whole answer (no
+    pad op left for LiteRT's XNNPACK delegate to refuse: it takes PAD, not PADV2)."""
     k = [int(v) for v in c.attr("kernel_shape")]
     nd = len(k)
     strides = _ints(c.attr("strides"), nd, 1)
@@ -450,15 +451,19 @@ def _pool_dynamic(c: Any, kind: str, fill: str | None) -> list[str]:
     if p is not None:
         src = c.tmp("pow")
         lines.append(f"{src} = tf.math.pow(tf.math.abs({x}), {c.lit(p)})")
-    xp = c.tmp("padded")
-    cv = f", constant_values={fill}" if fill is not None else ""
-    lines.append(f"{xp} = tf.pad({src}, {_paddings(c, geo)}{cv})")
-    ch = c.shape(0)[-1]
-    if isinstance(ch, int) and "tf.stack" in lines[-1]:  # run-time paddings hide every dim: the channels stay known
-        lines.append(f"{xp} = tf.reshape({xp}, tf.concat([tf.shape({xp})[:-1], [{ch}]], 0))")
+    unpadded = all(isinstance(v, int) and v == 0 for g in geo for v in g)
+    if unpadded:  # no pads at all (no SAME, no ceil mode): the VALID pool of the input itself
+        xp = src
+    else:
+        xp = c.tmp("padded")
+        cv = f", constant_values={fill}" if fill is not None else ""
+        lines.append(f"{xp} = tf.pad({src}, {_paddings(c, geo)}{cv})")
+        ch = c.shape(0)[-1]
+        if isinstance(ch, int) and "tf.stack" in lines[-1]:  # run-time paddings hide every dim: the channels stay known
+            lines.append(f"{xp} = tf.reshape({xp}, tf.concat([tf.shape({xp})[:-1], [{ch}]], 0))")
     more, y = _pool_valid(c, xp, kind, k, strides, dil)
     lines += more
-    if kind == "AVG" and p is None:
+    if kind == "AVG" and p is None and not unpadded:  # (unpadded: every window counts its k elements)
         include = bool(c.attr("count_include_pad", 0))
         ones, mask = c.tmp("ones"), c.tmp("mask")
         lines += [f"{ones} = tf.ones_like({x}[..., :1])",

@@ -12,7 +12,9 @@ constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is th
   where the symbols cancel), so shape inference continues past it;
 * a ``constant_of_shape`` or ``expand`` to a partly known shape gives its output those dims
   (``expand`` broadcasts them with its input's), e.g. EdgeNeXt's ``zeros(B, H, W)`` mask; an
-  ``expand`` whose shape repeats its input's own dims (or 1) is the identity and goes;
+  ``expand`` whose shape repeats its input's own dims (or 1) is the identity and goes, and so
+  is a ``reshape`` to ``Shape(a)`` of a value computed from ``a`` by shape-keeping ops (the
+  flatten-softmax-reshape of opset-11 exports) and a ``flatten`` of a matrix at axis 1;
 * a ``resize`` whose ``sizes`` keep the input's own dim on some axes (the same symbol or size) and
   give ints on the others resizes only those: constant ``sizes`` on them and the ``axes``
   attribute (stretch policy, no crop-and-resize roi: an axis resized to its own size is the
@@ -311,14 +313,78 @@ def _identity_expand(n: Node, known: dict[int, Partial], graph: Graph) -> bool:
     x, y = n.inputs[0], n.outputs[0]
     p = known.get(id(n.inputs[1])) if len(n.inputs) > 1 else None
     src = x.type.shape
-    if p is None or p[0] != 1 or src is None or len(p[1]) > len(src) or any(v is y for v in graph.outputs):
+    if p is None or p[0] != 1 or src is None or len(p[1]) > len(src):
         return False
     dims = [_dim(d) for d in src[len(src) - len(p[1]):]]
     if not all(e == 1 or (e is not None and e == a) for a, e in zip(dims, p[1])):
         return False
+    return _bypass(n, graph)
+
+
+def _bypass(n: Node, graph: Graph) -> bool:
+    """``n`` (an identity) removed, its readers reading its input; a graph output keeps its name
+    (the input takes it), unless the input is itself a graph input or output (then ``n`` stays)."""
+    x, y = n.inputs[0], n.outputs[0]
+    if any(v is y for v in graph.outputs):
+        if x.is_const or any(v is x for v in graph.inputs) or any(v is x for v in graph.outputs):
+            return False
+        graph.replace_node(n, [x])
+        return True
     graph.replace_all_uses_with(y, x)
     graph.remove_node(n)
     return True
+
+
+#: ops whose output has their first input's shape, whatever its dims (softmax over an axis, and
+#: the table's shape-keeping unary ops)
+_SAME_SHAPE = frozenset({"identity", "softmax", "log_softmax", "hardmax", "dropout"})
+
+
+def _keeps_shape(n: Node) -> bool:
+    if n.op in _SAME_SHAPE:
+        return True
+    if n.op == "flatten":  # of a matrix at axis 1: the matrix itself
+        shp = n.inputs[0].type.shape
+        return shp is not None and len(shp) == 2 and int(n.attrs.get("axis", 1)) in (1, -1)
+    from ...table.loader import load_tables
+
+    entry = load_tables().ops.get(n.op)
+    return entry is not None and "layout_unary" in entry.traits and sum(
+        1 for v in n.inputs if v is not None and not v.is_const) == 1 and n.inputs[0] is not None \
+        and not n.inputs[0].is_const
+
+
+def _same_shape(x: Value, a: Value) -> bool:
+    """Whether ``x`` is computed from ``a`` through ops that keep its shape (so the two have one
+    shape whatever the run-time dims)."""
+    v = x
+    for _ in range(64):
+        if v is a:
+            return True
+        p = v.producer
+        if p is None or not p.inputs or p.inputs[0] is None or not _keeps_shape(p):
+            return False
+        v = p.inputs[0]
+    return False
+
+
+def _identity_reshape(n: Node, graph: Graph) -> bool:
+    """A ``flatten`` of a matrix at axis 1, or a ``reshape`` to ``Shape(a)`` of a value computed
+    from ``a`` through shape-keeping ops (opset-11 exporters' softmax over the last axis:
+    flatten, softmax, reshape back to the input's run-time shape): the identity, gone."""
+    x = n.inputs[0]
+    if x is None:
+        return False
+    if n.op == "flatten":
+        if not _keeps_shape(n):
+            return False
+    else:
+        sv = n.inputs[1] if len(n.inputs) > 1 else None
+        p = sv.producer if sv is not None else None
+        if p is None or p.op != "shape" or p.attrs.get("start", 0) not in (0, None) or p.attrs.get("end") is not None \
+                or not _same_shape(x, p.inputs[0]):
+            return False
+    return _bypass(n, graph)
 
 
 def run(graph: Graph) -> int:
@@ -331,7 +397,8 @@ def run(graph: Graph) -> int:
             continue
         if n.op == "reshape" and _refine_reshape(n, known):
             changed += 1
-        if n.op == "expand" and _identity_expand(n, known, graph):
+        if n.op == "expand" and _identity_expand(n, known, graph) or n.op in ("reshape", "flatten") and \
+                _identity_reshape(n, graph):
             changed += 1
             continue
         if n.op in ("constant_of_shape", "expand") and _refine_filled(n, known):
