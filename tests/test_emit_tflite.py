@@ -246,3 +246,28 @@ def test_allow_select_tf_ops_keeps_an_op_without_builtin_as_a_flex_op_and_report
     (rec,) = res["targets"]
     assert rec["status"] == "ok" and b"FlexBitwiseAnd" in (tmp_path / "m.tflite").read_bytes()
     assert rec["check"]["reason"] == "structural_only" and "Flex delegate" in rec["check"]["detail"], rec["check"]
+
+
+@pytest.mark.parametrize("slope_shape", [(4, 1, 1), (1,)])
+def test_prelu_with_a_constant_slope_is_the_prelu_builtin_xnnpack_takes(slope_shape):
+    """The tflite cell's form ``relu(x) + (-slope)·relu(-x)`` is what the converter fuses into
+    PRELU (a per-channel slope; one slope value stays RELU, NEG, MUL, ADD); the TensorFlow
+    form ``where(x < 0, slope·x, x)`` stays LESS + SELECT_V2, two nodes the XNNPACK delegate
+    leaves to the builtin kernels around every activation."""
+    from translator.ir.graph import Graph, Model, TensorType
+    from emitters.tflite.runtime import allocated_ops, delegated_share
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 4, 5, 6)))
+    s = g.add_constant("s", (np.arange(np.prod(slope_shape)).reshape(slope_shape) * 0.1 + 0.05).astype(np.float32),
+                       "float32")
+    g.outputs = [g.add_node("prelu", [x, s], outputs=["y"]).outputs[0]]
+    model = Model(g, source="<prelu>")
+    feeds = {"x": np.random.default_rng(7).standard_normal((1, 4, 5, 6)).astype(np.float32)}
+    expected = ref_run(model, feeds)[0]
+    art = tflite.emit(Model(g, source="<prelu>"))
+    ops = allocated_ops(art.tflite)
+    names = [o["op_name"] for o in ops if o["op_name"] != "DELEGATE"]
+    assert names == ["PRELU"] if slope_shape != (1,) else "SELECT_V2" not in names, names
+    assert delegated_share(ops)["left"] == {}
+    assert compare(expected, tflite.run(art, feeds)[0], rtol=1e-6, atol=1e-6).ok
