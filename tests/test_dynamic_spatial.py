@@ -4,6 +4,7 @@ and ``W`` (nothing fixed) and check against the NumPy reference and onnxruntime 
 each. Where a target cannot yet, the case is a strict xfail with the reason (data)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import spatial_models as S
@@ -102,3 +103,27 @@ def test_conv_transpose_at_run_time_sizes(deconv, target, tmp_path):
                             target, {"H": (5, 8), "W": (6, 9)})
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+
+
+@pytest.mark.parametrize("ctm, nearest, repeated", [("asymmetric", "floor", True),
+                                                    ("half_pixel", "round_prefer_floor", True),
+                                                    ("asymmetric", "round_prefer_ceil", False)])
+@pytest.mark.parametrize("target", ["tensorflow", "tflite"])
+def test_a_nearest_resize_by_a_whole_factor_is_each_element_repeated(ctm, nearest, repeated, target, tmp_path):
+    """PyTorch's and Paddle's 2× nearest upsampling over run-time spatial dims: where its index
+    map is ``i // 2`` at every length, copies concatenated and merged (no gather over a run-time
+    index range; TFLite: no GATHER, RANGE or CAST left); otherwise the general form. Both check
+    at odd and even sizes."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    scales = nh.from_array(np.array([1.0, 1.0, 2.0, 3.0], np.float32), "scales")
+    node = h.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest", coordinate_transformation_mode=ctm,
+                       nearest_mode=nearest)
+    rec = _one_node_checked(tmp_path, node, [scales], 19, target, {"H": (7, 10), "W": (9, 12)})
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert {"H", "W"} <= set(rec["dynamic_dims"]["x"]), rec
+    if target == "tflite":
+        left = rec["delegation"]["left"]
+        assert ("GATHER" not in left and "RANGE" not in left) == repeated, left

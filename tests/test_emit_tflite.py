@@ -271,3 +271,25 @@ def test_prelu_with_a_constant_slope_is_the_prelu_builtin_xnnpack_takes(slope_sh
     assert names == ["PRELU"] if slope_shape != (1,) else "SELECT_V2" not in names, names
     assert delegated_share(ops)["left"] == {}
     assert compare(expected, tflite.run(art, feeds)[0], rtol=1e-6, atol=1e-6).ok
+
+
+@pytest.mark.parametrize("ctm, nearest", [("asymmetric", "floor"), ("half_pixel", "round_prefer_floor"),
+                                          ("align_corners", "round_prefer_floor")])
+def test_a_static_nearest_upsampling_is_copies_the_delegate_takes(ctm, nearest):
+    """Nearest 2× (and 3×) upsampling at static sizes whose index map is each element
+    repeated: expand, concatenate, reshape, all inside XNNPACK's partition (a GATHER is not)."""
+    from translator.ir.graph import Graph, Model, TensorType
+    from emitters.tflite.runtime import allocated_ops, delegated_share
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 4, 5, 6)))
+    sc = g.add_constant("sc", np.array([1.0, 1.0, 2.0, 3.0], np.float32), "float32")
+    g.outputs = [g.add_node("resize", [x, None, sc], {"mode": "nearest", "coordinate_transformation_mode": ctm,
+                                                       "nearest_mode": nearest}, outputs=["y"]).outputs[0]]
+    feeds = {"x": np.random.default_rng(8).standard_normal((1, 4, 5, 6)).astype(np.float32)}
+    expected = ref_run(Model(g, source="<resize>"), feeds)[0]
+    art = tflite.emit(Model(g, source="<resize>"))
+    share = delegated_share(allocated_ops(art.tflite))
+    repeated = ctm != "align_corners"  # align_corners' map at 6 → 18 is not i // 3: its gather stays
+    assert (share["left"] == {}) == repeated, share
+    np.testing.assert_array_equal(tflite.run(art, feeds)[0], expected)

@@ -1,6 +1,9 @@
 """TensorFlow rules for Resize and Upsample: separable per resized axis, with constant
 operands (the reference's own per-axis weights: a gather for nearest, an einsum with an
 (out, in) matrix otherwise) or run-time ones (the same weights computed in TensorFlow).
+A nearest resize by a whole factor whose index map is "each element repeated" (PyTorch's and
+Paddle's 2× upsampling) is written as copies concatenated and merged (``_repeated``), at
+static or run-time sizes.
 Only the resized axes need static sizes: a symbolic batch outside ``axes`` passes.
 """
 from __future__ import annotations
@@ -41,6 +44,47 @@ def _narrowed(c: Any, y: str, dt: str) -> str:
         info = np.iinfo(np.dtype(dt))
         y = f"tf.clip_by_value(tf.math.round({y}), {float(info.min)}, {float(info.max)})"
     return f"tf.cast({y}, {c.tf(dt)})"
+
+
+#: the largest whole factor a nearest resize is written as repeated copies for
+MAX_REPEAT = 8
+
+
+def _repeat_factor(scale: float, ctm: str, nearest_mode: str) -> int | None:
+    """The whole factor ``s`` when a nearest resize by the constant ``scale`` takes input
+    ``i // s`` at output ``i`` at any axis length: each element repeated ``s`` times. Only the
+    transforms whose source coordinate does not depend on the length (``i / s`` and
+    ``(i + ½) / s − ½``: the map repeats with period ``s``), read from the reference's own
+    index map at every length up to ``4·s``."""
+    from translator.reference.vision import _axis_weights
+
+    s = int(round(scale))
+    if ctm not in ("asymmetric", "half_pixel", "pytorch_half_pixel") or not 2 <= s <= MAX_REPEAT \
+            or float(scale) != float(s):
+        return None
+    for n in range(1, 4 * s + 1):
+        m, _ = _axis_weights(n, n * s, float(s), 0.0, 1.0, "nearest", ctm, nearest_mode, -0.75, 0, 0)
+        if not np.array_equal(np.argmax(m, axis=1), np.repeat(np.arange(n), s)):
+            return None
+    return s
+
+
+def _repeated(c: Any, y: str, a: int, s: int, shape: list, lines: list[str]) -> str:
+    """``y`` (of ``shape``: ints, or anything else for a dim read at run time) with each element along axis
+    ``a`` repeated ``s`` times: a new axis after ``a`` holding ``s`` copies (a concatenation),
+    merged into ``a`` (a reshape). Both are ops the XNNPACK delegate takes at static shapes,
+    where a gather is not."""
+    t, nxt = c.tmp(f"copies{a}"), c.tmp(f"axis{a}")
+    lines.append(f"{t} = tf.expand_dims({y}, {a + 1})")
+    lines.append(f"{t} = tf.concat([{', '.join([t] * s)}], axis={a + 1})")
+    if all(isinstance(d, int) for d in shape):
+        target = c.lit([int(d) * (s if k == a else 1) for k, d in enumerate(shape)])
+    else:  # the dims known stay literals (a convolution after it needs its channels)
+        target = "tf.stack([" + ", ".join(
+            str(-1 if k == a else int(d)) if k == a or isinstance(d, int) else f"tf.shape({y})[{k}]"
+            for k, d in enumerate(shape)) + "])"
+    lines.append(f"{nxt} = tf.reshape({t}, {target})")
+    return nxt
 
 
 @rule("resize", "upsample", check=_resize_check)
@@ -89,7 +133,12 @@ def resize(c: Any) -> list[str]:
         if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0])):
             continue
         nxt = c.tmp(f"axis{a}")
-        if attrs["mode"] == "nearest":
+        rep = out_sz[k] // in_sz[k] if in_sz[k] and out_sz[k] % in_sz[k] == 0 else 0
+        if attrs["mode"] == "nearest" and 2 <= rep <= MAX_REPEAT and not out_mask.any() and \
+                np.array_equal(np.argmax(m, axis=1), np.repeat(np.arange(in_sz[k]), rep)):  # the map itself says so
+            nxt = _repeated(c, y, a, rep, [out_sz[axes.index(b)] if b in axes[:k] else d for b, d in enumerate(shape)],
+                            lines)
+        elif attrs["mode"] == "nearest":
             lines.append(f"{nxt} = tf.gather({y}, {c.lit(np.argmax(m, axis=1).tolist())}, axis={a})")
         else:
             src = y
@@ -192,8 +241,16 @@ def resize_dynamic(c: Any) -> list[str]:
         # Shape(y)[2:])): its scale is exactly 1, and the gather would hide its size (the
         # channels a convolution after it needs)
         unit |= {a for a in axes if out_shape[a] is not None and out_shape[a] == shape[a]}
+    known = list(shape)  # the dims as each axis is resized in turn (ints where static)
     for k, a in enumerate(axes):
         if a in unit:
+            continue
+        rep = (_repeat_factor(float(np.asarray(const_scales, np.float64).reshape(-1)[k]), ctm, nearest_mode)
+               if mode == "nearest" and const_scales is not None and not use_sizes and np.asarray(const_scales).size == n
+               else None)
+        if rep is not None:  # a constant whole scale: each element repeated, at any run-time size
+            y = _repeated(c, y, a, rep, known, lines)
+            known[a] = known[a] * rep if isinstance(known[a], int) else None
             continue
         i, x = c.tmp(f"i{a}"), c.tmp(f"x{a}")
         nk = f"{in_sz}[{k}]" if not isinstance(size[a], float) else f"{size[a]}"  # the input size, float
