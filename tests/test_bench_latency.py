@@ -33,7 +33,7 @@ def test_the_ratio_is_to_the_fastest_of_source_and_peer_and_failures_are_counted
     assert lines[1].split(": ", 1)[1].startswith("d 4.00 (vs source)")
 
 
-def test_a_peer_whose_outputs_disagree_with_the_source_is_not_timed_against():
+def test_a_peer_whose_outputs_disagree_with_the_source_is_not_timed_against(monkeypatch):
     """An artifact computing something else (pnnx's file fed a batch of 4 it cannot hold) is
     reported, and neither the fastest-other ratio nor the peer-alone ratio uses its time."""
     import numpy as np
@@ -47,11 +47,8 @@ def test_a_peer_whose_outputs_disagree_with_the_source_is_not_timed_against():
     rows = [_row("a", 1.0, 1.0, peer=0.25), _row("b", 1.0, 1.2, peer=1.0)]
     rows[0]["targets"]["tflite"]["peer"]["agrees"] = False
     assert latency.fastest_other(rows[0], "tflite") == (1.0, "source")
-    latency.PEER_BOUND["tflite"], latency.PEER_OF_NAME["tflite"] = 1.1, "onnx2tf"
-    try:
-        lines = latency.summary(rows, ["tflite"])
-    finally:
-        del latency.PEER_BOUND["tflite"], latency.PEER_OF_NAME["tflite"]
+    monkeypatch.setitem(latency.PEER_BOUND, "tflite", 1.1)
+    lines = latency.summary(rows, ["tflite"])
     assert any("onnx2tf's outputs disagree with the source on 1 (not timed against): a" in ln for ln in lines), lines
     assert any("vs onnx2tf alone: median 1.20" in ln and "over 1" in ln for ln in lines), lines
 
@@ -68,3 +65,25 @@ def test_timed_calls_alternate_their_order_with_the_collector_off():
     timed = log[2 * peers.WARMUP:]
     assert [k for k, _ in timed] == ["ours", "peer", "peer", "ours", "ours", "peer"]
     assert not any(on for _, on in timed) and gc.isenabled()
+
+
+def test_the_share_of_nodes_xnnpack_takes_is_summed_per_artifact_and_ours_names_what_it_left():
+    from emitters.tflite.runtime import delegated_share
+
+    def op(i, name, ins, outs, fl=True):
+        return {"index": i, "op_name": name, "inputs": ins, "outputs": outs, "float": fl}
+
+    whole = [op(0, "CONV_2D", [0, 9], [1]), op(1, "DELEGATE", [0], [1])]
+    split = [op(0, "CONV_2D", [0, 9], [1]), op(1, "GATHER", [1, 8], [2]), op(2, "SHAPE", [2], [3], fl=False),
+             op(3, "DELEGATE", [0], [1])]
+    rows = [_row("a", 1.0, 1.0, peer=1.0), _row("b", 1.0, 1.0, peer=1.0)]
+    for r, ours, theirs in ((rows[0], whole, split), (rows[1], split, whole)):
+        r["targets"]["tflite"]["ours"]["delegation"] = delegated_share(ours)
+        r["targets"]["tflite"]["peer"]["delegation"] = delegated_share(theirs)
+    assert delegated_share(split) == {"nodes": 3, "delegated": 1, "partitions": 1, "left": {"GATHER": 1, "SHAPE": 1},
+                                      "float_nodes": 2, "float_delegated": 1}
+    ours, peer = latency.delegation_lines(rows, "tflite")
+    assert "ours: every node delegated on 1/2, median share 66.7 %, 2 of 4 nodes" in ours
+    assert "of the float ones: every one on 1/2, median 75.0 %" in ours
+    assert ours.endswith("left to builtin kernels: GATHER 1 (in 1), SHAPE 1 (in 1)")
+    assert "onnx2tf: every node delegated on 1/2" in peer and "left to" not in peer
