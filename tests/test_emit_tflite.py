@@ -293,3 +293,25 @@ def test_a_static_nearest_upsampling_is_copies_the_delegate_takes(ctm, nearest):
     repeated = ctm != "align_corners"  # align_corners' map at 6 → 18 is not i // 3: its gather stays
     assert (share["left"] == {}) == repeated, share
     np.testing.assert_array_equal(tflite.run(art, feeds)[0], expected)
+
+
+@pytest.mark.parametrize("sizes, builtin", [([4, 4], "SPLIT"), ([2, 6], "SPLIT_V")])
+def test_a_split_into_equal_parts_is_the_split_builtin_xnnpack_takes(sizes, builtin):
+    """YOLOv8's C2f splits its channels in two halves, given as sizes: written as a count, the
+    converter's SPLIT (inside XNNPACK's partition), not SPLIT_V (left to the builtin kernel)."""
+    from translator.ir.graph import Graph, Model, TensorType
+    from emitters.tflite.runtime import allocated_ops, delegated_share
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", (1, 8, 3, 3)))
+    sz = g.add_constant("sz", np.array(sizes, np.int64), "int64")
+    a, b = g.add_node("split", [x, sz], {"axis": 1}, outputs=["a", "b"]).outputs
+    g.outputs = [g.add_node("mul", [a, a], outputs=["ya"]).outputs[0], g.add_node("relu", [b], outputs=["yb"]).outputs[0]]
+    feeds = {"x": np.random.default_rng(9).standard_normal((1, 8, 3, 3)).astype(np.float32)}
+    expected = ref_run(Model(g, source="<split>"), feeds)
+    art = tflite.emit(Model(g, source="<split>"))
+    ops = allocated_ops(art.tflite)
+    assert builtin in {o["op_name"] for o in ops}
+    assert ("SPLIT_V" in delegated_share(ops)["left"]) == (builtin == "SPLIT_V")
+    for e, got in zip(expected, tflite.run(art, feeds)):
+        np.testing.assert_array_equal(got, e)

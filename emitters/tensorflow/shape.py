@@ -178,6 +178,11 @@ def split(c: Any) -> list[str]:
             sizes = [step] * (n - 1) + [dim - step * (n - 1)]
         else:
             return [f"{outs} = tf.split({c.i(0)}, {n}, axis={a})"]
+    dim = c.shape(0)[a] if c.shape(0) is not None else None
+    if len(set(sizes)) == 1 and (not isinstance(dim, int) or sizes[0] * n == dim):
+        # equal parts (a valid model's sizes sum to the dim): a count, which TFLite writes as
+        # SPLIT (XNNPACK takes it; SPLIT_V it does not)
+        return [f"{outs} = tf.split({c.i(0)}, {n}, axis={a})"]
     return [f"{outs} = tf.split({c.i(0)}, {c.lit(sizes)}, axis={a})"]
 
 
