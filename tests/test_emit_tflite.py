@@ -315,3 +315,27 @@ def test_a_split_into_equal_parts_is_the_split_builtin_xnnpack_takes(sizes, buil
     assert ("SPLIT_V" in delegated_share(ops)["left"]) == (builtin == "SPLIT_V")
     for e, got in zip(expected, tflite.run(art, feeds)):
         np.testing.assert_array_equal(got, e)
+
+
+@pytest.mark.parametrize("before, attrs, shape", [
+    ("relu", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), (1, 4, 8, 8)),    # ResNet's stem
+    ("neg", dict(kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]), (1, 4, 7, 7)),    # YOLO's SPPF: SAME
+    ("neg", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1]), (1, 4, 8, 8)),    # SAME at this size
+    ("neg", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), (1, 4, 8, 8)),    # -inf pads: PADV2
+])
+def test_a_padded_max_pool_needs_no_minus_infinity_pad_where_its_windows_allow(before, attrs, shape):
+    """A max pool's pads never win the max: TensorFlow's SAME windows where they are the same
+    windows, a pad of 0 after a ReLU; only otherwise a -inf pad (PADV2, outside XNNPACK)."""
+    from translator.ir.graph import Graph, Model, TensorType
+    from emitters.tflite.runtime import allocated_ops, delegated_share
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", shape))
+    a = g.add_node(before, [x], outputs=["a"]).outputs[0]
+    g.outputs = [g.add_node("max_pool", [a], attrs, outputs=["y"]).outputs[0]]
+    feeds = {"x": np.random.default_rng(10).standard_normal(shape).astype(np.float32)}
+    expected = ref_run(Model(g, source="<pool>"), feeds)[0]
+    art = tflite.emit(Model(g, source="<pool>"))
+    left = delegated_share(allocated_ops(art.tflite))["left"]
+    assert left == ({"PADV2": 1} if before == "neg" and attrs["pads"] == [1, 1, 1, 1] else {}), left
+    np.testing.assert_array_equal(tflite.run(art, feeds)[0], expected)

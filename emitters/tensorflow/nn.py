@@ -489,11 +489,70 @@ def _max_pool_check(n: Node) -> Refusal | None:
     return _pool_check(n)
 
 
+def _tf_same(c: Any) -> bool:
+    """Whether the max pool's windows are TensorFlow's ``SAME`` ones at every size the input
+    can have (its padded positions never win a max, as ONNX's pads): SAME_UPPER; explicit pads
+    of ``(k - 1) / 2`` (the extra one at the end) at stride 1 without ceil mode (YOLO's SPPF);
+    at static sizes, the same output size and first pad as SAME's. Without dilation. The pool
+    then needs no pad op (LiteRT writes a -inf pad as PADV2, which XNNPACK does not take)."""
+    k = [int(v) for v in c.attr("kernel_shape")]
+    nd = len(k)
+    strides, dil = _ints(c.attr("strides"), nd, 1), _ints(c.attr("dilations"), nd, 1)
+    auto = c.attr("auto_pad", "NOTSET")
+    if any(d != 1 for d in dil) or auto == "SAME_LOWER":
+        return False
+    if auto == "SAME_UPPER":
+        return True
+    if auto != "NOTSET" or not c.attr("pads") or not any(int(p) for p in c.attr("pads")):
+        return False
+    pads = [int(p) for p in c.attr("pads")]
+    if not c.attr("ceil_mode", 0) and all(s == 1 for s in strides) and \
+            all(pads[i] == (k[i] - 1) // 2 and pads[i + nd] == k[i] - 1 - pads[i] for i in range(nd)):
+        return True
+    if not _spatial_static(c):
+        return False
+    in_sp, _, _, _, begins, out = _pool_geometry(c)
+    for i in range(nd):
+        o = -(-in_sp[i] // strides[i])
+        total = max((o - 1) * strides[i] + k[i] - in_sp[i], 0)
+        if out[i] != o or begins[i] != total // 2:
+            return False
+    return True
+
+
+#: ops whose every output value is ≥ 0 (or NaN)
+_NON_NEGATIVE = frozenset({"relu", "sigmoid", "exp", "abs", "softplus", "hard_sigmoid", "softmax"})
+
+
+def _non_negative(v: Any) -> bool:
+    """Whether ``v`` is computed by an op whose values are never negative (a ReLU, a clip from
+    0 up), through the layout's transposes and reshapes."""
+    for _ in range(8):
+        p = v.producer if v is not None else None
+        if p is None:
+            return False
+        if p.op in ("transpose", "reshape", "identity"):
+            v = p.inputs[0]
+            continue
+        if p.op == "clip":
+            lo = p.inputs[1] if len(p.inputs) > 1 else None
+            return lo is not None and lo.is_const and float(np.min(lo.const)) >= 0
+        return p.op in _NON_NEGATIVE
+    return False
+
+
 @rule("max_pool", check=_max_pool_check)
 def max_pool(c: Any) -> list[str]:
     _check_cl(c)
     dt = c.dtype(0)
     fill = "float('-inf')" if is_float(dt) else f"{c.tf(dt)}.min"
+    if is_float(dt) and _non_negative(c.node.inputs[0]):
+        # after a ReLU a pad of 0 never wins a max over the window's own values: a PAD
+        # (XNNPACK takes it), not a -inf PADV2 (ResNet's stem: k 3, stride 2, pads 1)
+        fill = None
+    if _tf_same(c):
+        k = [int(v) for v in c.attr("kernel_shape")]
+        return [f"{c.o(0)} = tf.nn.max_pool({c.i(0)}, {k}, {_ints(c.attr('strides'), len(k), 1)}, 'SAME')"]
     if not _spatial_static(c):
         return _pool_dynamic(c, "MAX", fill)
     in_sp, k, strides, dil, begins, out = _pool_geometry(c)
