@@ -183,6 +183,12 @@ def split(c: Any) -> list[str]:
         # equal parts (a valid model's sizes sum to the dim): a count, which TFLite writes as
         # SPLIT (XNNPACK takes it; SPLIT_V it does not)
         return [f"{outs} = tf.split({c.i(0)}, {n}, axis={a})"]
+    if c.rank(0) is not None and all(int(v) >= 0 for v in sizes):
+        # unequal parts: one slice each (TFLite's STRIDED_SLICE, which XNNPACK takes; SPLIT_V not)
+        ends = np.cumsum([0] + [int(v) for v in sizes]).tolist()
+        lead = ":, " * a
+        return [f"{outs} = " + ", ".join(f"{c.i(0)}[{lead}{b}:{e}]" for b, e in zip(ends, ends[1:]))
+                + ("," if n == 1 else "")]
     return [f"{outs} = tf.split({c.i(0)}, {c.lit(sizes)}, axis={a})"]
 
 
