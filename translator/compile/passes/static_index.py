@@ -30,8 +30,8 @@ def _progression(offsets: np.ndarray) -> tuple[int, int] | None:
     return (int(offsets[0]), step) if step >= 1 and bool(np.all(d == step)) else None
 
 
-def _plan(node: Node) -> tuple[list[int], int, int, list[int]] | None:
-    """(rows shape ``[n, *rest]``, start, step, output shape) for a regular ``gather_nd``."""
+def _plan(node: Node) -> tuple[list[int], int, int, int, list[int]] | None:
+    """(rows shape ``[n, *rest]``, start, step, rows gathered, output shape) for a regular ``gather_nd``."""
     if int(node.attrs.get("batch_dims", 0) or 0) != 0 or len(node.inputs) < 2:
         return None
     data, idx = node.inputs[0], node.inputs[1]
@@ -48,12 +48,13 @@ def _plan(node: Node) -> tuple[list[int], int, int, list[int]] | None:
     if np.any(flat < -bound) or np.any(flat >= bound):
         return None
     flat = np.where(flat < 0, flat + bound, flat)
-    offsets = np.ravel_multi_index(tuple(flat.T), lead) if flat.size else np.zeros(0, np.int64)
-    run = _progression(np.asarray(offsets, dtype=np.int64))
+    offsets = np.asarray(np.ravel_multi_index(tuple(flat.T), lead) if flat.size else np.zeros(0), dtype=np.int64)
+    run = _progression(offsets)
     if run is None:
         return None
     rest = [int(d) for d in shape[k:]]
-    return [int(np.prod(lead, dtype=np.int64))] + rest, run[0], run[1], list(ind.shape[:-1]) + rest
+    return ([int(np.prod(lead, dtype=np.int64))] + rest, run[0], run[1], int(offsets.size),
+            list(ind.shape[:-1]) + rest)
 
 
 def run(graph: Graph) -> int:
@@ -65,8 +66,7 @@ def run(graph: Graph) -> int:
         plan = _plan(node)
         if plan is None:
             continue
-        rows, start, step, out_shape = plan
-        count = int(np.prod(out_shape[:len(out_shape) - (len(rows) - 1)], dtype=np.int64))
+        rows, start, step, count, out_shape = plan
         data = node.inputs[0]
         name = node.name
 
