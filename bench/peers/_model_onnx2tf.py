@@ -88,16 +88,14 @@ def main() -> int:
     interp.allocate_tensors()
     details = interp.get_input_details()
     by_name = {re.sub(r"^serving_default_|:\d+$", "", d["name"]): d for d in details}
-    for i, (name, x) in enumerate(feeds.items()):
-        d = by_name.get(name) or by_name.get(re.sub(r"[^\w]", "_", name)) or details[i]
-        interp.set_tensor(d["index"], x.astype(d["dtype"]))
+    fed(interp, [(by_name.get(name) or by_name.get(re.sub(r"[^\w]", "_", name)) or details[i], x)
+                 for i, (name, x) in enumerate(feeds.items())])
     timed = [interp]
     if "--ours" in opts:  # opbridge's flatbuffer in this same process and TFLite build, timed alike
         ours = Interpreter(model_path=opts["--ours"], num_threads=threads)
         ours.allocate_tensors()
         sig = ours.get_signature_runner().get_input_details()
-        for key, x in dict(np.load(opts["--ours-inputs"], allow_pickle=False)).items():
-            ours.set_tensor(sig[key]["index"], x.astype(sig[key]["dtype"]))
+        fed(ours, [(sig[key], x) for key, x in dict(np.load(opts["--ours-inputs"], allow_pickle=False)).items()])
         timed.append(ours)
     for it in timed:  # warm-up
         for _ in range(3):
@@ -122,6 +120,17 @@ def main() -> int:
         rec["ours_ops"] = op_list(timed[1])
     print(json.dumps(rec))
     return 0
+
+
+def fed(interp, pairs: list) -> None:
+    """Each (input detail, array) set; a flatbuffer that kept run-time dims (ours: dynamic dims
+    stay dynamic; onnx2tf's where it did not fix them) is first sized to the arrays."""
+    if any(tuple(d["shape"]) != x.shape for d, x in pairs):
+        for d, x in pairs:
+            interp.resize_tensor_input(d["index"], list(x.shape))
+        interp.allocate_tensors()
+    for d, x in pairs:
+        interp.set_tensor(d["index"], x.astype(d["dtype"]))
 
 
 def op_list(interp) -> list[dict]:
