@@ -992,11 +992,9 @@ def _qdq_hardswish_net(path):
 
 
 def _undelegated_ops(path) -> list[str]:
-    from emitters.tflite.runtime import allocated_ops, delegated_nodes
+    from emitters.tflite.delegable import _undelegated
 
-    ops = allocated_ops(path.read_bytes())
-    taken = delegated_nodes(ops)
-    return [o["op_name"] for o in ops if o["op_name"] != "DELEGATE" and o["index"] not in taken]
+    return [name for _, name in _undelegated(path.read_bytes())[0]]
 
 
 @pytest.mark.parametrize("islands", ["auto", "off"])

@@ -125,6 +125,7 @@ def resize(c: Any) -> list[str]:
     outside = []
     letters = "abcdefgh"[:r]
     widened = False
+    known = list(shape)  # the dims as each axis is resized in turn
     for k, a in enumerate(axes):
         m, out_mask = _axis_weights(in_sz[k], out_sz[k], sc[k], roi_v[k], roi_v[n + k], attrs["mode"], attrs["ctm"],
                                     attrs["nearest_mode"], attrs["cubic_a"], attrs["antialias"], attrs["exclude"])
@@ -132,13 +133,14 @@ def resize(c: Any) -> list[str]:
             outside.append((a, out_mask))
         if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0])):
             continue
-        nxt = c.tmp(f"axis{a}")
         rep = out_sz[k] // in_sz[k] if in_sz[k] and out_sz[k] % in_sz[k] == 0 else 0
         if attrs["mode"] == "nearest" and 2 <= rep <= MAX_REPEAT and not out_mask.any() and \
                 np.array_equal(np.argmax(m, axis=1), np.repeat(np.arange(in_sz[k]), rep)):  # the map itself says so
-            nxt = _repeated(c, y, a, rep, [out_sz[axes.index(b)] if b in axes[:k] else d for b, d in enumerate(shape)],
-                            lines)
-        elif attrs["mode"] == "nearest":
+            y = _repeated(c, y, a, rep, known, lines)
+            known[a] = out_sz[k]
+            continue
+        nxt = c.tmp(f"axis{a}")
+        if attrs["mode"] == "nearest":
             lines.append(f"{nxt} = tf.gather({y}, {c.lit(np.argmax(m, axis=1).tolist())}, axis={a})")
         else:
             src = y
@@ -147,7 +149,7 @@ def resize(c: Any) -> list[str]:
             mat = c.weight(m.astype(np.float64 if work == "tf.float64" else np.float32), f"{c.node.name}_w{a}")
             eq = f"{letters},{'z' + letters[a]}->{letters.replace(letters[a], 'z')}"
             lines.append(f"{nxt} = tf.einsum({c.lit(eq)}, {src}, {mat})")
-        y = nxt
+        y, known[a] = nxt, out_sz[k]
     if widened:
         y = _narrowed(c, y, dt)
     if outside:

@@ -171,24 +171,23 @@ def split(c: Any) -> list[str]:
     sizes = const_ints(c.node, 1)
     if c.has(1) and sizes is None:
         return [f"{outs} = tf.split({c.i(0)}, {c.i(1)}, axis={a}, num={n})"]
+    dim = c.shape(0)[a] if c.shape(0) is not None else None
     if sizes is None:
-        dim = c.shape(0)[a] if c.shape(0) is not None else None
         if isinstance(dim, int) and dim % n:
             step = -(-dim // n)
             sizes = [step] * (n - 1) + [dim - step * (n - 1)]
         else:
             return [f"{outs} = tf.split({c.i(0)}, {n}, axis={a})"]
-    dim = c.shape(0)[a] if c.shape(0) is not None else None
     if len(set(sizes)) == 1 and (not isinstance(dim, int) or sizes[0] * n == dim):
         # equal parts (a valid model's sizes sum to the dim): a count, which TFLite writes as
         # SPLIT (XNNPACK takes it; SPLIT_V it does not)
         return [f"{outs} = tf.split({c.i(0)}, {n}, axis={a})"]
-    if c.rank(0) is not None and all(int(v) >= 0 for v in sizes):
-        # unequal parts: one slice each (TFLite's STRIDED_SLICE, which XNNPACK takes; SPLIT_V not)
+    if r is not None and all(int(v) >= 0 for v in sizes):
+        # unequal parts (so two or more): one slice each (TFLite's STRIDED_SLICE, which XNNPACK
+        # takes; SPLIT_V it does not)
         ends = np.cumsum([0] + [int(v) for v in sizes]).tolist()
         lead = ":, " * a
-        return [f"{outs} = " + ", ".join(f"{c.i(0)}[{lead}{b}:{e}]" for b, e in zip(ends, ends[1:]))
-                + ("," if n == 1 else "")]
+        return [f"{outs} = " + ", ".join(f"{c.i(0)}[{lead}{b}:{e}]" for b, e in zip(ends, ends[1:]))]
     return [f"{outs} = tf.split({c.i(0)}, {c.lit(sizes)}, axis={a})"]
 
 

@@ -253,26 +253,25 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
 
     quantized_source = lru_cache(maxsize=None)(lambda: is_quantized(build().graph))
 
-    def kernels(rec: dict[str, Any], target: Any, written: str) -> None:
-        """How a quantized model's kernels run in the artifact at ``written``, read from the framework."""
-        if target.integer_kernels is None or not quantized_source():
-            return
-        try:
-            rec["integer_kernels"] = target.integer_kernels(Path(written)).as_dict()
-        except Exception as exc:  # noqa: BLE001 - an inspection that failed is said, not hidden
-            rec["integer_kernels"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-                                      if str(exc) else type(exc).__name__}
+    def inspected(rec: dict[str, Any], target: Any, written: str) -> None:
+        """What the framework says of the artifact at ``written``: how a quantized model's
+        kernels run (``integer_kernels``) and how much of it the runtime's default delegate
+        takes (``delegation``: TFLite's XNNPACK). An inspection that fails is said, not hidden."""
+        def failure(exc: Exception) -> dict[str, str]:
+            return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__}
 
-    def delegated(rec: dict[str, Any], target: Any, written: str) -> None:
-        """How much of the artifact at ``written`` the runtime's default delegate takes (TFLite: XNNPACK)."""
-        if target.delegation is None:
-            return
-        try:
-            share = target.delegation(Path(written))
-        except Exception as exc:  # noqa: BLE001 - an inspection that failed is said, not hidden
-            share = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__}
-        rec["delegation"] = share if share is not None else {
-            "error": "not inspected: the model allocates only at run-time sizes"}
+        if target.integer_kernels is not None and quantized_source():
+            try:
+                rec["integer_kernels"] = target.integer_kernels(Path(written)).as_dict()
+            except Exception as exc:  # noqa: BLE001
+                rec["integer_kernels"] = failure(exc)
+        if target.delegation is not None:
+            try:
+                share = target.delegation(Path(written))
+            except Exception as exc:  # noqa: BLE001
+                share = failure(exc)
+            rec["delegation"] = share if share is not None else {
+                "error": "not inspected: the model allocates only at run-time sizes"}
     stem = model_stem(model)
     finals = {t: (str(out) if len(targets) == 1 else os.path.join(out, stem + get(t).suffix)) for t in targets}
     if len(targets) > 1 and os.path.exists(out) and not os.path.isdir(out):
@@ -336,8 +335,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: emitted ({time.perf_counter() - t1:.2f} s)")
                 if target.version is not None:
                     rec["library"] = target.version()
-                kernels(rec, target, saved)
-                delegated(rec, target, saved)
+                inspected(rec, target, saved)
                 if done.ctx.fixed_dims:
                     rec["fixed_dims"] = dict(done.ctx.fixed_dims)
                 kept_dims = dims.symbolic(done.model)
@@ -380,8 +378,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                                          report_json, random_inputs, check_dims)
                     if b2["status"] != "fail":
                         move_into_place(alt.parent, str(staged[t].parent))
-                        kernels(rec, target, str(staged[t]))  # what is written now: the float ops
-                        delegated(rec, target, str(staged[t]))
+                        inspected(rec, target, str(staged[t]))  # what is written now: the float ops
                         err = max(((o.get("vs_source") or o).get("max_abs", 0.0) for o in b.get("outputs") or []),
                                   default=0.0)
                         rec.setdefault("warnings", []).append(
