@@ -1478,3 +1478,32 @@ def test_a_dynamically_quantized_model_runs_in_float_on_ncnn(model, tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
     types = {ln.split()[0] for ln in (Path(rec["output"]) / "model.param").read_text().splitlines()[2:]}
     assert types & {"InnerProduct", "Convolution"}, types
+
+
+def test_a_quantized_model_is_written_at_the_opset_whose_kernels_take_exact_products(tmp_path):
+    """onnxruntime 1.32 takes its exact 8-bit products on x86 without VNNI (the session option
+    the check sets, ``session.x64quantprecision``) in its opset-20 QLinearMatMul and not in the
+    opset-21 one: a QDQ model re-emitted at the newest opset computed up to 15 steps off its
+    source on such a CPU (a ViT, a ConvNeXt). A quantized model is written at opset 20 when
+    every node has a kernel there, and then computes the source's bits under that option."""
+    import onnx
+    from onnx import helper as h
+
+    import opbridge
+    from translator.ir.ort_run import session
+
+    rng = np.random.default_rng(11)
+    src = _quantized(tmp_path, rng, [h.make_node("MatMul", ["x", "w1"], ["m"]), h.make_node("Relu", ["m"], ["r"]),
+                                     h.make_node("MatMul", ["r", "w2"], ["y"])],
+                     [_initializer(rng, "w1", 64, 96), _initializer(rng, "w2", 96, 16)], (8, 64), (8, 16),
+                     operators=False)
+    out = tmp_path / "out.onnx"
+    t = opbridge.convert(str(src), to="onnx", out=str(out))["targets"][0]
+    assert t["status"] == "ok", t
+    assert [(o.domain, o.version) for o in onnx.load(str(out)).opset_import if o.domain == ""] == [("", 20)]
+    x = {"x": rng.standard_normal((8, 64)).astype(np.float32) * 3}
+    want, got = session(str(src)).run(None, x)[0], session(str(out)).run(None, x)[0]
+    assert np.array_equal(want, got)
+    float_model = tmp_path / "f.onnx"  # not quantized: the newest opset, as before
+    t = opbridge.convert(str(float_model), to="onnx", out=str(tmp_path / "fo.onnx"), check=False)["targets"][0]
+    assert onnx.load(str(tmp_path / "fo.onnx")).opset_import[0].version > 20, t
