@@ -404,19 +404,11 @@ def test_a_quantized_interface_is_kept_on_both_sides_or_neither(mixed):
     assert [v.name for v in g.outputs] == ["y"] and g.outputs[0].producer.op == "dequantize_linear"
 
 
-@needs_tf
-def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(tmp_path):
-    """A dynamic-range .tflite (TensorFlow's converter without representative data: int8
-    weights, float activations, LiteRT's hybrid kernels) converted to tflite keeps its weights
-    int8 and its kernels hybrid (``quantized.weight_only_model``; the frontend's spelled-out
-    run-time rounding of their inputs taken out, ``hybrid_as_weight_only``): the same kernels
-    as the source (a depthwise one too), LiteRT's own result, a file well under the float
-    model's (it was written with float weights and the rounding in float ops). OpenVINO, which
-    has no hybrid kernel, takes the inputs unrounded, within twice the source's own rounding."""
+def _dynamic_range(tmp_path) -> tuple[Path, Path]:
+    """A Keras net of a depthwise conv, two convs and a dense layer as TensorFlow's converter
+    writes it without representative data (dynamic range: int8 weights, float activations,
+    LiteRT's hybrid kernels), and its float conversion: the two paths."""
     import tensorflow as tf
-
-    from emitters.tflite.runtime import integer_kernels
-    from translator.run.convert import convert
 
     keras = tf.keras
     keras.utils.set_random_seed(0)
@@ -432,6 +424,24 @@ def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     src = tmp_path / "dynamic.tflite"
     src.write_bytes(conv.convert())
+    return src, flt
+
+
+@needs_tf
+def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(tmp_path):
+    """A dynamic-range .tflite (TensorFlow's converter without representative data: int8
+    weights, float activations, LiteRT's hybrid kernels) converted to tflite keeps its weights
+    int8 and its kernels hybrid (``quantized.weight_only_model``; the frontend's spelled-out
+    run-time rounding of their inputs taken out, ``hybrid_as_weight_only``): the same kernels
+    as the source (a depthwise one too), LiteRT's own result, a file well under the float
+    model's (it was written with float weights and the rounding in float ops). OpenVINO, which
+    has no hybrid kernel, takes the inputs unrounded, within twice the source's own rounding."""
+    import tensorflow as tf
+
+    from emitters.tflite.runtime import integer_kernels
+    from translator.run.convert import convert
+
+    src, flt = _dynamic_range(tmp_path)
     want = integer_kernels(src)
     assert want.integer == want.total == 4 and "4 hybrid" in want.how, want
     t = convert(str(src), "tflite", str(tmp_path / "out.tflite"), check=True)["targets"][0]
@@ -449,3 +459,40 @@ def test_a_dynamic_range_tflite_comes_back_with_int8_weights_and_hybrid_kernels(
         assert ov["status"] == "ok" and any("dynamic activation rounding" in n for n in ov["check"]["notes"]), ov
         k = ov["integer_kernels"]  # the IR keeps the weights int8; the CPU plugin decompresses them
         assert k["integer"] == k["total"] == 4 and k["stored_only"], k
+
+
+@needs_tf
+def test_a_dynamic_range_tflite_runs_onnxruntimes_integer_kernels_on_onnx(tmp_path, monkeypatch):
+    """A dynamic-range .tflite → ONNX: each hybrid layer becomes onnxruntime's own dynamic
+    quantization (``quantized.hybrid_as_dynamic_integer``: DynamicQuantizeLinear → ConvInteger /
+    MatMulInteger over the source's int8 weights), so onnxruntime runs all four as integer
+    kernels (the depthwise one too) as LiteRT does; it was four float kernels over weights
+    dequantized when loaded. The check holds it to twice the source's own input rounding.
+    ``--float-quantization`` writes LiteRT's rounding in float ops, and convert falls back to
+    that when the integer model fails the check (the artifact says ``dynamic_range``)."""
+    import onnx
+
+    from emitters.onnx.runtime import integer_kernels
+    from translator.run import convert as conv_mod
+
+    src, _ = _dynamic_range(tmp_path)
+    t = conv_mod.convert(str(src), "onnx", str(tmp_path / "int.onnx"), check=True)["targets"][0]
+    assert t["status"] == "ok", t
+    k = integer_kernels(tmp_path / "int.onnx")
+    assert k.integer == k.total == 4, k
+    ops = {n.op_type for n in onnx.load(str(tmp_path / "int.onnx")).graph.node}
+    assert {"DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"} <= ops and "Floor" not in ops, ops
+    t = conv_mod.convert(str(src), "onnx", str(tmp_path / "flt.onnx"), check=True,
+                         options={"float_quantization": True})["targets"][0]
+    assert t["status"] == "ok" and integer_kernels(tmp_path / "flt.onnx").integer == 0, t
+    real, seen = conv_mod._check_at_sizes, []
+
+    def failing(build, tg, feeds, rec, artifact, *rest):
+        b = real(build, tg, feeds, rec, artifact, *rest)
+        seen.append(sorted(conv_mod._features(artifact)))
+        return {**b, "status": "fail"} if seen[-1] else b  # as if the integer kernels had strayed
+
+    monkeypatch.setattr(conv_mod, "_check_at_sizes", failing)
+    t = conv_mod.convert(str(src), "onnx", str(tmp_path / "q.onnx"), check=True)["targets"][0]
+    assert seen == [["dynamic_range"], []] and t["status"] == "ok", (seen, t)
+    assert any("--float-quantization" in w for w in t["warnings"]) and t["integer_kernels"]["integer"] == 0, t

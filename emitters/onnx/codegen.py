@@ -236,10 +236,20 @@ def emit(model: Model, ctx: Any) -> Any:
     if any(n.domain == MS_DOMAIN for n in all_nodes(proto.graph)):  # a Loop body's too
         proto.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     proto.doc_string = _doc_string(model)
+    from translator.compile.quantized import dynamic_range_features
+
+    from .runtime import FEATURES_METADATA
+
+    props = {}
     if em.renamed_outputs:  # the check and users find each output under the model's own name
         import json
 
-        helper.set_model_props(proto, {OUTPUT_NAMES_METADATA: json.dumps(em.renamed_outputs, sort_keys=True)})
+        props[OUTPUT_NAMES_METADATA] = json.dumps(em.renamed_outputs, sort_keys=True)
+    features = dynamic_range_features(model)  # activations quantized the target's own way (convert's fallback)
+    if features:
+        props[FEATURES_METADATA] = ",".join(sorted(features))
+    if props:
+        helper.set_model_props(proto, props)
     _fill_output_types(proto)
     if check:
         full = check == "full" or len(proto.graph.node) <= FULL_CHECK_MAX_NODES

@@ -312,12 +312,13 @@ def choose_opset(graph: Graph, tables: Any, supported: frozenset[str], top: int)
     """The newest opset from ``top`` down to ``OPSET_FLOOR`` at which every node the target
     writes itself (``supported``) passes ``node_refusal`` (schema types and attributes,
     onnxruntime kernel); when none does, the one with the fewest refusals (the newest among
-    equals). A quantized model goes to ``QUANTIZED_OPSET`` first, when every node passes
-    there and none changed meaning since (``OPSET_FLOOR``'s GroupNormalization)."""
-    from translator.compile.quantized import is_quantized
+    equals). A model with 8-bit products onnxruntime runs as integer kernels (QDQ islands,
+    QOperator ops: ``quantized.integer_products``) goes to ``QUANTIZED_OPSET`` first, when every
+    node passes there and none changed meaning since (``OPSET_FLOOR``'s GroupNormalization)."""
+    from translator.compile.quantized import integer_products
 
     nodes = [(n, tables.ops[n.op].backends.get(NAME)) for n in graph.walk() if n.op in supported]
-    if (is_quantized(graph) and QUANTIZED_OPSET <= top
+    if (integer_products(graph) and QUANTIZED_OPSET <= top
             and not any(n.op == "group_normalization" for n, _ in nodes)
             and all(node_refusal(n, cell, QUANTIZED_OPSET, attrs=True) is None for n, cell in nodes)):
         return QUANTIZED_OPSET
@@ -386,6 +387,9 @@ def thread_dependent(proto: Any) -> bool:
 
 #: metadata_props key: JSON {written output name: the model's output name} for renamed outputs
 OUTPUT_NAMES_METADATA = "opbridge.output_names"
+#: metadata_props key: the artifact's features, comma-separated (``dynamic_range``: a
+#: dynamic-range model's activations quantized by onnxruntime's own dynamic quantization)
+FEATURES_METADATA = "opbridge.features"
 
 
 def output_ports(proto: Any) -> list[OutputPort]:

@@ -8,7 +8,9 @@
 * ``prepare``: layout ops between per-tensor QDQ pairs (``quantized.adjacent_qdq``) and int8
   activations as uint8 (``quantized.uint8_activations``): the form onnxruntime's QDQ fusion
   finds on x86; a scale before the transpose that feeds a MatMul (``fusable``), where
-  onnxruntime folds it into the MatMul.
+  onnxruntime folds it into the MatMul; a dynamic-range ``.tflite``'s hybrid layers as
+  onnxruntime's dynamic quantization (``quantized.hybrid_as_dynamic_integer``: integer kernels,
+  unless ``--float-quantization`` asks for LiteRT's rounding spelled out in float ops).
 * ``fold=False``: the graph is written as it is (constant subgraphs stay ONNX nodes), and
   every dtype is legal (no legalization).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.registry import Refusal, supported
 from translator.compile.target import Option, Target, package_fields
 
@@ -41,10 +44,15 @@ def prepare(model: Any, ctx: Any) -> None:
 
     from .fusable import scales_before_matmuls
 
+    dynamic = 0
     for g in every_graph(model.graph):
+        if not ctx.options.get("float_quantization"):
+            dynamic += quantized.hybrid_as_dynamic_integer(g)
         quantized.adjacent_qdq(g)
         quantized.uint8_activations(g)
         scales_before_matmuls(g)
+    if dynamic:  # the artifact's dynamic_range feature: convert writes the exact emulation if the check fails
+        model.metadata = {**(model.metadata or {}), quantized.DYNAMIC_AS_WEIGHT_ONLY: str(dynamic)}
 
 
 def accepts(node: Any, ctx: Any) -> Refusal | None:
@@ -57,6 +65,6 @@ TARGET = Target(
     name=NAME, title="ONNX (onnxruntime)", **package_fields(codegen, runtime), suffix=".onnx",
     written="model.onnx", fold=False, accepts=accepts, configure=configure, prepare=prepare, integer_plan=quant.integer_plan,
     options=(Option("--opset", "opset", "ONNX opset to write (default: the newest onnxruntime runs the model at)",
-                    type=int, metavar="N"),),
+                    type=int, metavar="N"), FLOAT_QUANTIZATION),
     doc="ONNX re-emitted at the newest opset onnxruntime has CPU kernels for; run with onnxruntime",
 )

@@ -387,6 +387,25 @@ def quantized_operands(node: Node) -> QuantizedOperands:
     return QuantizedOperands(act, act is not None and activation_pair(act) is not None, w, out)
 
 
+#: ops whose 8-bit products onnxruntime runs as integer kernels as they are written
+INTEGER_PRODUCT_OPS = ("qlinear_conv", "qlinear_matmul", "conv_integer", "matmul_integer", "matmul_integer_to_float",
+                       "qgemm")
+
+
+def integer_products(graph: Graph) -> bool:
+    """Whether the model (any subgraph) has 8-bit products an integer kernel computes: an
+    integer op, or a convolution / matrix product of a QDQ island (quantized activation and
+    8-bit weight), which onnxruntime fuses into one."""
+    for n in graph.walk():
+        if n.op in INTEGER_PRODUCT_OPS:
+            return True
+        if n.op in COMPUTE_OPS:
+            q = quantized_operands(n)
+            if q.activation is not None and q.weight is not None:
+                return True
+    return False
+
+
 #: the option every target that writes integer kernels takes (TFLite, OpenVINO): the QDQ
 #: arithmetic in float ops, exact against the float evaluation (``convert`` falls back to it when
 #: the integer kernels stray past the check)
@@ -405,6 +424,12 @@ def hybrid_as_weight_only(g: Graph) -> int:
     it is instead, as ``dynamic_as_weight_only`` does for onnxruntime's dynamic quantization. The
     check holds the result to ``check.DYNAMIC_FACTOR`` times the source's own input rounding.
     Returns the inputs rewired."""
+    return len(_unrounded_hybrid(g))
+
+
+def _unrounded_hybrid(g: Graph) -> list[Node]:
+    """``hybrid_as_weight_only``'s rewiring: the nodes that read a hybrid kernel's input
+    rounding, each now reading the unrounded input (the rounding's nodes removed)."""
     from ..ir.graph import HYBRID_ROUNDING as HYBRID
 
     def source(v: Value) -> Value | None:
@@ -422,7 +447,7 @@ def hybrid_as_weight_only(g: Graph) -> int:
             todo += [w for w in p.inputs if w is not None]
         return next(iter(found)) if len(found) == 1 else None
 
-    done = 0
+    done: list[Node] = []
     for n in list(g.nodes):
         if n.meta.get(HYBRID):
             continue
@@ -431,11 +456,84 @@ def hybrid_as_weight_only(g: Graph) -> int:
                 x = source(v)
                 if x is not None:
                     n.replace_input(i, x)
-                    done += 1
+                    done.append(n)
     if done:
         for n in reversed(list(g.nodes)):
             if n.meta.get(HYBRID) and all(not o.uses and o not in g.outputs for o in n.outputs):
                 g.remove_node(n)
+    return done
+
+
+def hybrid_as_dynamic_integer(g: Graph) -> int:
+    """A dynamic-range ``.tflite``'s hybrid convolutions and fully connected layers as
+    onnxruntime's own dynamic quantization (what its ``quantize_dynamic`` writes), so that
+    onnxruntime runs them as integer kernels as LiteRT does: ``DynamicQuantizeLinear(x) →
+    ConvInteger / MatMulInteger(xq, Wq, zx, 0) → Cast → Mul(sx · sw) (+ bias)``, over the
+    source's int8 weights (a fully connected layer's transposed now). onnxruntime quantizes the
+    input per tensor to uint8 (half to even) where LiteRT quantizes per row or per batch item
+    to int8 (half away from zero): the check holds the result to ``check.DYNAMIC_FACTOR``
+    times the source's own input rounding, as for every target that quantizes activations its
+    own way. A layer whose weights have non-zero zero points, a 2-D weight scale other than
+    per tensor or per output, or a gemm with a scaled or transposed input stays the float
+    product of its int8 weights. Returns the layers rewritten."""
+    done = 0
+    for n in _unrounded_hybrid(g):
+        if n.op not in ("conv", "gemm") or n.graph is not g or len(n.inputs) < 2:
+            continue
+        x, wv = n.inputs[0], n.inputs[1]
+        dq = wv.producer if wv is not None else None
+        if (x is None or x.type.dtype != "float32" or dq is None or dq.op != "dequantize_linear" or len(dq.inputs) < 2
+                or not all(v is not None and v.is_const for v in dq.inputs)):
+            continue
+        wq, sw = np.asarray(dq.inputs[0].const), np.asarray(dq.inputs[1].const, np.float32)
+        zw = np.asarray(dq.inputs[2].const) if len(dq.inputs) > 2 else np.zeros((), wq.dtype)
+        out = n.outputs[0].type.shape
+        if wq.dtype != np.int8 or np.any(zw != 0) or out is None or (sw.size > 1 and sw.size != wq.shape[0]):
+            continue
+        conv = n.op == "conv"
+        if conv:
+            if wq.ndim != 4 or len(out) != 4:
+                continue
+            q = dq.inputs[0]
+            shape = (1, sw.size, 1, 1) if sw.size > 1 else ()
+        else:  # gemm(x, W [units, depth], b, transB=1): MatMulInteger over W transposed
+            if (int(n.attrs.get("transB", 0)) != 1 or int(n.attrs.get("transA", 0)) != 0 or wq.ndim != 2
+                    or float(n.attrs.get("alpha", 1.0)) != 1.0 or float(n.attrs.get("beta", 1.0)) != 1.0):
+                continue
+            q = g.add_constant(f"{n.name}_weight_t", np.ascontiguousarray(wq.T), "int8")
+            shape = (sw.size,) if sw.size > 1 else ()
+        f32 = lambda sh: TensorType("float32", sh)  # noqa: E731
+        dql = g.add_node("dynamic_quantize_linear", [x], {}, outputs=3, name=f"{n.name}_input",
+                         types=[TensorType("uint8", x.type.shape), f32(()), TensorType("uint8", ())], before=n)
+        zero = g.add_constant(f"{n.name}_weight_zero_point", np.zeros((), np.int8), "int8")
+        attrs = {k: v for k, v in n.attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
+                                                           "strides")} if conv else {}
+        mm = g.add_node("conv_integer" if conv else "matmul_integer", [dql.outputs[0], q, dql.outputs[2], zero], attrs,
+                        name=f"{n.name}_integer", types=[TensorType("int32", out)], before=n)
+        fl = g.add_node("cast", [mm.outputs[0]], {"to": 1}, name=f"{n.name}_sums", types=[f32(out)], before=n)
+        scale = g.add_node("mul", [dql.outputs[1], g.add_constant(f"{n.name}_weight_scale", sw.reshape(shape), "float32")],
+                           {}, name=f"{n.name}_scale", types=[f32(shape)], before=n)
+        y = g.add_node("mul", [fl.outputs[0], scale.outputs[0]], {}, name=f"{n.name}_scaled", types=[f32(out)], before=n)
+        added = [dql, mm, fl, scale, y]
+        b = n.inputs[2] if len(n.inputs) > 2 else None
+        if b is not None:
+            if conv:  # per output channel: [1, C, 1, 1] against NCHW
+                rs = g.add_node("reshape", [b, g.add_constant(f"{n.name}_bias_shape", np.array([1, -1, 1, 1], np.int64),
+                                                              "int64")], {}, name=f"{n.name}_bias",
+                                types=[f32((1, out[1], 1, 1))], before=n)
+                added.append(rs)
+                b = rs.outputs[0]
+            y = g.add_node("add", [y.outputs[0], b], {}, name=f"{n.name}_biased", types=[f32(out)], before=n)
+            added.append(y)
+        for a in added:
+            a.meta["decomposed_root"] = n.meta.get("decomposed_root", n.name)
+            _stamp(a)
+        g.replace_node(n, [y.outputs[0]])
+        if all(not v.uses and v not in g.outputs for v in dq.outputs):
+            g.remove_node(dq)
+        done += 1
+    if done:
+        g.toposort()
     return done
 
 

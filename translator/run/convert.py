@@ -151,6 +151,15 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
     return b
 
 
+def _features(artifact: Any) -> set[str]:
+    """An artifact's features (``fake_quant``, ``dynamic_range``): its options' (every writer
+    with an artifact class), or an ONNX model's ``opbridge.features`` metadata."""
+    feats = (getattr(artifact, "options", None) or {}).get("features", ())
+    if not feats and hasattr(artifact, "metadata_props"):
+        feats = next((p.value.split(",") for p in artifact.metadata_props if p.key == "opbridge.features"), ())
+    return set(feats)
+
+
 def _input_sets(inputs: Any, load_inputs: Callable[[str], dict[str, Any]]) -> Any:
     """``inputs`` as the check takes them: None, one dict of arrays, or a list of them (several
     ``.npz`` files or dicts: each set is checked, e.g. two image sizes)."""
@@ -365,8 +374,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: checking against the NumPy reference and the source's runtime")
                 b = _check_at_sizes(build, t, feeds, rec, artifact, model, saved, opts, check_model, report_json,
                                     random_inputs, check_dims)
-                if b["status"] == "fail" and {"fake_quant", "dynamic_range"} & set(
-                        (getattr(artifact, "options", None) or {}).get("features", ())):
+                if b["status"] == "fail" and {"fake_quant", "dynamic_range"} & _features(artifact):
                     # integer kernels requantize every layer their own way: when that strays past the
                     # check, the quantized arithmetic in float ops (exact against the float evaluation)
                     say(f"{t}: the int8 model fails the check; writing its quantized arithmetic in float ops")
