@@ -340,3 +340,31 @@ def test_a_padded_max_pool_needs_no_minus_infinity_pad_where_its_windows_allow(b
     left = delegated_share(allocated_ops(art.tflite))["left"]
     assert left == ({"PADV2": 1} if before == "neg" and attrs["pads"] == [1, 1, 1, 1] else {}), left
     np.testing.assert_array_equal(tflite.run(art, feeds)[0], expected)
+
+
+def test_the_flatbuffer_is_signed_and_its_interface_tensors_carry_their_names(tmp_path):
+    """The converter runs on the frozen function (no SavedModel written and read back), which
+    writes no signature: the flatbuffer still has LiteRT's ``serving_default`` signature with
+    the model's input and output names (outputs declared out of sorted order map to the right
+    tensors), and the interface tensors are named by them (the converter's are "Identity_1",
+    or "serving_default_x:0" through a SavedModel)."""
+    import onnx
+    from ai_edge_litert.interpreter import Interpreter
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    import opbridge
+
+    g = h.make_graph([h.make_node("Relu", ["x"], ["zeta"]), h.make_node("Neg", ["x"], ["alpha"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("zeta", T.FLOAT, [2, 3]), h.make_tensor_value_info("alpha", T.FLOAT, [2, 3])])
+    src, out = tmp_path / "m.onnx", tmp_path / "m.tflite"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    assert opbridge.convert(str(src), to="tflite", out=str(out))["targets"][0]["status"] == "ok"
+    it = Interpreter(str(out))
+    assert it.get_signature_list() == {"serving_default": {"inputs": ["x"], "outputs": ["alpha", "zeta"]}}
+    assert [d["name"] for d in it.get_input_details()] == ["x"]
+    assert sorted(d["name"] for d in it.get_output_details()) == ["alpha", "zeta"]
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    res = it.get_signature_runner()(x=x)
+    assert np.array_equal(res["zeta"], np.maximum(x, 0)) and np.array_equal(res["alpha"], -x)
