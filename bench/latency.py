@@ -348,10 +348,11 @@ def delegation_lines(rows: list[dict[str, Any]], t: str) -> list[str]:
         line = (f"            XNNPACK, {name}: every node delegated on {whole}/{len(shares)}, median share "
                 f"{100 * statistics.median(ratio):.1f} %, {sum(d['delegated'] for d, _ in shares)} of "
                 f"{sum(d['nodes'] for d, _ in shares)} nodes")
-        fl = [d for d, _ in shares if d.get("float_nodes")]
+        fl = [d for d, _ in shares if d.get("compute_nodes")]
         if fl:
-            line += (f"; of the float ones: every one on {sum(1 for d in fl if d['float_delegated'] == d['float_nodes'])}"
-                     f"/{len(fl)}, median {100 * statistics.median(d['float_delegated'] / d['float_nodes'] for d in fl):.1f} %")
+            line += (f"; of those computing values (float, 8/16-bit): every one on "
+                     f"{sum(1 for d in fl if d['compute_delegated'] == d['compute_nodes'])}/{len(fl)}, median "
+                     f"{100 * statistics.median(d['compute_delegated'] / d['compute_nodes'] for d in fl):.1f} %")
         if who == "ours":
             left: dict[str, list[str]] = {}
             for d, m in shares:

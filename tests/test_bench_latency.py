@@ -71,7 +71,7 @@ def test_the_share_of_nodes_xnnpack_takes_is_summed_per_artifact_and_ours_names_
     from emitters.tflite.runtime import delegated_share
 
     def op(i, name, ins, outs, fl=True):
-        return {"index": i, "op_name": name, "inputs": ins, "outputs": outs, "float": fl}
+        return {"index": i, "op_name": name, "inputs": ins, "outputs": outs, "compute": fl}
 
     whole = [op(0, "CONV_2D", [0, 9], [1]), op(1, "DELEGATE", [0], [1])]
     split = [op(0, "CONV_2D", [0, 9], [1]), op(1, "GATHER", [1, 8], [2]), op(2, "SHAPE", [2], [3], fl=False),
@@ -81,9 +81,9 @@ def test_the_share_of_nodes_xnnpack_takes_is_summed_per_artifact_and_ours_names_
         r["targets"]["tflite"]["ours"]["delegation"] = delegated_share(ours)
         r["targets"]["tflite"]["peer"]["delegation"] = delegated_share(theirs)
     assert delegated_share(split) == {"nodes": 3, "delegated": 1, "partitions": 1, "left": {"GATHER": 1, "SHAPE": 1},
-                                      "float_nodes": 2, "float_delegated": 1}
+                                      "compute_nodes": 2, "compute_delegated": 1}
     ours, peer = latency.delegation_lines(rows, "tflite")
     assert "ours: every node delegated on 1/2, median share 66.7 %, 2 of 4 nodes" in ours
-    assert "of the float ones: every one on 1/2, median 75.0 %" in ours
+    assert "of those computing values (float, 8/16-bit): every one on 1/2, median 75.0 %" in ours
     assert ours.endswith("left to builtin kernels: GATHER 1 (in 1), SHAPE 1 (in 1)")
     assert "onnx2tf: every node delegated on 1/2" in peer and "left to" not in peer

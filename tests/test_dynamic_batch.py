@@ -207,7 +207,7 @@ def test_an_expand_to_its_own_run_time_shape_goes(tmp_path):
     from conftest import convert_keeping_batch
 
     rec = convert_keeping_batch(tmp_path / "m.onnx", ("tflite",), tmp_path / "out")["tflite"]
-    assert rec["delegation"]["delegated"] == rec["delegation"]["float_delegated"] > 0
+    assert rec["delegation"]["delegated"] == rec["delegation"]["compute_delegated"] > 0
     assert "BROADCAST_TO" not in rec["delegation"]["left"], rec["delegation"]
 
 

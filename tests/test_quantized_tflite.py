@@ -496,3 +496,13 @@ def test_a_dynamic_range_tflite_runs_onnxruntimes_integer_kernels_on_onnx(tmp_pa
     t = conv_mod.convert(str(src), "onnx", str(tmp_path / "q.onnx"), check=True)["targets"][0]
     assert seen == [["dynamic_range"], []] and t["status"] == "ok", (seen, t)
     assert any("--float-quantization" in w for w in t["warnings"]) and t["integer_kernels"]["integer"] == 0, t
+
+
+@needs_tf
+def test_the_delegated_share_counts_an_int8_models_integer_compute(int8_model):
+    """The delegate's share over the nodes that compute values counts a quantized model's
+    int8 nodes (it counted float outputs only: an int8-I/O model had none)."""
+    from emitters.tflite.runtime import delegation
+
+    d = delegation(int8_model)  # every node computes int8 (its HARD_SWISH is left to the builtin kernels)
+    assert d["compute_nodes"] == d["nodes"] >= 5 and d["compute_delegated"] == d["delegated"] > 0, d

@@ -136,9 +136,10 @@ def fed(interp, pairs: list) -> None:
 def op_list(interp) -> list[dict]:
     """The op list as plain data, as emitters.tflite.runtime.op_list gives it (this venv
     cannot import the project)."""
-    floats = {int(t["index"]) for t in interp.get_tensor_details() if np.dtype(t["dtype"]).kind == "f"}
+    floats = {int(t["index"]) for t in interp.get_tensor_details()  # float, or a quantized model's 8/16-bit ints
+              if np.dtype(t["dtype"]).kind == "f" or np.dtype(t["dtype"]).kind in "iu" and np.dtype(t["dtype"]).itemsize <= 2}
     return [{"index": int(o["index"]), "op_name": o["op_name"], "inputs": [int(i) for i in o["inputs"]],
-             "outputs": [int(i) for i in o["outputs"]], "float": any(int(i) in floats for i in o["outputs"])}
+             "outputs": [int(i) for i in o["outputs"]], "compute": any(int(i) in floats for i in o["outputs"])}
             for o in interp._get_ops_details()]  # noqa: SLF001 - the interpreter's op list
 
 

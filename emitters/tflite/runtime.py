@@ -230,20 +230,28 @@ def allocated_ops(flat: bytes) -> list[dict] | None:
 
 def op_list(interp: Any) -> list[dict]:
     """An allocated interpreter's op list as plain data: index, op_name, inputs, outputs and
-    ``float`` (whether an output is a float tensor: compute, not shape arithmetic on int32)."""
-    floats = {int(t["index"]) for t in interp.get_tensor_details() if np.dtype(t["dtype"]).kind == "f"}
+    ``compute`` (whether an output holds values: float, or 8/16-bit integers as a quantized
+    model computes them; not shape arithmetic on int32/int64)."""
+    floats = {int(t["index"]) for t in interp.get_tensor_details() if _computed(np.dtype(t["dtype"]))}
     return [{"index": int(o["index"]), "op_name": o["op_name"], "inputs": [int(i) for i in o["inputs"]],
-             "outputs": [int(i) for i in o["outputs"]], "float": any(int(i) in floats for i in o["outputs"])}
+             "outputs": [int(i) for i in o["outputs"]], "compute": any(int(i) in floats for i in o["outputs"])}
             for o in interp._get_ops_details()]  # noqa: SLF001 - the interpreter's op list
+
+
+def _computed(dtype: np.dtype) -> bool:
+    """A tensor a model computes (float, or the 8/16-bit integers of a quantized one), not
+    shape arithmetic (int32/int64 indices and sizes, booleans)."""
+    return dtype.kind == "f" or dtype.kind in "iu" and dtype.itemsize <= 2
 
 
 def delegated_share(ops: list[dict]) -> dict[str, Any]:
     """How much of the main graph the delegate took, from ``allocated_ops``' list (or the
     same list from another LiteRT build): ``nodes`` (the graph's builtin nodes), ``delegated``
     (those inside a delegate partition), ``partitions`` and ``left`` (op name → count of the
-    nodes left to LiteRT's builtin kernels); with ``op_list``'s ``float`` marks, also
-    ``float_nodes`` / ``float_delegated``: the same over the nodes computing float tensors (the
-    rest is shape arithmetic on integers, which XNNPACK does not take in any model)."""
+    nodes left to LiteRT's builtin kernels); with ``op_list``'s ``compute`` marks, also
+    ``compute_nodes`` / ``compute_delegated``: the same over the nodes computing values (float,
+    or a quantized model's 8/16-bit integers; the rest is shape arithmetic on int32, which
+    XNNPACK does not take in any model)."""
     taken = delegated_nodes(ops)
     nodes = [o for o in ops if o["op_name"] != "DELEGATE"]
     left: dict[str, int] = {}
@@ -252,10 +260,10 @@ def delegated_share(ops: list[dict]) -> dict[str, Any]:
             left[o["op_name"]] = left.get(o["op_name"], 0) + 1
     out = {"nodes": len(nodes), "delegated": len(nodes) - sum(left.values()),
            "partitions": sum(1 for o in ops if o["op_name"] == "DELEGATE"), "left": dict(sorted(left.items()))}
-    if all("float" in o for o in nodes):  # the float compute alone (XNNPACK has no int32 shape arithmetic)
-        compute = [o for o in nodes if o["float"]]
-        out["float_nodes"] = len(compute)
-        out["float_delegated"] = sum(1 for o in compute if o["index"] in taken)
+    if all("compute" in o for o in nodes):  # the compute alone (XNNPACK has no int32 shape arithmetic)
+        compute = [o for o in nodes if o["compute"]]
+        out["compute_nodes"] = len(compute)
+        out["compute_delegated"] = sum(1 for o in compute if o["index"] in taken)
     return out
 
 

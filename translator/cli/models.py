@@ -411,8 +411,8 @@ def cmd_convert(args: "argparse.Namespace") -> int:
             if dg:
                 line += (f"; delegate not inspected ({dg['error']})" if "error" in dg else
                          f"; {dg['delegate']} takes {dg['delegated']}/{dg['nodes']} nodes" + (
-                             f" ({dg['float_delegated']}/{dg['float_nodes']} of those computing float)"
-                             if "float_nodes" in dg and dg["delegated"] < dg["nodes"] else "") + (
+                             f" ({dg['compute_delegated']}/{dg['compute_nodes']} of those computing values)"
+                             if "compute_nodes" in dg and dg["delegated"] < dg["nodes"] else "") + (
                              " (left to builtin kernels: " + ", ".join(f"{op} ×{k}" for op, k in dg["left"].items()) + ")"
                              if dg["left"] else ""))
             if any(r.get("check", {}).get("sizes") or ()):
