@@ -113,27 +113,30 @@ class _ConverterRejected(Exception):
         self.ops = ops
 
 
-def _frozen(conv: Any, fn: Any) -> bytes:
-    """The converter run on the concrete function frozen (its weights folded into the graph)
-    instead of through a SavedModel it writes to a temporary folder, saves and reads back:
-    the same kernels and tensors a quarter to a third sooner (rapidocr_det_v4 5.0 s instead of
-    6.9 s, magika_v3_3 1.0 s instead of 1.4 s). That path writes no signature, which LiteRT's
-    signature runner (and ``runtime.run``) reads: ``signed`` adds the one a SavedModel gives.
-    A function the frozen path cannot take goes through the SavedModel as before."""
+def _frozen(converter: Any) -> bytes:
+    """The converter (``converter()``: a new one and its concrete function) run on the function frozen (its
+    weights folded into the graph) instead of through a SavedModel it writes to a temporary
+    folder, saves and reads back: the same kernels and tensors a quarter to a third sooner
+    (rapidocr_det_v4 5.0 s instead of 6.9 s, magika_v3_3 1.0 s instead of 1.4 s). That path
+    writes no signature, which LiteRT's signature runner (and ``runtime.run``) reads: ``signed``
+    adds the one a SavedModel gives. A function the frozen path cannot take goes through the
+    SavedModel as before, and so does one the converter rejects: that path's errors name the
+    op's line in the module, which ``convert`` maps back to the node to decompose."""
+    conv, fn = converter()
     keys = sorted(fn.structured_outputs) if isinstance(fn.structured_outputs, dict) else None
+    args = [t.name.split(":")[0] for t in fn.inputs[:len(fn.structured_input_signature[0])]]  # not the captures
     if keys is not None:
         conv.experimental_lower_to_saved_model = False
+        try:
+            with quiet_stderr():
+                flat = signed(bytes(conv.convert()), args, keys)
+        except Exception:  # noqa: BLE001 - said again, with source lines, by the SavedModel path below
+            flat = None
+        if flat is not None:
+            return flat
+        conv = converter(anew=True)[0]
     with quiet_stderr():
-        flat = bytes(conv.convert())
-    if keys is None:
-        return flat
-    args = [t.name.split(":")[0] for t in fn.inputs[:len(fn.structured_input_signature[0])]]  # not the captures
-    signed_flat = signed(flat, args, keys)
-    if signed_flat is None:  # not the interface the function declares: the SavedModel's path instead
-        conv.experimental_lower_to_saved_model = True
-        with quiet_stderr():
-            return bytes(conv.convert())
-    return signed_flat
+        return bytes(conv.convert())
 
 
 def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default") -> bytes | None:
@@ -173,26 +176,35 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
 def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
     import tensorflow as tf
 
-    mod = artifact.module()
-    fn = mod.forward.get_concrete_function()
-    conv = tf.lite.TFLiteConverter.from_concrete_functions([fn], mod)
-    ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    if allow_select_tf_ops:
-        ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
-    conv.target_spec.supported_ops = ops
     features = artifact.options.get("features", ())
-    if FAKE_QUANT in features or DYNAMIC_RANGE in features:
-        # fake-quant ops: the converter's quantization-aware path writes int8 tensors and kernels
-        # (no representative data); without them, the int8 weights of a dynamically quantized
-        # model: its dynamic-range quantization (int8 weights, hybrid kernels)
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
     qio = artifact.options.get("quantized_io") or {}
-    if "inputs" in qio:
-        conv.inference_input_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["inputs"]]
-    if "outputs" in qio:
-        conv.inference_output_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["outputs"]]
+
+    def converter(anew: bool = False) -> tuple[Any, Any]:
+        """A converter and its concrete function; ``anew``: on a module built and traced again
+        (a frozen conversion leaves the function's graph without the stack traces the SavedModel
+        path's errors name lines from)."""
+        if anew:
+            artifact._instance = None  # noqa: SLF001 - the module is built once per artifact
+        mod = artifact.module()
+        fn = mod.forward.get_concrete_function()
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([fn], mod)
+        ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if allow_select_tf_ops:
+            ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
+        conv.target_spec.supported_ops = ops
+        if FAKE_QUANT in features or DYNAMIC_RANGE in features:
+            # fake-quant ops: the converter's quantization-aware path writes int8 tensors and kernels
+            # (no representative data); without them, the int8 weights of a dynamically quantized
+            # model: its dynamic-range quantization (int8 weights, hybrid kernels)
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        if "inputs" in qio:
+            conv.inference_input_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["inputs"]]
+        if "outputs" in qio:
+            conv.inference_output_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["outputs"]]
+        return conv, fn
+
     try:
-        flat = _frozen(conv, fn)
+        flat = _frozen(converter)
     except Exception as exc:  # noqa: BLE001 - ConverterError: its error records name the op and the source line
         found = []
         for err in getattr(exc, "errors", ()):
