@@ -235,7 +235,7 @@ def test_the_opset_option_is_kept_and_the_plan_refuses_what_convert_refuses(monk
     configure/accepts hooks as ``compile`` and collects the refusal instead of raising."""
     from translator.compile.pipeline import plan
 
-    assert [o.dest for o in onnx_backend.TARGET.options] == ["opset"]
+    assert [o.dest for o in onnx_backend.TARGET.options] == ["opset", "float_quantization"]
     model, feeds = _quantize_model()
     proto = onnx_backend.emit(model, opset=21)
     assert proto.opset_import[0].version == 21
