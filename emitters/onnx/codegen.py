@@ -236,9 +236,7 @@ def emit(model: Model, ctx: Any) -> Any:
     if any(n.domain == MS_DOMAIN for n in all_nodes(proto.graph)):  # a Loop body's too
         proto.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     proto.doc_string = _doc_string(model)
-    from translator.compile.quantized import dynamic_range_features
-
-    from .runtime import FEATURES_METADATA
+    from translator.compile.quantized import FEATURES_METADATA, dynamic_range_features
 
     props = {}
     if em.renamed_outputs:  # the check and users find each output under the model's own name

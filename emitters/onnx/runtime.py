@@ -387,9 +387,6 @@ def thread_dependent(proto: Any) -> bool:
 
 #: metadata_props key: JSON {written output name: the model's output name} for renamed outputs
 OUTPUT_NAMES_METADATA = "opbridge.output_names"
-#: metadata_props key: the artifact's features, comma-separated (``dynamic_range``: a
-#: dynamic-range model's activations quantized by onnxruntime's own dynamic quantization)
-FEATURES_METADATA = "opbridge.features"
 
 
 def output_ports(proto: Any) -> list[OutputPort]:

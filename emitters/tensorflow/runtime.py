@@ -59,9 +59,10 @@ class TFArtifact:
                 "inputs": [_port_json(p) for p in self.inputs], "outputs": [_port_json(p) for p in self.outputs],
                 "options": self.options, "io_names": self.io_names}
 
-    def module(self) -> Any:
-        """The generated ``OpbridgeModel`` instance (built once, in memory)."""
-        if self._instance is None:
+    def module(self, anew: bool = False) -> Any:
+        """The generated ``OpbridgeModel`` instance (built once, in memory; ``anew``: built and
+        traced again, for a caller whose use changed the cached one)."""
+        if self._instance is None or anew:
             quiet_tf()
             namespace: dict[str, Any] = {"__name__": "opbridge_generated"}
             exec(compile(self.source, f"<opbridge {self.backend} module>", "exec"), namespace)  # noqa: S102

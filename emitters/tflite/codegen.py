@@ -183,9 +183,7 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         """A converter and its concrete function; ``anew``: on a module built and traced again
         (a frozen conversion leaves the function's graph without the stack traces the SavedModel
         path's errors name lines from)."""
-        if anew:
-            artifact._instance = None  # noqa: SLF001 - the module is built once per artifact
-        mod = artifact.module()
+        mod = artifact.module(anew=anew)
         fn = mod.forward.get_concrete_function()
         conv = tf.lite.TFLiteConverter.from_concrete_functions([fn], mod)
         ops = [tf.lite.OpsSet.TFLITE_BUILTINS]

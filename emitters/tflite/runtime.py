@@ -232,9 +232,9 @@ def op_list(interp: Any) -> list[dict]:
     """An allocated interpreter's op list as plain data: index, op_name, inputs, outputs and
     ``compute`` (whether an output holds values: float, or 8/16-bit integers as a quantized
     model computes them; not shape arithmetic on int32/int64)."""
-    floats = {int(t["index"]) for t in interp.get_tensor_details() if _computed(np.dtype(t["dtype"]))}
+    computed = {int(t["index"]) for t in interp.get_tensor_details() if _computed(np.dtype(t["dtype"]))}
     return [{"index": int(o["index"]), "op_name": o["op_name"], "inputs": [int(i) for i in o["inputs"]],
-             "outputs": [int(i) for i in o["outputs"]], "compute": any(int(i) in floats for i in o["outputs"])}
+             "outputs": [int(i) for i in o["outputs"]], "compute": any(int(i) in computed for i in o["outputs"])}
             for o in interp._get_ops_details()]  # noqa: SLF001 - the interpreter's op list
 
 

@@ -755,6 +755,9 @@ def dynamic_lstm_as_weight_only(g: Graph) -> int:
 #: ``dynamic_model_as_weight_only`` left unrounded (a writer reports ``dynamic_range`` in its
 #: artifact's features, so ``convert`` writes the exact emulation when the check fails)
 DYNAMIC_AS_WEIGHT_ONLY = "opbridge.dynamic_as_weight_only"
+#: an artifact's metadata key (a writer whose artifact is the framework's own object: ONNX's
+#: ``metadata_props``): its features, comma-separated (``dynamic_range``: convert's fallback)
+FEATURES_METADATA = "opbridge.features"
 
 
 def dynamic_range_features(model: Any) -> set[str]:

@@ -153,10 +153,12 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
 
 def _features(artifact: Any) -> set[str]:
     """An artifact's features (``fake_quant``, ``dynamic_range``): its options' (every writer
-    with an artifact class), or an ONNX model's ``opbridge.features`` metadata."""
+    with an artifact class), or an ONNX model's ``quantized.FEATURES_METADATA`` metadata."""
+    from ..compile.quantized import FEATURES_METADATA
+
     feats = (getattr(artifact, "options", None) or {}).get("features", ())
     if not feats and hasattr(artifact, "metadata_props"):
-        feats = next((p.value.split(",") for p in artifact.metadata_props if p.key == "opbridge.features"), ())
+        feats = next((p.value.split(",") for p in artifact.metadata_props if p.key == FEATURES_METADATA), ())
     return set(feats)
 
 
