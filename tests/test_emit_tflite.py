@@ -368,3 +368,47 @@ def test_the_flatbuffer_is_signed_and_its_interface_tensors_carry_their_names(tm
     x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
     res = it.get_signature_runner()(x=x)
     assert np.array_equal(res["zeta"], np.maximum(x, 0)) and np.array_equal(res["alpha"], -x)
+
+
+def test_equal_constants_share_one_buffer_and_no_conversion_record_is_written(tmp_path):
+    """The converter's own buffer merge (and its conversion record) each parsed and wrote the
+    model once more; the merge is done in the one parse ``signed`` makes. Constants with the
+    same bytes and different shapes (the converter's CSE keeps both) share one buffer, as
+    TensorFlow's merge leaves them (it finds nothing left), and no CONVERSION_METADATA is
+    written; the model computes what it did."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from tensorflow.lite.python import convert as tfc
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    from emitters.tflite import codegen
+
+    ones = np.arange(1, 13, dtype=np.float32)
+    g = h.make_graph([h.make_node("Add", ["x", "a"], ["y"]), h.make_node("Reshape", ["y", "s"], ["r"]),
+                      h.make_node("Mul", ["r", "b"], ["z"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [12])], [h.make_tensor_value_info("z", T.FLOAT, [3, 4])],
+                     [nh.from_array(ones, "a"), nh.from_array(ones.reshape(3, 4), "b"),
+                      nh.from_array(np.array([3, 4], np.int64), "s")])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    art = tflite.emit(load_onnx(src))
+    m = fbu.convert_bytearray_to_object(bytearray(art.tflite))
+    names = [md.name.decode() if isinstance(md.name, bytes) else md.name for md in m.metadata or []]
+    assert "CONVERSION_METADATA" not in names, names
+    consts = [t.buffer for t in m.subgraphs[0].tensors if t.type == 0 and m.buffers[t.buffer].data is not None
+              and len(m.buffers[t.buffer].data) == 48]
+    assert len(consts) == 2 and consts[0] == consts[1], consts  # one buffer for both
+    assert len(tfc.deduplicate_readonly_buffers(art.tflite)) == len(art.tflite)
+    x = np.linspace(-2, 2, 12, dtype=np.float32)
+    np.testing.assert_allclose(tflite.run(art, {"x": x})[0], ((x + ones).reshape(3, 4) * ones.reshape(3, 4)),
+                               rtol=1e-6)
+    # the merge on its own: a copy of a buffer is pointed back at the first, its data dropped
+    buf = m.buffers[consts[0]]
+    m.buffers.append(type(buf)())
+    m.buffers[-1].data = buf.data.copy()
+    reader = next(t for t in m.subgraphs[0].tensors if t.buffer == consts[0])
+    reader.buffer = len(m.buffers) - 1
+    assert codegen.merge_constants(m) == 1
+    assert reader.buffer == consts[0] and m.buffers[-1].data is None

@@ -295,3 +295,31 @@ def test_quantize_and_dequantize_take_their_datas_shape():
     g.outputs = [d]
     infer(g)
     assert q.type.shape == (1, 6) and d.type.shape == (1, 6)
+
+
+def test_a_module_imported_while_the_collector_is_paused_is_frozen_out_of_its_passes():
+    """A framework imported on first use inside a paused region (TensorFlow: 400k objects) is
+    not walked by the collector's next pass: the outermost pause freezes what is alive when
+    a module was imported in it; without an import nothing is frozen."""
+    import gc
+    import sys
+
+    from translator.ir.gcpause import gc_paused
+
+    gc.unfreeze()
+    with gc_paused():
+        with gc_paused():
+            [[] for _ in range(1000)]
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    name = "translator_gcpause_probe_module"
+    sys.modules.pop(name, None)
+    try:
+        with gc_paused():
+            import types
+
+            sys.modules[name] = types.ModuleType(name)  # as an import adds it
+            keep = [[] for _ in range(1000)]
+        assert gc.get_freeze_count() >= len(keep) and gc.isenabled()
+    finally:
+        sys.modules.pop(name, None)
+        gc.unfreeze()

@@ -127,6 +127,7 @@ def _frozen(converter: Any) -> bytes:
     args = [t.name.split(":")[0] for t in fn.inputs[:len(fn.structured_input_signature[0])]]  # not the captures
     if keys is not None:
         conv.experimental_lower_to_saved_model = False
+        _merged_by_signed(conv)
         try:
             with quiet_stderr():
                 flat = signed(bytes(conv.convert()), args, keys)
@@ -139,13 +140,69 @@ def _frozen(converter: Any) -> bytes:
         return bytes(conv.convert())
 
 
+def _merged_by_signed(conv: Any) -> None:
+    """After converting, TensorFlow's converter parses the flatbuffer with the Python object API
+    (0.1–0.5 s a model of the wild corpus) to merge constant buffers with the same bytes, and
+    writes it again. ``signed`` parses it anyway and merges them there (``merge_constants``):
+    the converter skips its own merge while it optimizes the converted model (its one switch
+    for that, read nowhere else in that step)."""
+    optimize = conv._optimize_tflite_model
+
+    def without_merge(*args: Any, **kwargs: Any) -> Any:
+        conv._experimental_use_buffer_offset = True
+        try:
+            return optimize(*args, **kwargs)
+        finally:
+            conv._experimental_use_buffer_offset = False
+
+    conv._optimize_tflite_model = without_merge
+
+
+def merge_constants(m: Any) -> int:
+    """Constant buffers of ``m`` (an object-API model) with the same bytes made one (the lowest
+    index), as TensorFlow's converter does: those of tensors only read (no op writes them, not a
+    variable or a mutated input, not a subgraph's input or output). The number merged."""
+    readonly: set[int] = set()
+    for g in m.subgraphs or []:
+        read: set[int] = set()
+        for op in g.operators or []:
+            mutated = op.mutatingVariableInputs
+            for k, t in enumerate(op.inputs if op.inputs is not None else []):
+                if t >= 0 and not g.tensors[t].isVariable and not (mutated is not None and k < len(mutated)
+                                                                    and mutated[k]):
+                    read.add(int(t))
+        for op in g.operators or []:
+            read.difference_update(int(t) for t in (op.outputs if op.outputs is not None else []))
+            read.difference_update(int(t) for t in (op.intermediates if op.intermediates is not None else []))
+        read.difference_update(int(t) for t in (g.inputs if g.inputs is not None else []))
+        read.difference_update(int(t) for t in (g.outputs if g.outputs is not None else []))
+        readonly.update(int(g.tensors[t].buffer) for t in read)
+    first: dict[bytes, int] = {}
+    same: dict[int, int] = {}
+    for b in sorted(readonly):
+        data = m.buffers[b].data if 0 <= b < len(m.buffers) else None
+        if data is None or isinstance(data, list) or not data.size:
+            continue
+        same[b] = first.setdefault(data.tobytes(), b)
+    same = {b: k for b, k in same.items() if b != k}
+    if not same:
+        return 0
+    for g in m.subgraphs or []:
+        for t in g.tensors or []:
+            if t.buffer in same:
+                t.buffer = same[t.buffer]
+    for b in same:
+        m.buffers[b].data = None
+    return len(same)
+
+
 def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default") -> bytes | None:
     """``flat`` (one subgraph, no signature) with the signature a SavedModel's conversion
     writes, and each interface tensor named by its key where no other tensor has that name:
     the inputs under ``inputs`` (the function's arguments, in order), the outputs under
     ``outputs`` (the function's output keys, in the sorted order the frozen graph returns
-    them). None when the subgraph's inputs or outputs are not one per key, or a signature
-    exists."""
+    them); its equal constant buffers merged (``merge_constants``). None when the subgraph's
+    inputs or outputs are not one per key, or a signature exists."""
     from tensorflow.lite.python import schema_py_generated as fb
     from tensorflow.lite.tools import flatbuffer_utils as fbu
 
@@ -170,6 +227,7 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
         if k not in taken:  # (the converter's are "Identity_2", or a fake quant's op path)
             taken.add(k)
             sg.tensors[i].name = k
+    merge_constants(m)
     return bytes(fbu.convert_object_to_bytearray(m))
 
 
@@ -190,6 +248,9 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         if allow_select_tf_ops:
             ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
         conv.target_spec.supported_ops = ops
+        # no conversion record (the converter's version, options and the model's hash) in the
+        # flatbuffer: nothing reads it, and writing it parsed and wrote the whole model once more
+        conv.exclude_conversion_metadata = True
         if FAKE_QUANT in features or DYNAMIC_RANGE in features:
             # fake-quant ops: the converter's quantization-aware path writes int8 tensors and kernels
             # (no representative data); without them, the int8 weights of a dynamically quantized
