@@ -759,3 +759,44 @@ def test_a_matmul_and_its_bias_add_are_one_linear_layer(bias_read_twice):
     got = pt.run(art, feeds)
     want = _reference(lambda: from_proto(m), feeds)
     assert len(got) == len(want) and all(compare(a, b_).ok for a, b_ in zip(want, got))
+
+
+def test_one_element_constants_are_numbers_and_a_spelled_out_hard_swish_is_one_call():
+    """Nothing is built on every ``forward`` for a scalar operand: a one-element constant of the
+    other operand's dtype is a Python number (``torch.add(x, 3.0)``, ``torch.rsub`` for a
+    constant minuend, ``torch.clamp(x, 0.0, 6.0)``, whose tensor-bound kernel is much slower),
+    with the bits of the 0-d tensor form; a constant that would add a dim stays a tensor.
+    paddle2onnx's ``x * clip(x + 3, 0, 6) / 6`` is ``F.hardswish``."""
+    from onnx import numpy_helper as nh
+
+    from translator.run.harness import convert
+
+    H = helper
+    f = TensorProto.FLOAT
+    nodes = [H.make_node("Add", ["x", "three"], ["a"]), H.make_node("Clip", ["a", "zero", "six"], ["c"]),
+             H.make_node("Mul", ["x", "c"], ["m"]), H.make_node("Div", ["m", "six"], ["hs"]),
+             H.make_node("Sub", ["tenth", "x"], ["s"]), H.make_node("Mul", ["tenth", "s"], ["p"]),
+             H.make_node("Div", ["p", "seventh"], ["q"]), H.make_node("Clip", ["q", "zero", "six"], ["r"]),
+             H.make_node("Add", ["x", "row"], ["w"])]
+    inits = [nh.from_array(np.array(v, np.float32), n) for n, v in
+             [("three", 3.0), ("zero", 0.0), ("six", 6.0), ("tenth", 0.1), ("seventh", 7.0)]]
+    inits.append(nh.from_array(np.full((1, 1, 1), 0.3, np.float32), "row"))
+    g = H.make_graph(nodes, "g", [H.make_tensor_value_info("x", f, [2, 5])],
+                     [H.make_tensor_value_info(n, f, None) for n in ("hs", "r", "w")], inits)
+    model = from_proto(H.make_model(g, opset_imports=[H.make_opsetid("", 17)]))
+    art = convert("pytorch", model)
+    fwd = art.source[art.source.index("def forward"):]
+    assert "F.hardswish(" in fwd and "torch.clamp(x" not in fwd
+    assert "torch.rsub(x, 0.10000000149011612)" in fwd and "torch.div(" in fwd and ", 7.0)" in fwd
+    assert ", 0.0, 6.0)" in fwd
+    lines = [ln.strip() for ln in fwd.splitlines() if "torch.tensor(" in ln]
+    assert lines == ["w = torch.add(x, torch.tensor([[[0.30000001192092896]]], dtype=torch.float32))"], lines
+    x = np.linspace(-7, 7, 10, dtype=np.float32).reshape(2, 5)
+    got = pt.run(art, {"x": x})
+    t = torch.from_numpy(x)
+    c = {k: torch.tensor(v, dtype=torch.float32) for k, v in [("three", 3.0), ("zero", 0.0), ("six", 6.0),
+                                                                ("tenth", 0.1), ("seventh", 7.0)]}
+    r = torch.clamp(torch.div(torch.mul(c["tenth"], torch.sub(c["tenth"], t)), c["seventh"]), c["zero"], c["six"])
+    np.testing.assert_array_equal(got[1], r.numpy())  # the 0-d tensor form's bits
+    np.testing.assert_array_equal(got[0], torch.nn.functional.hardswish(t).numpy())
+    assert got[2].shape == (1, 2, 5)

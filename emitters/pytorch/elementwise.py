@@ -49,12 +49,45 @@ def constant(e: NodeEmit) -> str:
 
 
 # ----------------------------------------------------------------------------- arithmetic
+def _operands(e: NodeEmit, swapped: str | None) -> tuple[str, str, str | None]:
+    """(first, second, fn): a one-element constant operand as a Python number (``e.number``),
+    which torch takes second; a constant first operand is moved second by ``swapped`` (the
+    same op with its operands exchanged: ``torch.add``, ``torch.rsub``), else stays a tensor.
+    ``fn`` is ``swapped`` when the operands were exchanged, else None."""
+    b = e.number(1, 0)
+    if b is not None:
+        return e.x(0), b, None
+    a = e.number(0, 1) if swapped is not None else None
+    if a is not None:
+        return e.x(1), a, swapped
+    return e.x(0), e.x(1), None
+
+
+@rule("add")
+def add(e: NodeEmit) -> str:
+    x, y, _ = _operands(e, "torch.add")
+    return f"torch.add({x}, {y})"
+
+
+@rule("sub")
+def sub(e: NodeEmit) -> str:
+    x, y, fn = _operands(e, "torch.rsub")
+    return f"{fn or 'torch.sub'}({x}, {y})"
+
+
+@rule("mul")
+def mul(e: NodeEmit) -> str:
+    x, y, _ = _operands(e, "torch.mul")
+    return f"torch.mul({x}, {y})"
+
+
 @rule("div")
 def div(e: NodeEmit) -> str:
     """Integer division truncates toward zero (C semantics), floats divide."""
+    x, y, _ = _operands(e, None)
     if e.is_float(0):
-        return f"torch.div({e.x(0)}, {e.x(1)})"
-    return f"torch.div({e.x(0)}, {e.x(1)}, rounding_mode='trunc')"
+        return f"torch.div({x}, {y})"
+    return f"torch.div({x}, {y}, rounding_mode='trunc')"
 
 
 @rule("pow")
@@ -72,8 +105,8 @@ def pow_(e: NodeEmit) -> str:
 
 @rule("clip")
 def clip(e: NodeEmit) -> str:
-    lo = e.x(1) if e.has(1) else None
-    hi = e.x(2) if e.has(2) else None
+    lo = (e.number(1, 0) or e.x(1)) if e.has(1) else None
+    hi = (e.number(2, 0) or e.x(2)) if e.has(2) else None
     if lo is None and hi is None:
         return f"torch.clone({e.x(0)})"
     if lo is not None and hi is not None:

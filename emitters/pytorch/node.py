@@ -152,6 +152,22 @@ class NodeEmit:
         c = self.const(i)
         return None if c is None else c.reshape(-1)[0].item()
 
+    def number(self, i: int, other: int) -> str | None:
+        """Input ``i`` as a Python number where torch computes the same with it as with the
+        tensor (``torch.add(x, 3.0)``, ``torch.clamp(x, 0.0, 6.0)``): a one-element constant of
+        input ``other``'s dtype (not bfloat16 or bool), of no higher rank than ``other``, so the
+        result has ``other``'s shape. A one-element tensor is a CPU scalar to torch either way,
+        with the same kernels; the number spares building it on every ``forward``, and torch's
+        clamp with tensor bounds is a slower kernel (8x on a [1, 288, 6, 48] activation). Else None."""
+        c, v = self.const(i), self.v(other)
+        if (c is None or c.size != 1 or v is None or v.is_const or self.dtype_id(i) != self.dtype_id(other)
+                or self.dtype_id(i) in (None, "bfloat16", "bool") or c.dtype.kind not in "iuf"):
+            return None
+        rank = self.rank(other)
+        if rank is None or c.ndim > rank:
+            return None
+        return literal(c.reshape(-1)[0].item())
+
     def scalar_code(self, i: int, kind: str = "") -> str:
         """A Python number from a one-element input (``int(...)``/``float(...)`` if not constant)."""
         s = self.scalar(i)
