@@ -597,8 +597,11 @@ SPATIAL_CASES = {
                                    ["F.pad(x, [(5 - (x.shape[2] - 1) % 3) // 2, (4 - (x.shape[2] - 1) % 3) // 2])"]),
     "max_pool_same_lower": (_one("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
                             ["value=-float('inf')", "x.shape[3]"]),
+    "max_pool_2x2": (_one("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2]}),
+                     ["_max_pool(x, [2, 2], [2, 2], [1, 1], [0, 0], [0, 0], False, -float('inf'))"]),
     "max_pool_ceil_uneven_pads": (_one("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 2, 1],
-                                                   "ceil_mode": 1}), ["(x.shape[2] + 1) // 2"]),
+                                                   "ceil_mode": 1}),
+                                  ["(x.shape[2] + 1) // 2"]),
     "average_pool_same_upper": (_one("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2],
                                                      "auto_pad": "SAME_UPPER"}), ["torch.ones_like(x[:1, :1]"]),
     "average_pool_same_counting_pads": (_one("AveragePool", {"kernel_shape": [2, 3], "strides": [2, 2],
@@ -670,7 +673,8 @@ def test_symbolic_spatial_dims_are_computed_at_run_time(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["conv_same_upper_s2", "conv_same_s3_kernel_2", "conv1d_same_lower_sequence",
-                                  "max_pool_same_lower", "average_pool_same_counting_pads",
+                                  "max_pool_same_lower", "max_pool_2x2",
+                                  "average_pool_same_counting_pads",
                                   "conv_transpose_uneven_pads", "pad_edge_wrap_crop", "resize_linear_scales"])
 def test_run_time_sizes_pass_torch_export_with_dynamic_dims(case, tmp_path):
     """The sizes are torch arithmetic on ``x.shape`` (``torch.sym_max`` where a SAME total could

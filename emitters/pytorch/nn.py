@@ -373,12 +373,24 @@ def lp_pool(e: NodeEmit) -> str:
 
 @rule("max_pool")
 def max_pool(e: NodeEmit) -> list[str]:
-    """torch pools when torch can pad; otherwise the input is padded with the dtype's lowest
+    """Without indices and with pads known when converting: the maximum of strided slices
+    (``_max_pool``). Otherwise torch pools
+    when torch can pad; otherwise the input is padded with the dtype's lowest
     value first (SAME pads of symbolic dims computed from its run-time size). Indices: flat
     over (N, C, *spatial), row-major (storage_order 0) or column-major spatial (1)."""
     x = e.x(0)
     nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)
     want_idx = e.n_out() > 1
+    spatial = e.dims(0)
+    fixed = spatial is not None and static(list(spatial[2:]))
+    if not want_idx and static(begins + ends) and (fixed or not ceil_mode) and \
+            not (ceil_mode and str(e.attr("auto_pad") or "") in _SAME):
+        # torch's max pool kernels are slow on CPU: the maximum of strided views (``_max_pool``);
+        # pads known when converting, ceil_mode at static sizes (its last window is a branch on
+        # the size, which torch.export would guard)
+        low = "-float('inf')" if e.is_float(0) else f"torch.iinfo({e.dtype(0)}).min"
+        return [f"{e.out()} = {e.helper('_max_pool')}({x}, {literal(kernel)}, {literal(strides)}, {literal(dil)}, "
+                f"{sizes_code(begins)}, {sizes_code(ends)}, {ceil_mode}, {low})"]
     y = e.out()
     kw: dict[str, object] = {"ceil_mode": ceil_mode} if ceil_mode else {}
     if dil != [1] * nd:
