@@ -225,6 +225,9 @@ class Codegen:
         #: node → a name scope for its ops, else None (a target's ``extra["name_scope"]``: TFLite
         #: marks the ops its converter must see, ``emitters.tflite.same_scale``)
         self.name_scope: Any = None
+        #: the target's depthwise convolution takes a row stride other than its column stride
+        #: (TFLite's builtin does; TensorFlow's CPU kernel refuses it when the graph runs)
+        self.unequal_depthwise_strides = False
         self.init: list[str] = []
 
     def add_weight(self, arr: np.ndarray, hint: str, key: int | None = None) -> str:
@@ -383,6 +386,7 @@ def generate(model: Model, ctx: Any, source_in: list[str | None], source_out: li
     cg = Codegen(backend, tables, ctx.legal, ctx.target.columns)
     cg.options = dict(ctx.options or {})
     cg.name_scope = ctx.target.extra.get("name_scope")
+    cg.unequal_depthwise_strides = bool(ctx.target.extra.get("unequal_depthwise_strides"))
     # signature names: one rule set for every backend (translator/ir/names.py); TensorFlow
     # lowercases argument names, so ``x`` and ``X`` must differ in more than case
     io = io_names(backend, [v.name for v in g.inputs], out_names, extra_reserved=RESERVED)

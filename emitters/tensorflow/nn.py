@@ -3,6 +3,8 @@ activations with parameters, losses, grid sampling (resize: ``resize.py``).
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -162,19 +164,27 @@ def conv(c: Any) -> list[str]:
         xs = c.tmp("x")
         lines.append(f"{xs} = tf.reshape({x}, tf.concat([tf.shape({x})[:-1], [{int(w.shape[1]) * group}]], 0))")
         x = xs
-    if auto == "SAME_UPPER" or (auto == "NOTSET" and _is_same_upper(c, k_sp, strides, dil)):
+    depthwise = nd == 2 and group > 1 and w is not None and w.shape[1] == 1
+    both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
+    # TensorFlow's CPU depthwise kernel takes one stride for rows and columns ("only supports
+    # equal length strides", when the graph runs: paddle2onnx's OCR nets stride [2, 1]): it runs
+    # at their greatest common divisor over explicit pads, and the output is subsampled
+    uneven = depthwise and strides[0] != strides[1] and not c.cg.unequal_depthwise_strides
+    if uneven:
+        run_strides = [math.gcd(*strides)] * nd
+    else:
+        run_strides = [1] * nd if both_sd else strides
+    if not uneven and (auto == "SAME_UPPER" or (auto == "NOTSET" and _is_same_upper(c, k_sp, strides, dil))):
         padding = "SAME"
     else:
         pads = _conv_pads(c, k_sp, strides, dil)
         more, x = _pad_input(c, x, pads, nd)
         lines += more
         padding = "VALID"
-    both_sd = any(s > 1 for s in strides) and any(d > 1 for d in dil)
-    run_strides = [1] * nd if both_sd else strides
     y = c.tmp("conv")
     wp = c.node.inputs[1].producer
     ws = c.static_shape(1) if wp is not None and wp.op == "dequantize_linear" and wp.meta.get("weight_only") else None
-    if nd == 2 and group > 1 and w is not None and w.shape[1] == 1:  # depthwise: one filter set per input channel
+    if depthwise:  # one filter set per input channel
         # (C·m, 1, kh, kw) -> (kh, kw, C, m): output channel c·m + k reads input channel c, as in ONNX
         dw = np.ascontiguousarray(np.asarray(w).reshape(group, w.shape[0] // group, *w.shape[2:]).transpose(2, 3, 0, 1))
         filt = c.weight(dw, f"{c.node.name}_filter")
@@ -196,9 +206,9 @@ def conv(c: Any) -> list[str]:
         lines += [f"{xs} = tf.split({x}, {group}, axis=-1)", f"{ws} = tf.split({filt}, {group}, axis=-1)",
                   f"{y} = tf.concat([tf.nn.convolution(a, b, strides={run_strides}, padding={c.lit(padding)}, "
                   f"dilations={dil}) for a, b in zip({xs}, {ws})], axis=-1)"]
-    if both_sd:
+    if run_strides != strides:
         y2 = c.tmp("strided")
-        lines.append(f"{y2} = {_subsample(c, y, strides, nd)}")
+        lines.append(f"{y2} = {_subsample(c, y, [s // r for s, r in zip(strides, run_strides)], nd)}")
         y = y2
     lines.append(f"{c.o()} = {y} + {c.i(2)}" if c.has(2) else f"{c.o()} = {y}")
     return lines
@@ -370,9 +380,9 @@ def _pool_valid(c: Any, xp: str, kind: str, k: list[int], strides: list[int], di
         return [f"{y} = {fn}({xp}, {k}, {strides}, 'VALID')"], y
     lines = [f"{y} = tf.nn.pool({xp}, {k}, {c.lit(kind)}, strides={[1] * nd if both_sd else strides}, "
              f"padding='VALID', dilations={dil})"]
-    if both_sd:
+    if run_strides != strides:
         y2 = c.tmp("strided")
-        lines.append(f"{y2} = {_subsample(c, y, strides, nd)}")
+        lines.append(f"{y2} = {_subsample(c, y, [s // r for s, r in zip(strides, run_strides)], nd)}")
         y = y2
     return lines, y
 

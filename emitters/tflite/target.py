@@ -95,6 +95,7 @@ TARGET = dataclasses.replace(
     suffix=".tflite", written="model.tflite", legal_dtypes=legal_dtypes, code_columns=(NAME, "tensorflow"),
     prepare=prepare, options=(tensorflow.CHANNELS_LAST_IO, ALLOW_SELECT_TF_OPS, FLOAT_QUANTIZATION, XNNPACK_ISLANDS),
     extra={**tensorflow.TARGET.extra, "also_supports": flex_ops, "name_scope": same_scale.marked,
+           "unequal_depthwise_strides": True,  # DEPTHWISE_CONV_2D's stride_h and stride_w
            # report's remedies: an option that, re-planned, converts refused nodes
            "remedies": (("--allow-select-tf-ops", {"allow_select_tf_ops": True},
                          "keeps them as TensorFlow ops (LiteRT's Flex delegate runs them)"),)},
