@@ -804,3 +804,42 @@ def test_one_element_constants_are_numbers_and_a_spelled_out_hard_swish_is_one_c
     np.testing.assert_array_equal(got[1], r.numpy())  # the 0-d tensor form's bits
     np.testing.assert_array_equal(got[0], torch.nn.functional.hardswish(t).numpy())
     assert got[2].shape == (1, 2, 5)
+
+
+@pytest.mark.parametrize("nd, attrs", [(1, {"kernel_shape": [5], "dilations": [3], "pads": [6, 6]}),
+                                       (2, {"kernel_shape": [3, 3], "dilations": [2, 1], "strides": [2, 1],
+                                            "pads": [2, 1, 2, 1]})])
+def test_a_dilated_convolution_layer_of_a_small_input_is_one_matrix_product(nd, attrs, tmp_path):
+    """torch runs a dilated convolution of a batch-1 input under 20480 values with its native
+    dilated loop (4x slower): the layer is called through ``_dilated_conv``, one product over the
+    taps there, the layer itself for larger inputs and when traced (torch.export keeps the dims)."""
+    import onnx
+    from onnx import numpy_helper as nh
+
+    import opbridge
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((6, 4, *attrs["kernel_shape"])).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    shape = [1, 4, "L"] if nd == 1 else [1, 4, "H", "W"]
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [nh.from_array(w, "w"), nh.from_array(b, "b")])
+    src = tmp_path / "dil.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    sizes = {"L": (30, 6000)} if nd == 1 else {"H": (9, 90), "W": (11, 80)}  # under and over 20480 values
+    (rec,) = opbridge.convert(str(src), to="pytorch", out=str(tmp_path / "out"), check_dims=sizes)["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    art = pt.emit(load_onnx(src))
+    assert "_dilated_conv(self." in art.source
+    m = art.instantiate()
+    layer = next(c for c in m.modules() if isinstance(c, (torch.nn.Conv1d, torch.nn.Conv2d)))
+    x = torch.from_numpy(_x(1, 4, 30) if nd == 1 else _x(1, 4, 9, 11))
+    with torch.no_grad():
+        assert torch.allclose(m(x)[0], layer(x), atol=1e-5)
+        dims = {2: torch.export.Dim("L", min=20, max=4000)} if nd == 1 else \
+            {2: torch.export.Dim("H", min=8, max=64), 3: torch.export.Dim("W", min=8, max=64)}
+        ep = torch.export.export(m, (x,), dynamic_shapes=(dims,))
+        x2 = torch.from_numpy(_x(1, 4, 41) if nd == 1 else _x(1, 4, 13, 17))
+        assert torch.allclose(ep.module()(x2)[0], layer(x2), atol=1e-5)

@@ -186,7 +186,10 @@ def conv_layer(e: NodeEmit, nd: int, x: str, kw: dict[str, object], w: np.ndarra
     ctor = f"torch.nn.Conv{nd}d({cin}, {cout}, {literal(kernel)}{torch_kwargs(**kw)}" + \
         (", bias=False)" if b is None else ")")
     params = {"weight": w} if b is None else {"weight": w, "bias": b}
-    return f"{e.cg.submodule(layer_name(e, 1), ctor, params)}({x})"
+    layer = e.cg.submodule(layer_name(e, 1), ctor, params)
+    if groups == 1 and nd in (1, 2) and any(int(d) > 1 for d in kw["dilation"]):  # type: ignore[union-attr]
+        return f"{e.helper('_dilated_conv')}({layer}, {x})"  # torch's small-input dilated loop is slow
+    return f"{layer}({x})"
 
 
 def linear_layer(e: NodeEmit, x: str, weight: np.ndarray, bias: np.ndarray | None, wi: int) -> str:
