@@ -63,22 +63,18 @@ def _operands(e: NodeEmit, swapped: str | None) -> tuple[str, str, str | None]:
     return e.x(0), e.x(1), None
 
 
-@rule("add")
-def add(e: NodeEmit) -> str:
-    x, y, _ = _operands(e, "torch.add")
-    return f"torch.add({x}, {y})"
+def _arithmetic(op: str, fn: str, swapped: str) -> None:
+    """The rule of a two-operand ``op``: ``fn(a, b)``, a constant operand as a number."""
+    def emit(e: NodeEmit) -> str:
+        x, y, exchanged = _operands(e, swapped)
+        return f"{exchanged or fn}({x}, {y})"
+
+    rule(op)(emit)
 
 
-@rule("sub")
-def sub(e: NodeEmit) -> str:
-    x, y, fn = _operands(e, "torch.rsub")
-    return f"{fn or 'torch.sub'}({x}, {y})"
-
-
-@rule("mul")
-def mul(e: NodeEmit) -> str:
-    x, y, _ = _operands(e, "torch.mul")
-    return f"torch.mul({x}, {y})"
+_arithmetic("add", "torch.add", "torch.add")
+_arithmetic("sub", "torch.sub", "torch.rsub")
+_arithmetic("mul", "torch.mul", "torch.mul")
 
 
 @rule("div")
