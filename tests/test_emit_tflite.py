@@ -412,3 +412,33 @@ def test_equal_constants_share_one_buffer_and_no_conversion_record_is_written(tm
     reader.buffer = len(m.buffers) - 1
     assert codegen.merge_constants(m) == 1
     assert reader.buffer == consts[0] and m.buffers[-1].data is None
+
+
+def test_a_float_conversion_parses_the_flatbuffer_once(monkeypatch, tmp_path):
+    """TensorFlow's converter writes the flatbuffer; opbridge then reads it with the Python object
+    API (0.1-0.5 s a model) once: the signature, the merged constants and the renamed interface
+    names (``opbridge.io_names``) are written in that one pass, and the converter's own merge
+    and conversion record no longer parse it."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    from emitters.tflite import codegen
+
+    g = h.make_graph([h.make_node("Relu", ["x.1"], ["y:0"])], "g", [h.make_tensor_value_info("x.1", T.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y:0", T.FLOAT, [2, 3])])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    model = load_onnx(src)
+    parse = fbu.convert_bytearray_to_object
+    calls = []
+    monkeypatch.setattr(fbu, "convert_bytearray_to_object", lambda b: calls.append(1) or parse(b))
+    art = tflite.emit(model)
+    assert len(calls) == 1 and art.options[codegen.IO_NAMES_WRITTEN], calls
+    m = parse(bytearray(art.tflite))
+    entries = [md for md in m.metadata if (md.name.decode() if isinstance(md.name, bytes) else md.name)
+               == codegen.IO_NAMES_METADATA]
+    assert len(entries) == 1 and art.io_names.get("inputs"), art.io_names
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    np.testing.assert_array_equal(tflite.run(art, {"x.1": x})[0], np.maximum(x, 0))

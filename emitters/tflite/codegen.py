@@ -88,23 +88,35 @@ IO_NAMES_METADATA = "opbridge.io_names"
 def with_io_names(art: TFArtifact) -> TFArtifact:
     """The flatbuffer records the signature keys that differ from the model's names
     (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON); an unrenamed
-    model's bytes are left as the converter wrote them."""
-    if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")):
+    model's bytes are left as the converter wrote them, and so are those ``signed`` already
+    wrote the entry into (``IO_NAMES_WRITTEN``)."""
+    if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")) or \
+            art.options.get(IO_NAMES_WRITTEN):
         return art
-    from tensorflow.lite.python import schema_py_generated as fb
     from tensorflow.lite.tools import flatbuffer_utils as fbu
 
     m = fbu.convert_bytearray_to_object(bytearray(art.tflite))
+    _put_io_names(m, art.io_names)
+    art.tflite = bytes(fbu.convert_object_to_bytearray(m))
+    return art
+
+
+#: artifact option: the flatbuffer's ``opbridge.io_names`` entry was written with its signature
+IO_NAMES_WRITTEN = "io_names_written"
+
+
+def _put_io_names(m: Any, io_names: dict[str, Any]) -> None:
+    """``m`` (an object-API model) with its ``opbridge.io_names`` metadata entry (replaced)."""
+    from tensorflow.lite.python import schema_py_generated as fb
+
     keep = [md for md in (m.metadata or []) if (md.name.decode() if isinstance(md.name, bytes) else md.name)
             != IO_NAMES_METADATA]
     buf = fb.BufferT()
-    buf.data = list(json.dumps(art.io_names, sort_keys=True).encode())
+    buf.data = list(json.dumps(io_names, sort_keys=True).encode())
     m.buffers.append(buf)
     md = fb.MetadataT()
     md.name, md.buffer = IO_NAMES_METADATA, len(m.buffers) - 1
     m.metadata = keep + [md]
-    art.tflite = bytes(fbu.convert_object_to_bytearray(m))
-    return art
 
 
 class _ConverterRejected(Exception):
@@ -113,7 +125,7 @@ class _ConverterRejected(Exception):
         self.ops = ops
 
 
-def _frozen(converter: Any) -> bytes:
+def _frozen(converter: Any, io_names: dict[str, Any] | None = None) -> tuple[bytes, bool]:
     """The converter (``converter()``: a new one and its concrete function) run on the function
     frozen (its weights folded into the graph) instead of through a SavedModel it writes to a
     temporary folder, saves and reads back: the same kernels and tensors, a quarter sooner over
@@ -121,7 +133,8 @@ def _frozen(converter: Any) -> bytes:
     writes no signature, which LiteRT's signature runner (and ``runtime.run``) reads: ``signed``
     adds the one a SavedModel gives. A function the frozen path cannot take goes through the
     SavedModel as before, and so does one the converter rejects: that path's errors name the
-    op's line in the module, which ``convert`` maps back to the node to decompose."""
+    op's line in the module, which ``convert`` maps back to the node to decompose. ``io_names``
+    (renamed interface names) are recorded by ``signed`` in the same pass; the flag says so."""
     conv, fn = converter()
     keys = sorted(fn.structured_outputs) if isinstance(fn.structured_outputs, dict) else None
     args = [t.name.split(":")[0] for t in fn.inputs[:len(fn.structured_input_signature[0])]]  # not the captures
@@ -130,14 +143,14 @@ def _frozen(converter: Any) -> bytes:
         _merged_by_signed(conv)
         try:
             with quiet_stderr():
-                flat = signed(bytes(conv.convert()), args, keys)
+                flat = signed(bytes(conv.convert()), args, keys, io_names=io_names)
         except Exception:  # noqa: BLE001 - said again, with source lines, by the SavedModel path below
             flat = None
         if flat is not None:
-            return flat
+            return flat, bool(io_names)
         conv = converter(anew=True)[0]
     with quiet_stderr():
-        return bytes(conv.convert())
+        return bytes(conv.convert()), False
 
 
 def _merged_by_signed(conv: Any) -> None:
@@ -196,13 +209,15 @@ def merge_constants(m: Any) -> int:
     return len(same)
 
 
-def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default") -> bytes | None:
+def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default",
+           io_names: dict[str, Any] | None = None) -> bytes | None:
     """``flat`` (one subgraph, no signature) with the signature a SavedModel's conversion
     writes, and each interface tensor named by its key where no other tensor has that name:
     the inputs under ``inputs`` (the function's arguments, in order), the outputs under
     ``outputs`` (the function's output keys, in the sorted order the frozen graph returns
-    them); its equal constant buffers merged (``merge_constants``). None when the subgraph's
-    inputs or outputs are not one per key, or a signature exists."""
+    them); its equal constant buffers merged (``merge_constants``); ``io_names``, when given,
+    recorded as ``with_io_names`` does. None when the subgraph's inputs or outputs are not one
+    per key, or a signature exists."""
     from tensorflow.lite.python import schema_py_generated as fb
     from tensorflow.lite.tools import flatbuffer_utils as fbu
 
@@ -228,6 +243,8 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
             taken.add(k)
             sg.tensors[i].name = k
     merge_constants(m)
+    if io_names:
+        _put_io_names(m, io_names)
     return bytes(fbu.convert_object_to_bytearray(m))
 
 
@@ -262,8 +279,9 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
             conv.inference_output_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["outputs"]]
         return conv, fn
 
+    renamed = artifact.io_names if artifact.io_names.get("inputs") or artifact.io_names.get("outputs") else None
     try:
-        flat = _frozen(converter)
+        flat, artifact.options[IO_NAMES_WRITTEN] = _frozen(converter, renamed)
     except Exception as exc:  # noqa: BLE001 - ConverterError: its error records name the op and the source line
         found = []
         for err in getattr(exc, "errors", ()):
