@@ -380,9 +380,9 @@ def _pool_valid(c: Any, xp: str, kind: str, k: list[int], strides: list[int], di
         return [f"{y} = {fn}({xp}, {k}, {strides}, 'VALID')"], y
     lines = [f"{y} = tf.nn.pool({xp}, {k}, {c.lit(kind)}, strides={[1] * nd if both_sd else strides}, "
              f"padding='VALID', dilations={dil})"]
-    if run_strides != strides:
+    if both_sd:
         y2 = c.tmp("strided")
-        lines.append(f"{y2} = {_subsample(c, y, [s // r for s, r in zip(strides, run_strides)], nd)}")
+        lines.append(f"{y2} = {_subsample(c, y, strides, nd)}")
         y = y2
     return lines, y
 
