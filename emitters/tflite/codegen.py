@@ -159,7 +159,9 @@ def _merged_by_signed(conv: Any) -> None:
     writes it again. ``signed`` parses it anyway and merges them there (``merge_constants``):
     the converter skips its own merge while it optimizes the converted model (its one switch
     for that, read nowhere else in that step)."""
-    optimize = conv._optimize_tflite_model
+    optimize = getattr(conv, "_optimize_tflite_model", None)
+    if optimize is None or not hasattr(conv, "_experimental_use_buffer_offset"):
+        return  # another TensorFlow's converter: it merges them itself
 
     def without_merge(*args: Any, **kwargs: Any) -> Any:
         conv._experimental_use_buffer_offset = True
