@@ -419,6 +419,8 @@ def test_a_float_conversion_parses_the_flatbuffer_once(monkeypatch, tmp_path):
     API (0.1-0.5 s a model) once: the signature, the merged constants and the renamed interface
     names (``opbridge.io_names``) are written in that one pass, and the converter's own merge
     and conversion record no longer parse it."""
+    import json
+
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
@@ -435,10 +437,41 @@ def test_a_float_conversion_parses_the_flatbuffer_once(monkeypatch, tmp_path):
     calls = []
     monkeypatch.setattr(fbu, "convert_bytearray_to_object", lambda b: calls.append(1) or parse(b))
     art = tflite.emit(model)
-    assert len(calls) == 1 and art.options[codegen.IO_NAMES_WRITTEN], calls
+    assert len(calls) == 1, calls
     m = parse(bytearray(art.tflite))
-    entries = [md for md in m.metadata if (md.name.decode() if isinstance(md.name, bytes) else md.name)
-               == codegen.IO_NAMES_METADATA]
-    assert len(entries) == 1 and art.io_names.get("inputs"), art.io_names
+    entries = [bytes(m.buffers[md.buffer].data) for md in m.metadata
+               if (md.name.decode() if isinstance(md.name, bytes) else md.name) == codegen.IO_NAMES_METADATA]
+    assert [json.loads(e) for e in entries] == [art.io_names] and art.io_names.get("inputs"), entries
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
     np.testing.assert_array_equal(tflite.run(art, {"x.1": x})[0], np.maximum(x, 0))
+
+
+def test_a_model_converted_in_segments_records_its_own_renamed_names(monkeypatch, tmp_path):
+    """The joined flatbuffer's ``opbridge.io_names`` entry is the whole model's renamed names,
+    not the first segment's (which the joined model's options must not stand in for)."""
+    import json
+
+    import onnx
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    from emitters.tflite import segments as tflite_segments
+
+    proto = _branchy_model(8)
+    for n in proto.graph.node:
+        n.input[:] = ["x.in" if i == "x" else i for i in n.input]
+        n.output[:] = ["y:0" if o == "y" else o for o in n.output]
+    proto.graph.input[0].name, proto.graph.output[0].name = "x.in", "y:0"
+    path = tmp_path / "branchy_renamed.onnx"
+    onnx.save_model(proto, str(path))
+    monkeypatch.setattr(tflite_segments, "SEGMENT_NODES", 8)
+    art = tflite.emit(load_onnx(path))
+    assert art.options["segments"] == 5 and art.io_names["inputs"] and art.io_names["outputs"], art.io_names
+    fb = flatbuffer_utils.convert_bytearray_to_object(bytearray(art.tflite))
+    entries = [bytes(fb.buffers[md.buffer].data) for md in fb.metadata
+               if (md.name.decode() if isinstance(md.name, bytes) else md.name) == tflite.IO_NAMES_METADATA]
+    assert [json.loads(e) for e in entries] == [art.io_names], entries
+    feeds = {"x.in": np.random.default_rng(1).standard_normal((1, 4)).astype(np.float32),
+             "k": np.asarray([5], np.int64)}
+    expected = ref_run(load_onnx(path), feeds)
+    for e, g in zip(expected, tflite.run(art, feeds)):
+        assert compare(e, g, rtol=1e-6, atol=1e-6).ok

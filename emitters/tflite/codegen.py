@@ -47,7 +47,7 @@ def emit(model: Model, ctx: Any) -> TFArtifact:
                 model, parts, lambda part: convert_model(part, ctx, [v.type.dtype for v in part.graph.inputs],
                                                          [v.type.dtype for v in part.graph.outputs]),
                 ctx.source_inputs, ctx.source_outputs))
-    return with_io_names(convert_model(model, ctx, ctx.source_inputs, ctx.source_outputs))
+    return convert_model(model, ctx, ctx.source_inputs, ctx.source_outputs)  # its names written by ``convert``
 
 
 def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_out: list[str | None]) -> TFArtifact:
@@ -85,32 +85,41 @@ def convert_model(model: Model, ctx: Any, source_in: list[str | None], source_ou
 IO_NAMES_METADATA = "opbridge.io_names"
 
 
+def _renamed(io_names: dict[str, Any]) -> bool:
+    return bool(io_names.get("inputs") or io_names.get("outputs"))
+
+
 def with_io_names(art: TFArtifact) -> TFArtifact:
     """The flatbuffer records the signature keys that differ from the model's names
-    (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON); an unrenamed
-    model's bytes are left as the converter wrote them, and so are those ``signed`` already
-    wrote the entry into (``IO_NAMES_WRITTEN``)."""
-    if art.tflite is None or not (art.io_names.get("inputs") or art.io_names.get("outputs")) or \
-            art.options.get(IO_NAMES_WRITTEN):
-        return art
-    from tensorflow.lite.tools import flatbuffer_utils as fbu
-
-    m = fbu.convert_bytearray_to_object(bytearray(art.tflite))
-    _put_io_names(m, art.io_names)
-    art.tflite = bytes(fbu.convert_object_to_bytearray(m))
+    (``names.io_names``) as a metadata entry ``opbridge.io_names`` (JSON), replacing any it
+    has (a segmented model's joined flatbuffer carries its first segment's); an unrenamed
+    model's bytes are left as the converter wrote them. ``convert`` writes the entry of a
+    model converted whole itself, in ``signed``'s parse where it can."""
+    if art.tflite is not None and _renamed(art.io_names):
+        art.tflite = _named(art.tflite, art.io_names)
     return art
 
 
-#: artifact option: the flatbuffer's ``opbridge.io_names`` entry was written with its signature
-IO_NAMES_WRITTEN = "io_names_written"
+def _named(flat: bytes, io_names: dict[str, Any]) -> bytes:
+    """``flat`` with its ``opbridge.io_names`` entry (``_put_io_names``)."""
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    m = fbu.convert_bytearray_to_object(bytearray(flat))
+    _put_io_names(m, io_names)
+    return bytes(fbu.convert_object_to_bytearray(m))
 
 
 def _put_io_names(m: Any, io_names: dict[str, Any]) -> None:
-    """``m`` (an object-API model) with its ``opbridge.io_names`` metadata entry (replaced)."""
+    """``m`` (an object-API model) with its ``opbridge.io_names`` metadata entry (one it had is
+    replaced, its buffer emptied)."""
     from tensorflow.lite.python import schema_py_generated as fb
 
-    keep = [md for md in (m.metadata or []) if (md.name.decode() if isinstance(md.name, bytes) else md.name)
-            != IO_NAMES_METADATA]
+    keep = []
+    for md in m.metadata or []:
+        if (md.name.decode() if isinstance(md.name, bytes) else md.name) == IO_NAMES_METADATA:
+            m.buffers[md.buffer].data = None
+        else:
+            keep.append(md)
     buf = fb.BufferT()
     buf.data = list(json.dumps(io_names, sort_keys=True).encode())
     m.buffers.append(buf)
@@ -134,7 +143,8 @@ def _frozen(converter: Any, io_names: dict[str, Any] | None = None) -> tuple[byt
     adds the one a SavedModel gives. A function the frozen path cannot take goes through the
     SavedModel as before, and so does one the converter rejects: that path's errors name the
     op's line in the module, which ``convert`` maps back to the node to decompose. ``io_names``
-    (renamed interface names) are recorded by ``signed`` in the same pass; the flag says so."""
+    (renamed interface names) are recorded by ``signed`` in the same pass; the flag says
+    whether they were."""
     conv, fn = converter()
     keys = sorted(fn.structured_outputs) if isinstance(fn.structured_outputs, dict) else None
     args = [t.name.split(":")[0] for t in fn.inputs[:len(fn.structured_input_signature[0])]]  # not the captures
@@ -281,9 +291,9 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
             conv.inference_output_type = {"int8": tf.int8, "uint8": tf.uint8}[qio["outputs"]]
         return conv, fn
 
-    renamed = artifact.io_names if artifact.io_names.get("inputs") or artifact.io_names.get("outputs") else None
+    renamed = artifact.io_names if _renamed(artifact.io_names) else None
     try:
-        flat, artifact.options[IO_NAMES_WRITTEN] = _frozen(converter, renamed)
+        flat, named = _frozen(converter, renamed)
     except Exception as exc:  # noqa: BLE001 - ConverterError: its error records name the op and the source line
         found = []
         for err in getattr(exc, "errors", ()):
@@ -295,6 +305,8 @@ def convert(artifact: TFArtifact, allow_select_tf_ops: bool = False) -> bytes:
         msg = str(exc)
         first = next((ln for ln in msg.splitlines() if "error:" in ln), msg.splitlines()[0] if msg else "")
         raise OpbridgeError("runtime_error", f"tflite: the converter failed: {first.strip()[:300]}") from None
+    if renamed and not named:  # converted through a SavedModel: no ``signed`` pass wrote them
+        flat = _named(flat, renamed)
     flat = infinities.restore(flat, artifact)  # the converter saturates ±inf constants to ±FLT_MAX
     if FAKE_QUANT in features:  # averages the source computes in float, which the converter quantized
         flat = same_scale.float_again(flat)[0]
