@@ -376,10 +376,9 @@ def lp_pool(e: NodeEmit) -> str:
 
 @rule("max_pool")
 def max_pool(e: NodeEmit) -> list[str]:
-    """Without indices and with pads known when converting: the maximum of strided slices
-    (``_max_pool``). Otherwise torch pools
-    when torch can pad; otherwise the input is padded with the dtype's lowest
-    value first (SAME pads of symbolic dims computed from its run-time size). Indices: flat
+    """Without indices and with pads known when converting: the maximum of strided views
+    (``_max_pool``). Otherwise torch pools when torch can pad, else the input is padded with the
+    dtype's lowest value first (SAME pads of symbolic dims computed from its run-time size). Indices: flat
     over (N, C, *spatial), row-major (storage_order 0) or column-major spatial (1)."""
     x = e.x(0)
     nd, kernel, strides, dil, begins, ends, ceil_mode = _pool_geometry(e)

@@ -166,7 +166,7 @@ class NodeEmit:
         rank = self.rank(other)
         if rank is None or c.ndim > rank:
             return None
-        return literal(c.reshape(-1)[0].item())
+        return literal(self.scalar(i))
 
     def scalar_code(self, i: int, kind: str = "") -> str:
         """A Python number from a one-element input (``int(...)``/``float(...)`` if not constant)."""
