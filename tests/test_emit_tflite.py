@@ -475,3 +475,42 @@ def test_a_model_converted_in_segments_records_its_own_renamed_names(monkeypatch
     expected = ref_run(load_onnx(path), feeds)
     for e, g in zip(expected, tflite.run(art, feeds)):
         assert compare(e, g, rtol=1e-6, atol=1e-6).ok
+
+
+def test_control_flow_converts_to_the_same_bytes_in_one_process_and_through_tensorflows_own_freeze(
+        tmp_path, monkeypatch):
+    """A model with an If on a run-time condition keeps it as an IF over two subgraphs, whose
+    names TensorFlow takes from process-wide counters: converted twice in one process (other
+    functions traced between), the bytes are the same (the counters renumbered from 0). The
+    frozen GraphDef's tensors are read from one import of it (``_frozen_by_import``), not from
+    the concrete function TensorFlow's converter rebuilds: the flatbuffer is the same either
+    way, and computes the If."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+
+    from emitters.tflite import codegen
+
+    w = np.arange(6, dtype=np.float32).reshape(1, 6) / 8
+    then = h.make_graph([h.make_node("Mul", ["x", "w"], ["a"])], "then", [], [h.make_tensor_value_info("a", T.FLOAT, None)])
+    other = h.make_graph([h.make_node("Sub", ["x", "w"], ["b"])], "else", [], [h.make_tensor_value_info("b", T.FLOAT, None)])
+    g = h.make_graph([h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
+                      h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 6])], [h.make_tensor_value_info("y", T.FLOAT, [2, 6])],
+                     [nh.from_array(w, "w"), nh.from_array(np.array(0, np.float32), "zero")])
+    src = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(src))
+    first = tflite.emit(load_onnx(src))
+    m = fbu.convert_bytearray_to_object(bytearray(first.tflite))
+    assert len(m.subgraphs) == 3, "the If stays an IF over two subgraphs"
+    names = sorted(sg.name.decode() for sg in m.subgraphs[1:])
+    assert all(not any(len(part) > 2 and part.isdigit() for part in n.split("_")) for n in names), names
+    tflite.emit(load_onnx(MODEL))  # more functions traced: TensorFlow's counters move on
+    assert tflite.emit(load_onnx(src)).tflite == first.tflite
+    monkeypatch.setattr(codegen, "_frozen_by_import", lambda conv, fn: None)  # TensorFlow's own freeze
+    assert tflite.emit(load_onnx(src)).tflite == first.tflite
+    rng = np.random.default_rng(3)
+    for x in (rng.random((2, 6), np.float32), -rng.random((2, 6), np.float32)):
+        np.testing.assert_allclose(tflite.run(first, {"x": x})[0], x * w if x.sum() > 0 else x - w, rtol=1e-6)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 from emitters.tensorflow.codegen import generate
@@ -151,6 +152,7 @@ def _frozen(converter: Any, io_names: dict[str, Any] | None = None) -> tuple[byt
     if keys is not None:
         conv.experimental_lower_to_saved_model = False
         _merged_by_signed(conv)
+        _frozen_by_import(conv, fn)
         try:
             with quiet_stderr():
                 flat = signed(bytes(conv.convert()), args, keys, io_names=io_names)
@@ -181,6 +183,48 @@ def _merged_by_signed(conv: Any) -> None:
             conv._experimental_use_buffer_offset = False
 
     conv._optimize_tflite_model = without_merge
+
+
+def _frozen_by_import(conv: Any, fn: Any) -> None:
+    """TensorFlow's converter freezes the function into a GraphDef, then rebuilds a concrete
+    function from that GraphDef (copying its ops one by one in Python) only to read the
+    frozen graph's input and output tensors and hand its graph to Grappler: a quarter of a
+    conversion on the wild corpus. Here the same GraphDef is imported into a graph once
+    (TensorFlow's C importer) and the tensors are read from it by name: the same GraphDef, the
+    same tensors, the same flatbuffer. A TensorFlow whose converter lacks these steps keeps
+    its own freeze."""
+    freeze = getattr(conv, "_freeze_concrete_function", None)
+    try:
+        from tensorflow.python.framework import convert_to_constants as c2c
+    except ImportError:  # pragma: no cover - another TensorFlow layout
+        return
+    if freeze is None or not hasattr(c2c, "_replace_variables_by_constants") \
+            or not hasattr(c2c, "_FunctionConverterDataInEager"):
+        return
+
+    def by_import() -> tuple[Any, list[Any], list[Any], Any]:
+        import types
+
+        import tensorflow as tf
+
+        data = c2c._FunctionConverterDataInEager(func=fn, lower_control_flow=False, aggressive_inlining=False)
+        graph_def, converted = c2c._replace_variables_by_constants(converter_data=data)
+        captures = fn.graph.internal_captures
+        folded = {id(captures[i]) for i in converted}  # captured weights, now constants
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.graph_util.import_graph_def(graph_def, name="")
+        inputs = []
+        for t in fn.inputs:
+            if id(t) in folded or t.dtype == tf.resource:
+                continue
+            imported = graph.get_tensor_by_name(t.name)
+            imported.set_shape(t.shape)  # a scalar's shape, as the converter's own rebuild sets it
+            inputs.append(imported)
+        outputs = [graph.get_tensor_by_name(t.name) for t in fn.outputs]
+        return graph_def, inputs, outputs, types.SimpleNamespace(graph=graph)
+
+    conv._freeze_concrete_function = by_import
 
 
 def merge_constants(m: Any) -> int:
@@ -221,6 +265,36 @@ def merge_constants(m: Any) -> int:
     return len(same)
 
 
+def stable_function_names(m: Any) -> int:
+    """The names TensorFlow gives the functions of a model's control flow carry process-wide
+    counters (``cond_false_174_tfg_region_specialized_cond_frozen_2710``), so the same model
+    converted after other work in one process came out with other bytes. Each counter in the
+    names of ``m``'s subgraphs other than the first is renumbered by first appearance, in
+    those names and in the tensor names that begin with them (a function's arguments). The
+    number of subgraphs renamed."""
+    number = re.compile(rb"(?<=_)\d+(?=_|$)")
+    renamed: dict[bytes, bytes] = {}
+    seen: dict[bytes, bytes] = {}
+    for g in (m.subgraphs or [])[1:]:
+        name = g.name if isinstance(g.name, bytes) else (g.name or "").encode()
+        if name and name not in renamed:
+            renamed[name] = number.sub(lambda k: seen.setdefault(k.group(0), str(len(seen)).encode()), name)
+    renamed = {a: b for a, b in renamed.items() if a != b}
+    if not renamed:
+        return 0
+    longest_first = sorted(renamed, key=len, reverse=True)
+    for g in m.subgraphs:
+        name = g.name if isinstance(g.name, bytes) else (g.name or "").encode()
+        if name in renamed:
+            g.name = renamed[name]
+        for t in g.tensors or []:
+            tname = t.name if isinstance(t.name, bytes) else (t.name or "").encode()
+            prefix = next((a for a in longest_first if tname.startswith(a)), None)
+            if prefix is not None:
+                t.name = renamed[prefix] + tname[len(prefix):]
+    return len(renamed)
+
+
 def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default",
            io_names: dict[str, Any] | None = None) -> bytes | None:
     """``flat`` (one subgraph, no signature) with the signature a SavedModel's conversion
@@ -255,6 +329,7 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
             taken.add(k)
             sg.tensors[i].name = k
     merge_constants(m)
+    stable_function_names(m)
     if io_names:
         _put_io_names(m, io_names)
     return bytes(fbu.convert_object_to_bytearray(m))
