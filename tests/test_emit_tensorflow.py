@@ -292,3 +292,21 @@ def test_a_depthwise_convolution_with_unequal_strides_runs_on_tensorflow(strides
     tfl = next(r for r in res["targets"] if r["target"] == "tflite")
     names = [o["op_name"] for o in allocated_ops(Path(tfl["output"]).read_bytes())]
     assert "DEPTHWISE_CONV_2D" in names and "STRIDED_SLICE" not in names, names
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather_from_a_table_wraps_negative_indices_by_its_known_size(axis):
+    """Gather from a constant table with run-time indices (an embedding lookup): negative
+    indices are wrapped by the table's size along the axis written as a number, not read with
+    ``tf.shape`` of the table (a captured constant TensorFlow names by a process-wide counter,
+    and one more op to trace and convert); the values are ONNX's."""
+    g = Graph()
+    table = g.add_constant("table", np.arange(15, dtype=np.float32).reshape(5, 3), "float32")
+    idx = g.add_input("idx", TensorType("int64", (4,)))
+    g.outputs = [g.add_node("gather", [table, idx], {"axis": axis}, outputs=["y"]).outputs[0]]
+    model = Model(g, source="<gather>")
+    feeds = {"idx": np.array([0, -1, 2, -2], np.int64) if axis == 0 else np.array([0, -1, 2, -3], np.int64)}
+    expected = ref_run(model, feeds)[0]
+    art = tfe.emit(model)
+    assert "tf.shape(" not in art.source
+    np.testing.assert_array_equal(tfe.run(art, feeds)[0], expected)

@@ -484,7 +484,7 @@ def test_control_flow_converts_to_the_same_bytes_in_one_process_and_through_tens
     functions traced between), the bytes are the same (the counters renumbered from 0). The
     frozen GraphDef's tensors are read from one import of it (``_frozen_by_import``), not from
     the concrete function TensorFlow's converter rebuilds: the flatbuffer is the same either
-    way, and computes the If."""
+    way, and computes the If. A captured constant's counter name is renumbered as well."""
     import onnx
     from onnx import TensorProto as T
     from onnx import helper as h
@@ -511,6 +511,14 @@ def test_control_flow_converts_to_the_same_bytes_in_one_process_and_through_tens
     assert tflite.emit(load_onnx(src)).tflite == first.tflite
     monkeypatch.setattr(codegen, "_frozen_by_import", lambda conv, fn: None)  # TensorFlow's own freeze
     assert tflite.emit(load_onnx(src)).tflite == first.tflite
+    # a captured constant named by a counter under its op's scope is renumbered too; the
+    # interface's tensors keep their names
+    consts = [k for k, t in enumerate(m.subgraphs[0].tensors) if m.buffers[t.buffer].data is not None]
+    assert consts, "the model has a constant tensor"
+    m.subgraphs[0].tensors[consts[0]].name = b"Shape_2/4138"
+    assert codegen.stable_names(m) >= 1
+    assert m.subgraphs[0].tensors[consts[0]].name == b"Shape_2/0"
+    assert [m.subgraphs[0].tensors[k].name for k in m.subgraphs[0].inputs] == [b"x"]
     rng = np.random.default_rng(3)
     for x in (rng.random((2, 6), np.float32), -rng.random((2, 6), np.float32)):
         np.testing.assert_allclose(tflite.run(first, {"x": x})[0], x * w if x.sum() > 0 else x - w, rtol=1e-6)

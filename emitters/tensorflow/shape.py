@@ -249,17 +249,22 @@ def slice_(c: Any) -> list[str]:
     return lines + [f"{c.o()} = tf.strided_slice({x}, {begin}, {end}, {stride})"]
 
 
-def _wrapped(c: Any, idx: str, dim_expr: str) -> str:
-    """Negative indices wrapped (ONNX allows them; TensorFlow does not)."""
+def _wrapped(c: Any, idx: str, axis: int) -> str:
+    """Negative indices wrapped (ONNX allows them; TensorFlow does not) by the data's size
+    along ``axis``: a literal where it is known (a table's rows), else read at run time."""
     if c.node.inputs[1].const is not None and not (np.asarray(c.node.inputs[1].const) < 0).any():
         return idx
-    return f"tf.where({idx} < 0, {idx} + tf.cast({dim_expr}, {idx}.dtype), {idx})"
+    shape = c.shape(0)
+    size = shape[axis] if shape is not None and isinstance(shape[axis], int) else None
+    if size is not None:
+        return f"tf.where({idx} < 0, {idx} + {size}, {idx})"
+    return f"tf.where({idx} < 0, {idx} + tf.cast(tf.shape({c.i(0)})[{axis}], {idx}.dtype), {idx})"
 
 
 @rule("gather", check=needs_rank(0))
 def gather(c: Any) -> list[str]:
     a = norm_axis(c.attr("axis", 0), c.rank(0))
-    idx = _wrapped(c, c.i(1), f"tf.shape({c.i(0)})[{a}]")
+    idx = _wrapped(c, c.i(1), a)
     return [f"{c.o()} = tf.gather({c.i(0)}, {idx}, axis={a})"]
 
 
@@ -277,7 +282,7 @@ def gather_elements(c: Any) -> list[str]:
     r = c.rank(0)
     a = norm_axis(c.attr("axis", 0), r)
     idx, coords = c.tmp("idx"), c.tmp("coords")
-    return ([f"{idx} = {_wrapped(c, c.i(1), f'tf.shape({c.i(0)})[{a}]')}"] + _coords(c, idx, a, r, coords)
+    return ([f"{idx} = {_wrapped(c, c.i(1), a)}"] + _coords(c, idx, a, r, coords)
             + [f"{c.o()} = tf.gather_nd({c.i(0)}, {coords})"])
 
 
@@ -312,7 +317,7 @@ def scatter_elements(c: Any) -> list[str]:
     a = norm_axis(c.attr("axis", 0), r)
     idx, coords = c.tmp("idx"), c.tmp("coords")
     red = c.attr("reduction", "none")
-    lines = [f"{idx} = {_wrapped(c, c.i(1), f'tf.shape({c.i(0)})[{a}]')}"] + _coords(c, idx, a, r, coords)
+    lines = [f"{idx} = {_wrapped(c, c.i(1), a)}"] + _coords(c, idx, a, r, coords)
     if red == "mul":
         return lines + _scatter_mul(c, c.i(0), coords, c.i(2), r)
     return lines + [f"{c.o()} = {_SCATTER[red]}({c.i(0)}, {coords}, {c.i(2)})"]

@@ -288,34 +288,48 @@ def merge_constants(m: Any) -> int:
     return len(same)
 
 
-def stable_function_names(m: Any) -> int:
-    """The names TensorFlow gives the functions of a model's control flow carry process-wide
-    counters (``cond_false_174_tfg_region_specialized_cond_frozen_2710``), so the same model
-    converted after other work in one process came out with other bytes. Each counter in the
-    names of ``m``'s subgraphs other than the first is renumbered by first appearance, in
-    those names and in the tensor names that begin with them (a function's arguments). The
-    number of subgraphs renamed."""
+def stable_names(m: Any) -> int:
+    """Names TensorFlow gives from process-wide counters, renumbered by first appearance, so
+    that the same model converted after other work in one process gives the same bytes:
+    those of the functions of a model's control flow (``cond_false_174_…_frozen_2710``, in
+    the names of ``m``'s subgraphs other than the first and in the tensor names that begin
+    with them: a function's arguments), and a captured constant's (``Shape_2/647``: a
+    constant read where no argument name applies is named by a counter under its op's scope).
+    The number of names changed."""
     number = re.compile(rb"(?<=_)\d+(?=_|$)")
     renamed: dict[bytes, bytes] = {}
     seen: dict[bytes, bytes] = {}
+
+    def text(v: Any) -> bytes:
+        return v if isinstance(v, bytes) else (v or "").encode()
+
     for g in (m.subgraphs or [])[1:]:
-        name = g.name if isinstance(g.name, bytes) else (g.name or "").encode()
+        name = text(g.name)
         if name and name not in renamed:
             renamed[name] = number.sub(lambda k: seen.setdefault(k.group(0), str(len(seen)).encode()), name)
     renamed = {a: b for a, b in renamed.items() if a != b}
-    if not renamed:
-        return 0
     longest_first = sorted(renamed, key=len, reverse=True)
-    for g in m.subgraphs:
-        name = g.name if isinstance(g.name, bytes) else (g.name or "").encode()
+    captured: dict[bytes, bytes] = {}
+    changed = 0
+    for g in m.subgraphs or []:
+        name = text(g.name)
         if name in renamed:
             g.name = renamed[name]
-        for t in g.tensors or []:
-            tname = t.name if isinstance(t.name, bytes) else (t.name or "").encode()
+            changed += 1
+        interface = {int(t) for t in [*(g.inputs if g.inputs is not None else []),
+                                      *(g.outputs if g.outputs is not None else [])]}
+        for k, t in enumerate(g.tensors or []):
+            tname = text(t.name)
             prefix = next((a for a in longest_first if tname.startswith(a)), None)
             if prefix is not None:
                 t.name = renamed[prefix] + tname[len(prefix):]
-    return len(renamed)
+                changed += 1
+                continue
+            scope, _, last = tname.rpartition(b"/")
+            if scope and last.isdigit() and k not in interface and m.buffers[t.buffer].data is not None:
+                t.name = scope + b"/" + captured.setdefault(tname, str(len(captured)).encode())
+                changed += 1
+    return changed
 
 
 def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "serving_default",
@@ -324,7 +338,8 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
     writes, and each interface tensor named by its key where no other tensor has that name:
     the inputs under ``inputs`` (the function's arguments, in order), the outputs under
     ``outputs`` (the function's output keys, in the sorted order the frozen graph returns
-    them); its equal constant buffers merged (``merge_constants``); ``io_names``, when given,
+    them); its equal constant buffers merged (``merge_constants``); names from TensorFlow's
+    process-wide counters renumbered (``stable_names``); ``io_names``, when given,
     recorded as ``with_io_names`` does. None when the subgraph's inputs or outputs are not one
     per key, or a signature exists."""
     from tensorflow.lite.python import schema_py_generated as fb
@@ -352,7 +367,7 @@ def signed(flat: bytes, inputs: list[str], outputs: list[str], key: str = "servi
             taken.add(k)
             sg.tensors[i].name = k
     merge_constants(m)
-    stable_function_names(m)
+    stable_names(m)
     if io_names:
         _put_io_names(m, io_names)
     return bytes(fbu.convert_object_to_bytearray(m))
