@@ -1,5 +1,6 @@
-"""translator/compile/passes/recognize.py: a hard swish spelled in elementwise pieces is one
-``hard_swish`` node, in every spelling exporters write, and nothing else is."""
+"""translator/compile/passes/recognize.py: a hard swish (a GELU) spelled in elementwise pieces is one
+``hard_swish`` (``gelu``) node, in every spelling exporters write, and nothing else is; each target
+with the kernel runs it."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,3 +65,82 @@ def test_look_alikes_are_left_as_they_are(case):
     before = [n.op for n in m.graph.nodes]
     assert recognize.hard_swish(m.graph) == 0
     assert [n.op for n in m.graph.nodes] == before
+
+
+def _gelu_model(nodes, extra_out=None):
+    consts = [nh.from_array(np.array(v, np.float32), n) for n, v in
+              (("sqrt2", np.sqrt(2.0)), ("rsqrt2", 1 / np.sqrt(2.0)), ("one", 1.0), ("half", 0.5), ("two", 2.0))]
+    outs = [h.make_tensor_value_info("y", T.FLOAT, [2, 5])]
+    if extra_out:
+        outs.append(h.make_tensor_value_info(extra_out, T.FLOAT, [2, 5]))
+    g = h.make_graph(nodes, "gelu", [h.make_tensor_value_info("x", T.FLOAT, [2, 5])], outs, consts)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def _erf_gate(scale="Div", top="g"):
+    first = h.make_node("Div", ["x", "sqrt2"], ["s"]) if scale == "Div" else h.make_node("Mul", ["rsqrt2", "x"], ["s"])
+    return [first, h.make_node("Erf", ["s"], ["e"]), h.make_node("Add", ["e", "one"], [top])]
+
+
+GELU_SPELLINGS = {  # PyTorch's export, paddle2onnx and Keras through tf2onnx write these orders
+    "half_last": _erf_gate() + [h.make_node("Mul", ["x", "g"], ["m"]), h.make_node("Mul", ["m", "half"], ["y"])],
+    "half_first": _erf_gate() + [h.make_node("Mul", ["x", "half"], ["m"]), h.make_node("Mul", ["m", "g"], ["y"])],
+    "half_of_gate": _erf_gate() + [h.make_node("Mul", ["g", "half"], ["m"]), h.make_node("Mul", ["x", "m"], ["y"])],
+    "times_rsqrt2": _erf_gate("Mul") + [h.make_node("Mul", ["g", "x"], ["m"]), h.make_node("Mul", ["half", "m"], ["y"])],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GELU_SPELLINGS))
+def test_every_spelling_is_one_gelu(name):
+    from math import erf
+
+    from translator import reference
+
+    m = from_proto(_gelu_model(GELU_SPELLINGS[name]))
+    x = np.linspace(-4, 4, 10, dtype=np.float32).reshape(2, 5)
+    want = np.array([[v * 0.5 * (1 + erf(v / np.sqrt(2))) for v in row] for row in x.astype(np.float64)])
+    assert recognize.gelu(m.graph) == 1
+    assert [n.op for n in m.graph.nodes] == ["gelu"] and m.graph.outputs[0].name == "y"
+    assert m.graph.nodes[0].attrs == {"approximate": "none"}
+    np.testing.assert_allclose(reference.get("gelu")(x), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["other_scale", "other_half", "gate_read_elsewhere", "other_input"])
+def test_gelu_look_alikes_are_left_as_they_are(case):
+    nodes = {
+        "other_scale": [h.make_node("Div", ["x", "two"], ["s"]), h.make_node("Erf", ["s"], ["e"]),
+                        h.make_node("Add", ["e", "one"], ["g"]), h.make_node("Mul", ["x", "g"], ["m"]),
+                        h.make_node("Mul", ["m", "half"], ["y"])],
+        "other_half": _erf_gate() + [h.make_node("Mul", ["x", "g"], ["m"]), h.make_node("Mul", ["m", "two"], ["y"])],
+        "gate_read_elsewhere": _erf_gate() + [h.make_node("Mul", ["x", "g"], ["m"]), h.make_node("Mul", ["m", "half"], ["y"]),
+                                              h.make_node("Neg", ["g"], ["z"])],
+        "other_input": [h.make_node("Neg", ["x"], ["n"]), h.make_node("Div", ["n", "sqrt2"], ["s"]),
+                        h.make_node("Erf", ["s"], ["e"]), h.make_node("Add", ["e", "one"], ["g"]),
+                        h.make_node("Mul", ["x", "g"], ["m"]), h.make_node("Mul", ["m", "half"], ["y"])],
+    }[case]
+    m = from_proto(_gelu_model(nodes, extra_out="z" if case == "gate_read_elsewhere" else None))
+    before = [n.op for n in m.graph.nodes]
+    assert recognize.gelu(m.graph) == 0
+    assert [n.op for n in m.graph.nodes] == before
+
+
+@pytest.mark.parametrize("target", ["tflite", "tensorflow", "pytorch"])
+def test_a_spelled_out_gelu_is_the_targets_gelu_kernel(target, tmp_path):
+    """On each target with a GELU kernel the five pieces are one op: TFLite's GELU (which
+    XNNPACK runs, where the pieces' erf was a polynomial with a SIGN the delegate leaves to the
+    builtin kernels), tf.nn.gelu, F.gelu; the conversion's check against onnxruntime passes."""
+    import opbridge
+
+    src, out = tmp_path / "m.onnx", tmp_path / ("m.tflite" if target == "tflite" else "m_out")
+    onnx.save(_gelu_model(GELU_SPELLINGS["half_last"]), str(src))
+    rec = opbridge.convert(str(src), to=target, out=str(out), check=True)["targets"][0]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    if target == "tflite":
+        from emitters.tflite.runtime import allocated_ops, delegated_share
+
+        share = delegated_share(allocated_ops(out.read_bytes()))
+        assert share["nodes"] == share["delegated"] == 1, share
+    else:
+        text = "\n".join(p.read_text() for p in out.rglob("*.py"))
+        assert ("tf.nn.gelu(" if target == "tensorflow" else "F.gelu(") in text
+        assert "erf" not in text.replace("F.gelu", "").lower()

@@ -58,8 +58,8 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     dynamic-range ``.tflite``'s hybrid kernels) is read as int8 weights dequantized once at load
     and float activations (``quantized.dynamic_model_as_weight_only``): torch's own matmul and
     LSTM kernels instead of the exact emulation, which ``--float-quantization`` (and ``convert``
-    when the check fails) writes. A hard swish an exporter spelled in elementwise pieces is
-    ``F.hardswish`` (``recognize.hard_swish``)."""
+    when the check fails) writes. A hard swish or a GELU an exporter spelled in elementwise
+    pieces is ``F.hardswish`` / ``F.gelu`` (``recognize``)."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
     from translator.compile.passes import recognize
@@ -70,6 +70,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products in the same form
         integer_domain(g)
         recognize.hard_swish(g)  # F.hardswish, one kernel where an exporter wrote four ops
+        recognize.gelu(g)  # F.gelu, where it wrote five
 
 
 def spell(name: str) -> str:

@@ -30,15 +30,18 @@ def prepare(model, ctx) -> None:  # noqa: ANN001 - the pipeline's Model and Comp
     dynamic-range ``.tflite``'s hybrid kernels) is read as int8 weights and float activations
     (``quantized.dynamic_model_as_weight_only``): TensorFlow's matmul and LSTM cell instead of
     the exact emulation, which ``--float-quantization`` (and ``convert`` when the check
-    fails) writes."""
+    fails) writes. A GELU an exporter spelled in elementwise pieces is ``tf.nn.gelu``
+    (``recognize.gelu``)."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
+    from translator.compile.passes import recognize
     from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain
 
     dynamic_model_as_weight_only(model, ctx)
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products too (TensorFlow has no integer rules for them)
         integer_domain(g)
+        recognize.gelu(g)  # one kernel where an exporter wrote five ops
 
 
 CHANNELS_LAST_IO = Option("--channels-last-io", "io_channels_last",

@@ -33,13 +33,18 @@ def prepare(model: Any, ctx: Any) -> None:
     dynamic quantization of a MatMul becomes the matmul of an int8 weight, its
     DynamicQuantizeLSTM an LSTM over int8 weights (``quantized.dynamic_model_as_weight_only``):
     the converter writes them as hybrid kernels, which quantize the activation at run time
-    (LiteRT's dynamic-range quantization)."""
+    (LiteRT's dynamic-range quantization). A GELU an exporter spelled in elementwise pieces is
+    TFLite's GELU, which XNNPACK runs (``recognize.gelu``; the pieces' erf was a polynomial
+    with a SIGN the delegate leaves to the builtin kernels)."""
+    from translator.compile.passes import recognize
     from translator.compile.quantized import constants_on_output_grid, dynamic_model_as_weight_only, weight_only_model
 
     from .quant import quantized_interface
     from .segments import SEGMENT_NODES
     from translator.compile.pipeline import every_graph
 
+    for g in every_graph(model.graph):
+        recognize.gelu(g)
     if not ctx.options.get("float_quantization"):
         for g in every_graph(model.graph):
             constants_on_output_grid(g)

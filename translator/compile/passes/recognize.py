@@ -5,17 +5,26 @@
   ``x · hard_sigmoid(x; α = 1/6, β = 0.5)``. A target whose runtime has a HardSwish layer runs
   one layer where the pieces were four (ncnn; pnnx fuses the same patterns).
 
+* ``gelu``: ``x · (1 + erf(x / √2)) · 0.5`` (PyTorch's exports of ``F.gelu``, paddle2onnx, Keras via
+  tf2onnx; ``/ √2`` also written ``· (1/√2)``, the half taken first or last). A target with a
+  GELU kernel (TFLite's builtin, which XNNPACK runs; TensorFlow's and torch's) runs one op where
+  the pieces were five, and no spelled-out erf.
+
 A piece is matched only when it feeds nothing but the next one and its constants are scalars
 of those exact values (float32 rounding of 1/6 included), so the result is the same function;
 the node that ends the pattern keeps its output value and name.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...ir.graph import Graph, Node, Value
 
 SIXTH = float(np.float32(1.0 / 6.0))
+SQRT2 = np.float32(np.sqrt(2.0))
+RSQRT2 = np.float32(1.0 / np.sqrt(2.0))
 
 
 def _scalar(v: Value | None) -> float | None:
@@ -107,15 +116,80 @@ def _product_x(mul: Node, graph: Graph) -> Value | None:
 def hard_swish(graph: Graph) -> int:
     """Every hard swish spelled in pieces in ``graph`` (not its subgraphs) as one ``hard_swish``
     node; returns how many were recognized."""
+    return _recognized(graph, ("mul", "div"), _match, "hard_swish", {})
+
+
+def _pairs(node: Node) -> tuple[tuple[Value | None, Value | None], ...]:
+    return ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0]))
+
+
+def _over_sqrt2(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``x / √2`` or ``x · (1/√2)`` (float32 values of those constants)."""
+    div = _made_by(v, "div", graph)
+    if div is not None and _scalar(div.inputs[1]) is not None and np.float32(_scalar(div.inputs[1])) == SQRT2:
+        return div.inputs[0]
+    mul = _made_by(v, "mul", graph)
+    if mul is not None:
+        for x, c in _pairs(mul):
+            if x is not None and not x.is_const and _scalar(c) is not None and np.float32(_scalar(c)) == RSQRT2:
+                return x
+    return None
+
+
+def _erf_gate_of(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``1 + erf(x / √2)``."""
+    add = _made_by(v, "add", graph)
+    if add is None:
+        return None
+    for e, c in _pairs(add):
+        erf = _made_by(e, "erf", graph)
+        if erf is not None and _scalar(c) == 1.0:
+            return _over_sqrt2(erf.inputs[0], graph)
+    return None
+
+
+def _half(v: Value | None) -> bool:
+    return _scalar(v) == 0.5
+
+
+def _gelu_match(graph: Graph, node: Node) -> Value | None:
+    """``x`` when ``node`` (a mul) ends ``x · (1 + erf(x / √2)) · 0.5`` in one of its orders."""
+    for a, b in _pairs(node):
+        if a is None or b is None:
+            continue
+        inner = _made_by(a, "mul", graph)
+        if inner is not None:
+            for p, q in _pairs(inner):
+                if _half(b) and p is not None and _erf_gate_of(q, graph) is p:  # (x · gate) · 0.5
+                    return p
+                if _half(q) and p is not None and _erf_gate_of(b, graph) is p:  # (x · 0.5) · gate
+                    return p
+        outer = _made_by(b, "mul", graph)
+        if outer is not None:
+            for p, q in _pairs(outer):
+                if _half(q) and _erf_gate_of(p, graph) is a:  # x · (gate · 0.5)
+                    return a
+    return None
+
+
+def gelu(graph: Graph) -> int:
+    """Every GELU spelled in pieces in ``graph`` (not its subgraphs) as one ``gelu`` node (the
+    erf form, ``approximate="none"``); returns how many were recognized."""
+    return _recognized(graph, ("mul",), _gelu_match, "gelu", {"approximate": "none"})
+
+
+def _recognized(graph: Graph, ends: tuple[str, ...], match: Any, op: str, attrs: dict[str, Any]) -> int:
+    """Each node of ``graph`` whose op is in ``ends`` and that ``match`` finds ends a pattern of
+    ``x`` replaced by one ``op`` node of ``x``; its pieces, now read by nothing, removed."""
     done = 0
     for node in list(graph.nodes):
-        if node.graph is not graph or node.op not in ("mul", "div") or len(node.inputs) != 2:
+        if node.graph is not graph or node.op not in ends or len(node.inputs) != 2:
             continue
-        x = _match(graph, node)
+        x = match(graph, node)
         if x is None or x.type.dtype not in ("float32", "float64", "float16"):
             continue
         pieces = _pieces(node, x)
-        hs = graph.add_node("hard_swish", [x], {}, name=f"{node.name}_hard_swish", before=node)
+        hs = graph.add_node(op, [x], dict(attrs), name=f"{node.name}_{op}", before=node)
         graph.replace_node(node, hs.outputs)
         for p in pieces:  # the rest of the pattern, now read by nothing
             if p.graph is graph and not any(o.uses for o in p.outputs):
