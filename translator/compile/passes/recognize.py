@@ -35,6 +35,17 @@ def _scalar(v: Value | None) -> float | None:
     return float(a.reshape(-1)[0]) if a.size == 1 else None
 
 
+def _is_f32(v: Value | None, want: float) -> bool:
+    """Whether ``v`` is a one-element float constant whose float32 value is ``want``'s."""
+    s = _scalar(v)
+    return s is not None and np.float32(s) == np.float32(want)
+
+
+def _pairs(node: Node) -> tuple[tuple[Value | None, Value | None], ...]:
+    """A two-input node's operands in both orders (the patterns' products and sums commute)."""
+    return ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0]))
+
+
 def _only_use(v: Value, graph: Graph) -> bool:
     return len(v.uses) == 1 and not any(o is v for o in graph.outputs)
 
@@ -64,7 +75,7 @@ def _clip_0_6_of_x_plus_3(v: Value | None, graph: Graph) -> Value | None:
     add = _made_by(clip.inputs[0], "add", graph)
     if add is None:
         return None
-    for x, c in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
+    for x, c in _pairs(add):
         if _scalar(c) == 3.0 and not x.is_const:
             return x
     return None
@@ -80,9 +91,9 @@ def _gate_of(v: Value | None, graph: Graph) -> Value | None:
         n = _made_by(v, op, graph)
         if n is None:
             continue
-        pairs = ((n.inputs[0], n.inputs[1]),) if op == "div" else ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0]))
+        pairs = ((n.inputs[0], n.inputs[1]),) if op == "div" else _pairs(n)
         for g, c in pairs:
-            if _scalar(c) is not None and np.float32(_scalar(c)) == np.float32(want):
+            if _is_f32(c, want):
                 return _clip_0_6_of_x_plus_3(g, graph)
     return None
 
@@ -90,11 +101,11 @@ def _gate_of(v: Value | None, graph: Graph) -> Value | None:
 def _match(graph: Graph, node: Node) -> Value | None:
     """``x`` when ``node`` ends a hard swish of ``x``."""
     if node.op == "mul":  # x · gate(x), or (x · clip(x + 3, 0, 6)) · (1/6)
-        for a, b in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        for a, b in _pairs(node):
             if a is not None and _gate_of(b, graph) is a:
                 return a
             inner = _made_by(a, "mul", graph)
-            if inner is not None and _scalar(b) is not None and np.float32(_scalar(b)) == np.float32(SIXTH):
+            if inner is not None and _is_f32(b, SIXTH):
                 x = _product_x(inner, graph)
                 if x is not None:
                     return x
@@ -107,7 +118,7 @@ def _match(graph: Graph, node: Node) -> Value | None:
 
 def _product_x(mul: Node, graph: Graph) -> Value | None:
     """``x`` when ``mul`` is ``x · clip(x + 3, 0, 6)``."""
-    for a, b in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
+    for a, b in _pairs(mul):
         if a is not None and _clip_0_6_of_x_plus_3(b, graph) is a:
             return a
     return None
@@ -119,19 +130,15 @@ def hard_swish(graph: Graph) -> int:
     return _recognized(graph, ("mul", "div"), _match, "hard_swish", {})
 
 
-def _pairs(node: Node) -> tuple[tuple[Value | None, Value | None], ...]:
-    return ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0]))
-
-
 def _over_sqrt2(v: Value | None, graph: Graph) -> Value | None:
     """``x`` when ``v`` is ``x / √2`` or ``x · (1/√2)`` (float32 values of those constants)."""
     div = _made_by(v, "div", graph)
-    if div is not None and _scalar(div.inputs[1]) is not None and np.float32(_scalar(div.inputs[1])) == SQRT2:
+    if div is not None and _is_f32(div.inputs[1], SQRT2):
         return div.inputs[0]
     mul = _made_by(v, "mul", graph)
     if mul is not None:
         for x, c in _pairs(mul):
-            if x is not None and not x.is_const and _scalar(c) is not None and np.float32(_scalar(c)) == RSQRT2:
+            if x is not None and not x.is_const and _is_f32(c, RSQRT2):
                 return x
     return None
 
