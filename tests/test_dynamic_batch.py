@@ -167,7 +167,25 @@ def _softmax_flattened_and_back(path: Path, batch: object = "batch") -> Path:
     return _save(path, nodes, [batch, 6], [batch, 6], [])
 
 
+def _split_heads(path: Path) -> Path:
+    """Attention's split and merge of heads at run-time sizes, as torch.onnx writes them: the
+    targets of both reshapes concatenated from ``Gather(Shape(x))`` and constants."""
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    ints = [nh.from_array(np.array(v, np.int64), n) for n, v in
+            (("i0", 0), ("i1", 1), ("ax0", [0]), ("two", [2]), ("eight", [8]), ("minus1", [-1]))]
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+             h.make_node("Gather", ["s", "i1"], ["q"], axis=0), h.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+             h.make_node("Unsqueeze", ["q", "ax0"], ["qu"]),
+             h.make_node("Concat", ["bu", "qu", "two", "eight"], ["t1"], axis=0),
+             h.make_node("Reshape", ["x", "t1"], ["r"]), h.make_node("Transpose", ["r"], ["p"], perm=[0, 2, 1, 3]),
+             h.make_node("Concat", ["bu", "two", "minus1"], ["t2"], axis=0), h.make_node("Reshape", ["p", "t2"], ["y"])]
+    return _save(path, nodes, ["batch", "seq", 16], ["batch", 2, None], ints)
+
+
 MODELS = {
+    "split_heads": _split_heads,
     "broadcast_to_own_shape": _broadcast_to_own_shape,
     "softmax_flattened_and_back": _softmax_flattened_and_back,
     "deconv_then_resize_by_scales": _deconv_then_resize_by_scales,
@@ -222,3 +240,53 @@ def test_a_reshape_back_to_the_shape_it_came_from_goes(tmp_path):
     model = load(str(_softmax_flattened_and_back(tmp_path / "m.onnx", batch=None)))
     fold(model.graph)
     assert [n.op for n in model.graph.nodes] == ["relu", "softmax"]
+
+
+def test_a_reshape_to_a_shape_a_constant_can_state_takes_that_constant(tmp_path):
+    """A reshape target computed from ``Shape`` whose entries are sizes, the input's own dims in
+    place and one other is a constant (``0`` copies, ``-1`` is solved): the shape arithmetic
+    leaves the graph (in PyTorch a tensor op and a host sync per forward each; on TFLite builtin
+    kernels); the artifacts check at two batch and sequence sizes (``split_heads`` above)."""
+    from translator.compile.pipeline import fold
+    from translator.frontends import load
+
+    model = load(str(_split_heads(tmp_path / "m.onnx")))
+    fold(model.graph)
+    assert [n.op for n in model.graph.nodes] == ["reshape", "transpose", "reshape"]
+    targets = [n.inputs[1] for n in model.graph.nodes if n.op == "reshape"]
+    assert all(t.is_const for t in targets)
+    assert [np.asarray(t.const).tolist() for t in targets] == [[0, 0, 2, 8], [0, 2, -1]]
+
+
+def test_a_reshape_to_another_values_dim_is_solved_by_minus_one(tmp_path):
+    """One entry that is not the input's own dim in place (here another input's size) is written
+    ``-1``; two such entries are left to the run-time shape (a constant cannot state them)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    from translator.compile.pipeline import fold
+    from translator.frontends import load
+
+    def build(second_free: bool) -> Path:
+        ints = [nh.from_array(np.array(0, np.int64), "i0"), nh.from_array(np.array([0], np.int64), "ax0"),
+                nh.from_array(np.array([8], np.int64), "eight")]
+        nodes = [h.make_node("Shape", ["w"], ["s"]), h.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+                 h.make_node("Unsqueeze", ["n", "ax0"], ["nu"]),
+                 h.make_node("Concat", ["nu", "nu" if second_free else "eight"], ["t"], axis=0),
+                 h.make_node("Reshape", ["x", "t"], ["y"])]
+        g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["a", 16]),
+                                      h.make_tensor_value_info("w", T.FLOAT, ["n"])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None)], ints)
+        path = tmp_path / f"m{int(second_free)}.onnx"
+        onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+        return path
+
+    model = load(str(build(False)))
+    fold(model.graph)
+    assert [n.op for n in model.graph.nodes] == ["reshape"]
+    assert np.asarray(model.graph.nodes[0].inputs[1].const).tolist() == [-1, 8]
+    model = load(str(build(True)))
+    fold(model.graph)
+    assert not model.graph.nodes[-1].inputs[1].is_const

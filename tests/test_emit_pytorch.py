@@ -843,3 +843,33 @@ def test_a_dilated_convolution_layer_of_a_small_input_is_one_matrix_product(nd, 
         ep = torch.export.export(m, (x,), dynamic_shapes=(dims,))
         x2 = torch.from_numpy(_x(1, 4, 41) if nd == 1 else _x(1, 4, 13, 17))
         assert torch.allclose(ep.module()(x2)[0], layer(x2), atol=1e-5)
+
+
+def test_whole_axis_reversal_of_a_run_time_size_is_a_flip(tmp_path):
+    """A step -1 slice from the end to past the start (torch.onnx's ``flip``: starts -1, ends
+    INT64_MIN) over an axis whose size is known only at run time is ``torch.flip``, not the
+    run-time slice helper; it reverses at every size."""
+    from onnx import numpy_helper as nh
+
+    inits = [nh.from_array(np.array(v, np.int64), n) for n, v in
+             (("st", [-1]), ("en", [-(2**63) + 1]), ("ax", [-1]), ("sp", [-1]))]
+    m = from_proto(_onnx_model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "t"])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, "t"])], inits))
+    art = pt.emit(m)
+    assert "torch.flip(" in art.source and "_slice(" not in art.source.split("class ")[1]
+    for t in (1, 5):
+        x = _x(1, 3, t)
+        (got,) = pt.run(art, {"x": x})
+        np.testing.assert_array_equal(got, x[..., ::-1])
+
+
+def test_a_constant_exponent_is_a_number():
+    """``x ** 2`` with the exponent a constant is torch's tensor-scalar pow (a square is x * x),
+    not the general elementwise pow over a 0-d tensor built on every forward; same values."""
+    x = _x(2, 3)
+    model, feeds = single_op_model("pow", [x, np.array(2.0, np.float32)], {}, const=(1,))
+    art = pt.emit(model)
+    assert ", 2.0)" in art.source and "torch.tensor(2.0" not in art.source, art.source
+    (got,) = pt.run(art, feeds)
+    np.testing.assert_allclose(got, x ** 2, rtol=1e-6)

@@ -1,5 +1,5 @@
-"""translator/compile/passes/recognize.py: a hard swish (a GELU) spelled in elementwise pieces is one
-``hard_swish`` (``gelu``) node, in every spelling exporters write, and nothing else is; each target
+"""translator/compile/passes/recognize.py: a hard swish (a GELU, a layer norm) spelled in elementwise pieces is one
+``hard_swish`` (``gelu``, ``layer_normalization``) node, in every spelling exporters write, and nothing else is; each target
 with the kernel runs it."""
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def test_look_alikes_are_left_as_they_are(case):
 
 def _gelu_model(nodes, extra_out=None):
     consts = [nh.from_array(np.array(v, np.float32), n) for n, v in
-              (("sqrt2", np.sqrt(2.0)), ("rsqrt2", 1 / np.sqrt(2.0)), ("one", 1.0), ("half", 0.5), ("two", 2.0))]
+              (("sqrt2", np.sqrt(2.0)), ("rsqrt2", 1 / np.sqrt(2.0)), ("one", 1.0), ("half", 0.5), ("two", 2.0),
+               ("three", 3.0), ("cubic", 0.044715), ("k", np.sqrt(2 / np.pi)), ("cubic_other", 0.05))]
     outs = [h.make_tensor_value_info("y", T.FLOAT, [2, 5])]
     if extra_out:
         outs.append(h.make_tensor_value_info(extra_out, T.FLOAT, [2, 5]))
@@ -144,3 +145,124 @@ def test_a_spelled_out_gelu_is_the_targets_gelu_kernel(target, tmp_path):
         text = "\n".join(p.read_text() for p in out.rglob("*.py"))
         assert ("tf.nn.gelu(" if target == "tensorflow" else "F.gelu(") in text
         assert "erf" not in text.replace("F.gelu", "").lower()
+
+
+def _ln_model(kind="pow", affine=True, axes=(-1,), eps=1e-5, shape=(2, 3, 4), extra_out=None, gamma_shape=None):
+    """PyTorch's export of nn.LayerNorm below opset 17 (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+    Div, Mul, Add), with the variations the look-alikes need."""
+    rng = np.random.default_rng(0)
+    norm = tuple(shape[a] for a in sorted(a % len(shape) for a in axes))
+    gshape = gamma_shape or norm
+    consts = [nh.from_array(np.array(axes, np.int64), "axes"), nh.from_array(np.array(2.0, np.float32), "two"),
+              nh.from_array(np.array(eps, np.float32), "eps"),
+              nh.from_array(rng.standard_normal(gshape).astype(np.float32), "gamma"),
+              nh.from_array(rng.standard_normal(gshape).astype(np.float32), "beta")]
+    nodes = [h.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=1), h.make_node("Sub", ["x", "m"], ["d"]),
+             h.make_node("Pow", ["d", "two"], ["p"]) if kind == "pow" else h.make_node("Mul", ["d", "d"], ["p"]),
+             h.make_node("ReduceMean", ["p", "axes"], ["v"], keepdims=1), h.make_node("Add", ["v", "eps"], ["ve"]),
+             h.make_node("Sqrt", ["ve"], ["s"]), h.make_node("Div", ["d", "s"], ["n" if affine else "y"])]
+    if affine:
+        nodes += [h.make_node("Mul", ["n", "gamma"], ["g"]), h.make_node("Add", ["g", "beta"], ["y"])]
+    outs = [h.make_tensor_value_info("y", T.FLOAT, list(shape))]
+    if extra_out:
+        outs.append(h.make_tensor_value_info(extra_out, T.FLOAT, None))
+    g = h.make_graph(nodes, "ln", [h.make_tensor_value_info("x", T.FLOAT, list(shape))], outs, consts)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+
+
+def _ln_reference(x, axes, eps, gamma=None, beta=None):
+    m = x.mean(axis=axes, keepdims=True)
+    y = (x - m) / np.sqrt(((x - m) ** 2).mean(axis=axes, keepdims=True) + eps)
+    return y if gamma is None else y * gamma + beta
+
+
+@pytest.mark.parametrize("kind,affine,axes", [("pow", True, (-1,)), ("square", True, (-1,)), ("pow", False, (-1,)),
+                                              ("pow", True, (1, 2))])
+def test_every_spelling_is_one_layer_norm(kind, affine, axes):
+    from translator import reference
+
+    proto = _ln_model(kind, affine, axes)
+    m = from_proto(proto)
+    assert recognize.layer_norm(m.graph) == 1
+    assert [n.op for n in m.graph.nodes] == ["layer_normalization"]
+    ln = m.graph.nodes[0]
+    assert ln.attrs["axis"] == 1 if axes == (1, 2) else ln.attrs["axis"] == 2
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    init = {t.name: nh.to_array(t) for t in proto.graph.initializer}
+    want = _ln_reference(x, tuple(a % 3 for a in axes), 1e-5, *((init["gamma"], init["beta"]) if affine else ()))
+    got = reference.get("layer_normalization")(x, ln.inputs[1].const, ln.inputs[2].const,
+                                                axis=ln.attrs["axis"], epsilon=ln.attrs["epsilon"])
+    got = got[0] if isinstance(got, tuple) else got
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["leading_axes", "difference_read_elsewhere", "eps_outside_sqrt", "gamma_wider"])
+def test_layer_norm_look_alikes_are_left_as_they_are(case):
+    if case == "leading_axes":  # a mean over axis 1 of 3: not the trailing axes
+        proto = _ln_model(axes=(1,))
+    elif case == "difference_read_elsewhere":
+        proto = _ln_model(extra_out="d")
+    elif case == "gamma_wider":  # a scale along an axis the norm does not cover changes the output's shape rule
+        proto = _ln_model(gamma_shape=(3, 4))
+    else:  # (x - m) / (sqrt(var) + eps)
+        proto = _ln_model()
+        nodes = proto.graph.node
+        nodes[4].CopyFrom(h.make_node("Sqrt", ["v"], ["ve"]))
+        nodes[5].CopyFrom(h.make_node("Add", ["ve", "eps"], ["s"]))
+        onnx.checker.check_model(proto)
+    m = from_proto(proto)
+    before = [n.op for n in m.graph.nodes]
+    found = recognize.layer_norm(m.graph)
+    if case == "gamma_wider":  # the normalization itself is recognized; the wider affine stays outside
+        assert found == 1 and [n.op for n in m.graph.nodes] == ["layer_normalization", "mul", "add"]
+        return
+    assert found == 0
+    assert [n.op for n in m.graph.nodes] == before
+
+
+def test_a_spelled_out_layer_norm_is_torchs_layer_norm(tmp_path):
+    """PyTorch: the nine pieces are one F.layer_norm over the module's own scale and bias, and the
+    check against onnxruntime passes."""
+    import opbridge
+
+    src, out = tmp_path / "m.onnx", tmp_path / "m_out"
+    onnx.save(_ln_model(), str(src))
+    rec = opbridge.convert(str(src), to="pytorch", out=str(out), check=True)["targets"][0]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    text = (out / "model.py").read_text()
+    assert "F.layer_norm(" in text and "torch.sqrt" not in text and "torch.pow" not in text
+
+
+def _tanh_gate(cube="jax", cubic="cubic", top="g"):
+    """``1 + tanh(√(2/π) · (x + 0.044715 · x³))``: JAX's (via jax2tf) ``((x · c) · x) · x``, or
+    PyTorch's ``approximate='tanh'`` export ``(x ** 3) · c``."""
+    if cube == "jax":
+        nodes = [h.make_node("Mul", ["x", cubic], ["c1"]), h.make_node("Mul", ["x", "c1"], ["c2"]),
+                 h.make_node("Mul", ["x", "c2"], ["c3"])]
+    else:
+        nodes = [h.make_node("Pow", ["x", "three"], ["p3"]), h.make_node("Mul", ["p3", cubic], ["c3"])]
+    return nodes + [h.make_node("Add", ["x", "c3"], ["i"]), h.make_node("Mul", ["i", "k"], ["ik"]),
+                    h.make_node("Tanh", ["ik"], ["t"]), h.make_node("Add", ["t", "one"], [top])]
+
+
+@pytest.mark.parametrize("cube", ["jax", "pow"])
+def test_the_tanh_form_is_one_tanh_gelu(cube):
+    from translator import reference
+
+    nodes = _tanh_gate(cube) + [h.make_node("Mul", ["g", "half"], ["m"]), h.make_node("Mul", ["x", "m"], ["y"])]
+    m = from_proto(_gelu_model(nodes))
+    assert recognize.gelu(m.graph) == 1
+    assert [n.op for n in m.graph.nodes] == ["gelu"] and m.graph.nodes[0].attrs == {"approximate": "tanh"}
+    x = np.linspace(-4, 4, 10, dtype=np.float32).reshape(2, 5).astype(np.float64)
+    want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(reference.get("gelu")(x.astype(np.float32), approximate="tanh"), want,
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_a_tanh_gelu_look_alike_is_left():
+    """Another cubic coefficient: not the GELU."""
+    nodes = _tanh_gate("jax", "cubic_other") + [h.make_node("Mul", ["g", "half"], ["m"]),
+                                               h.make_node("Mul", ["x", "m"], ["y"])]
+    m = from_proto(_gelu_model(nodes))
+    before = [n.op for n in m.graph.nodes]
+    assert recognize.gelu(m.graph) == 0 and [n.op for n in m.graph.nodes] == before

@@ -91,7 +91,9 @@ def pow_(e: NodeEmit) -> str:
     """x ** y in the dtype of x; an integer base with a float exponent truncates."""
     base, expo = e.x(0), e.x(1)
     if e.dtype_id(0) == e.dtype_id(1):
-        return f"torch.pow({base}, {expo})"
+        # a constant exponent as a number: torch's tensor-scalar pow (a square is x * x), where a
+        # 0-d tensor exponent is the general elementwise pow kernel
+        return f"torch.pow({base}, {e.number(1, 0) or expo})"
     if e.is_float(0):
         return f"torch.pow({base}, {expo}).to({e.dtype(0)})"
     if e.is_float(1):

@@ -129,6 +129,12 @@ def shape(e: NodeEmit) -> str:
 
 
 # ----------------------------------------------------------------------------- slicing
+def _whole_reversal(start: int, end: int, step: int) -> bool:
+    """Whether a step -1 from the last element (``-1`` or past the end) to before the first
+    (past ``-dim``: INT64_MIN, INT32_MIN) takes the whole axis reversed, at any size."""
+    return step == -1 and (start == -1 or start >= 2**31 - 1) and end <= -(2**31)
+
+
 def _slice_item(start: int, end: int, step: int, dim: int | None) -> tuple[str, bool]:
     """(subscript, flip): ONNX Slice bounds on one axis as a Python slice of x (or of x
     flipped along the axis when the step is negative, which torch indexing lacks)."""
@@ -137,6 +143,8 @@ def _slice_item(start: int, end: int, step: int, dim: int | None) -> tuple[str, 
         s = "" if start == 0 or start <= -big else str(start)
         t = "" if end >= big else "0" if end <= -big else str(end)
         return f"{s}:{t}" + (f":{step}" if step != 1 else ""), False
+    if dim is None and _whole_reversal(start, end, step):
+        return ":", True
     assert dim is not None
     s = start + dim if start < 0 else start
     t = end + dim if end < 0 else end
@@ -159,7 +167,7 @@ def slice_(e: NodeEmit) -> str:
         steps = steps or [1] * len(starts)
         # a negative step is written over the flipped axis, whose size it needs as a number
         dynamic = any(st < 0 and not isinstance(shape[a] if shape is not None else None, int)
-                      for a, st in zip(axes, steps))
+                      and not _whole_reversal(s, t, st) for a, s, t, st in zip(axes, starts, ends, steps))
     if dynamic or rank is None:
         args = [e.x(1), e.x(2), e.x(3) if e.has(3) else "None", e.x(4) if e.has(4) else "None"]
         return f"{e.helper('_slice')}({x}, {', '.join(args)})"
@@ -177,7 +185,7 @@ def slice_(e: NodeEmit) -> str:
     while items and items[-1] == ":":
         items.pop()
     src = f"torch.flip({x}, {literal(flips)})" if flips else x
-    return f"{src}[{', '.join(items)}]" if items else f"torch.clone({x})"
+    return f"{src}[{', '.join(items)}]" if items else src if flips else f"torch.clone({x})"
 
 
 @rule("split")

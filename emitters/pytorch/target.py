@@ -59,7 +59,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     and float activations (``quantized.dynamic_model_as_weight_only``): torch's own matmul and
     LSTM kernels instead of the exact emulation, which ``--float-quantization`` (and ``convert``
     when the check fails) writes. A hard swish or a GELU an exporter spelled in elementwise
-    pieces is ``F.hardswish`` / ``F.gelu`` (``recognize``)."""
+    pieces is ``F.hardswish`` / ``F.gelu``, and a layer norm in pieces ``F.layer_norm`` (``recognize``)."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
     from translator.compile.passes import recognize
@@ -71,6 +71,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
         integer_domain(g)
         recognize.hard_swish(g)  # F.hardswish, one kernel where an exporter wrote four ops
         recognize.gelu(g)  # F.gelu, where it wrote five
+        recognize.layer_norm(g)  # F.layer_norm, where it wrote nine
 
 
 def spell(name: str) -> str:

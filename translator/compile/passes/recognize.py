@@ -6,9 +6,17 @@
   one layer where the pieces were four (ncnn; pnnx fuses the same patterns).
 
 * ``gelu``: ``x · (1 + erf(x / √2)) · 0.5`` (PyTorch's exports of ``F.gelu``, paddle2onnx, Keras via
-  tf2onnx; ``/ √2`` also written ``· (1/√2)``, the half taken first or last). A target with a
+  tf2onnx; ``/ √2`` also written ``· (1/√2)``, the half taken first or last), and its tanh form
+  ``x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))) · 0.5`` (JAX/Flax via jax2tf, ``approximate='tanh'``
+  exports; the cube as a product in any grouping or ``x ** 3``). A target with a
   GELU kernel (TFLite's builtin, which XNNPACK runs; TensorFlow's and torch's) runs one op where
   the pieces were five, and no spelled-out erf.
+
+* ``layer_norm``: ``(x - mean(x)) / sqrt(mean((x - mean(x))²) + ε) · γ + β`` over trailing axes
+  (PyTorch's exports of ``nn.LayerNorm`` below opset 17: ReduceMean, Sub, Pow 2 or the product
+  of the difference with itself, ReduceMean, Add, Sqrt, Div, then the optional Mul and Add by
+  constants), float32. A target with a layer norm kernel (torch's ``F.layer_norm``) runs one op
+  where the pieces were nine, and reads the input twice where they read it six times.
 
 A piece is matched only when it feeds nothing but the next one and its constants are scalars
 of those exact values (float32 rounding of 1/6 included), so the result is the same function;
@@ -25,6 +33,8 @@ from ...ir.graph import Graph, Node, Value
 SIXTH = float(np.float32(1.0 / 6.0))
 SQRT2 = np.float32(np.sqrt(2.0))
 RSQRT2 = np.float32(1.0 / np.sqrt(2.0))
+SQRT_2_OVER_PI = np.float32(np.sqrt(2.0 / np.pi))
+GELU_CUBIC = np.float32(0.044715)
 
 
 def _scalar(v: Value | None) -> float | None:
@@ -159,30 +169,85 @@ def _half(v: Value | None) -> bool:
     return _scalar(v) == 0.5
 
 
-def _gelu_match(graph: Graph, node: Node) -> Value | None:
-    """``x`` when ``node`` (a mul) ends ``x · (1 + erf(x / √2)) · 0.5`` in one of its orders."""
+def _factors(v: Value, graph: Graph, depth: int = 4) -> list[Value] | None:
+    """The operands of a product tree ending at ``v`` (muls feeding only each other), ``v`` itself
+    when it is not a product; None past ``depth`` levels."""
+    mul = _made_by(v, "mul", graph) if depth else None
+    if mul is None or any(u is None for u in mul.inputs):
+        return [v]
+    a, b = (_factors(u, graph, depth - 1) for u in mul.inputs)
+    return None if a is None or b is None else a + b
+
+
+def _cubic_of(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``0.044715 · x³`` (``x · x · x`` in any grouping, or ``x ** 3``, times
+    the constant)."""
+    if v is None:
+        return None
+    fs = _factors(v, graph)
+    if fs is None:
+        return None
+    consts = [f for f in fs if f.is_const]
+    rest = [f for f in fs if not f.is_const]
+    if len(consts) != 1 or not _is_f32(consts[0], GELU_CUBIC):
+        return None
+    if len(rest) == 3 and rest[0] is rest[1] is rest[2]:
+        return rest[0]
+    if len(rest) == 1:
+        pw = _made_by(rest[0], "pow", graph)
+        if pw is not None and _scalar(pw.inputs[1]) == 3.0:
+            return pw.inputs[0]
+    return None
+
+
+def _tanh_gate_of(v: Value | None, graph: Graph) -> Value | None:
+    """``x`` when ``v`` is ``1 + tanh(√(2/π) · (x + 0.044715 · x³))``."""
+    add = _made_by(v, "add", graph)
+    if add is None:
+        return None
+    for t, c in _pairs(add):
+        tanh = _made_by(t, "tanh", graph)
+        if tanh is None or _scalar(c) != 1.0:
+            continue
+        scaled = _made_by(tanh.inputs[0], "mul", graph)
+        for inner, k in _pairs(scaled) if scaled is not None else ():
+            poly = _made_by(inner, "add", graph) if _is_f32(k, SQRT_2_OVER_PI) else None
+            for x, cube in _pairs(poly) if poly is not None else ():
+                if x is not None and not x.is_const and _cubic_of(cube, graph) is x:
+                    return x
+    return None
+
+
+def _gelu_match(graph: Graph, node: Node, gate_of: Any = _erf_gate_of) -> Value | None:
+    """``x`` when ``node`` (a mul) ends ``x · gate(x) · 0.5`` in one of its orders (the erf gate
+    ``1 + erf(x / √2)``, or ``gate_of``'s)."""
     for a, b in _pairs(node):
         if a is None or b is None:
             continue
         inner = _made_by(a, "mul", graph)
         if inner is not None:
             for p, q in _pairs(inner):
-                if _half(b) and p is not None and _erf_gate_of(q, graph) is p:  # (x · gate) · 0.5
+                if _half(b) and p is not None and gate_of(q, graph) is p:  # (x · gate) · 0.5
                     return p
-                if _half(q) and p is not None and _erf_gate_of(b, graph) is p:  # (x · 0.5) · gate
+                if _half(q) and p is not None and gate_of(b, graph) is p:  # (x · 0.5) · gate
                     return p
         outer = _made_by(b, "mul", graph)
         if outer is not None:
             for p, q in _pairs(outer):
-                if _half(q) and _erf_gate_of(p, graph) is a:  # x · (gate · 0.5)
+                if _half(q) and gate_of(p, graph) is a:  # x · (gate · 0.5)
                     return a
     return None
 
 
+def _tanh_gelu_match(graph: Graph, node: Node) -> Value | None:
+    return _gelu_match(graph, node, _tanh_gate_of)
+
+
 def gelu(graph: Graph) -> int:
-    """Every GELU spelled in pieces in ``graph`` (not its subgraphs) as one ``gelu`` node (the
-    erf form, ``approximate="none"``); returns how many were recognized."""
-    return _recognized(graph, ("mul",), _gelu_match, "gelu", {"approximate": "none"})
+    """Every GELU spelled in pieces in ``graph`` (not its subgraphs) as one ``gelu`` node: the erf
+    form (``approximate="none"``) and the tanh form (``"tanh"``); returns how many were recognized."""
+    return (_recognized(graph, ("mul",), _gelu_match, "gelu", {"approximate": "none"})
+            + _recognized(graph, ("mul",), _tanh_gelu_match, "gelu", {"approximate": "tanh"}))
 
 
 def _recognized(graph: Graph, ends: tuple[str, ...], match: Any, op: str, attrs: dict[str, Any]) -> int:
@@ -217,3 +282,106 @@ def _pieces(end: Node, x: Value) -> list[Node]:
         out.append(n)
         todo.extend(u for u in n.inputs if u is not None and not u.is_const)
     return out
+
+
+def _trailing_mean(v: Value | None, graph: Graph, x: Value | None = None) -> tuple[Value, int] | None:
+    """``(x, axis)`` when ``v`` is a keepdims ``reduce_mean`` of ``x`` over its axes from ``axis``
+    to the last, read only where the pattern reads it."""
+    n = v.producer if v is not None else None
+    if n is None or n.op != "reduce_mean" or n.graph is not graph or not n.attrs.get("keepdims", 1):
+        return None
+    src = n.inputs[0]
+    rank = src.type.rank if src is not None else None
+    axes = n.inputs[1] if len(n.inputs) > 1 else None
+    if rank is None or rank < 1 or axes is None or not axes.is_const or (x is not None and src is not x):
+        return None
+    got = sorted({int(a) % rank for a in np.asarray(axes.const).reshape(-1)})
+    if not got or got != list(range(got[0], rank)):
+        return None
+    return src, got[0]
+
+
+def _normalized(div: Node, graph: Graph) -> tuple[Value, int, float] | None:
+    """``(x, axis, eps)`` when ``div`` is ``(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps)``."""
+    if div.op != "div":
+        return None
+    d, s = div.inputs[0], div.inputs[1]
+    sqrt = _made_by(s, "sqrt", graph)
+    add = _made_by(sqrt.inputs[0], "add", graph) if sqrt is not None else None
+    if add is None:
+        return None
+    for v, c in _pairs(add):
+        eps = _scalar(c)
+        var = _trailing_mean(v, graph) if eps is not None and v is not None and _only_use(v, graph) else None
+        if var is None:
+            continue
+        sq = var[0].producer
+        if sq is None or sq.graph is not graph or not _only_use(var[0], graph) or not (
+                sq.op == "pow" and sq.inputs[0] is d and _is_f32(sq.inputs[1], 2.0)
+                or sq.op == "mul" and sq.inputs[0] is d and sq.inputs[1] is d):
+            continue
+        sub = d.producer if d is not None else None
+        if sub is None or sub.op != "sub" or sub.graph is not graph or any(o is d for o in graph.outputs) \
+                or any(n not in (sq, div) for n, _ in d.uses):
+            continue
+        mean = sub.inputs[1]
+        m = _trailing_mean(mean, graph, sub.inputs[0]) if mean is not None and _only_use(mean, graph) else None
+        if m is not None and m[1] == var[1]:
+            return m[0], m[1], float(eps)
+    return None
+
+
+def _affine_const(v: Value | None, norm: tuple[int, ...]) -> Value | np.ndarray | None:
+    """A float32 constant of the normalized shape ``norm`` (``v`` itself: its name stays, e.g. a
+    module's ``norm1.weight``), or its values broadcast to it (leading 1s dropped), else None."""
+    if v is None or not v.is_const or v.type.dtype != "float32":
+        return None
+    a = np.asarray(v.const, dtype=np.float32)
+    if a.shape == norm:
+        return v
+    while a.ndim > len(norm) and a.shape[0] == 1:
+        a = a[0]
+    try:
+        return np.ascontiguousarray(np.broadcast_to(a, norm))
+    except ValueError:
+        return None
+
+
+def layer_norm(graph: Graph) -> int:
+    """Every float32 layer norm spelled in pieces in ``graph`` (not its subgraphs) whose normalized
+    dims are static, as one ``layer_normalization`` node (the affine constants taken in, ones and
+    zeros when absent); returns how many were recognized."""
+    done = 0
+    for div in list(graph.nodes):
+        if div.graph is not graph or div.op != "div":
+            continue
+        found = _normalized(div, graph)
+        if found is None:
+            continue
+        x, axis, eps = found
+        tail = tuple(x.type.shape[axis:]) if x.type.shape is not None else ()
+        if x.type.dtype != "float32" or not tail or not all(isinstance(d, int) for d in tail):
+            continue
+        norm = tuple(int(d) for d in tail)
+        end, scale, bias = div, np.ones(norm, np.float32), np.zeros(norm, np.float32)
+        user = div.outputs[0].uses[0][0] if len(div.outputs[0].uses) == 1 else None
+        if user is not None and user.op == "mul" and _only_use(div.outputs[0], graph):
+            g = _affine_const(_other(user, div.outputs[0]), norm)
+            if g is not None and tuple(user.outputs[0].type.shape or ()) == tuple(x.type.shape):
+                end, scale = user, g
+        user = end.outputs[0].uses[0][0] if len(end.outputs[0].uses) == 1 else None
+        if end is not div and user is not None and user.op == "add" and _only_use(end.outputs[0], graph):
+            b = _affine_const(_other(user, end.outputs[0]), norm)
+            if b is not None and tuple(user.outputs[0].type.shape or ()) == tuple(x.type.shape):
+                end, bias = user, b
+        pieces = _pieces(end, x)
+        affine = [c if isinstance(c, Value) else graph.add_constant(f"{end.name}_ln_{k}", c, "float32")
+                  for k, c in (("scale", scale), ("bias", bias))]
+        ln = graph.add_node("layer_normalization", [x, *affine],
+                            {"axis": axis, "epsilon": eps, "stash_type": 1}, name=f"{end.name}_layer_norm", before=end)
+        graph.replace_node(end, ln.outputs[:1])
+        for p in pieces:
+            if p.graph is graph and not any(o.uses for o in p.outputs):
+                graph.remove_node(p)
+        done += 1
+    return done

@@ -9,7 +9,9 @@ constants, its entries: an ``int``, a dim symbol (``str``, the same symbol is th
 
 * a value whose entries are all ints becomes a constant (what ``fold_constants`` then continues);
 * a ``reshape`` to a partly known shape gives its output those dims (``0`` copies, ``-1`` is solved
-  where the symbols cancel), so shape inference continues past it;
+  where the symbols cancel), so shape inference continues past it; when a constant can state the
+  shape (sizes, the input's own dims in place as ``0``, one other as ``-1``) it becomes that
+  constant, and the shape arithmetic behind it goes;
 * a ``constant_of_shape`` or ``expand`` to a partly known shape gives its output those dims
   (``expand`` broadcasts them with its input's), e.g. EdgeNeXt's ``zeros(B, H, W)`` mask; an
   ``expand`` whose shape repeats its input's own dims (or 1) is the identity and goes, and so
@@ -261,6 +263,39 @@ def _retype(y: Value, new: list[Entry]) -> bool:
     return True
 
 
+def _constant_target(n: Node, known: dict[int, Partial], graph: Graph) -> bool:
+    """A reshape to a run-time shape that a constant can state: each entry a size, a dim the input
+    keeps at the same place (written ``0``, ONNX's copy), and at most one other (written ``-1``,
+    solved from the element count). The shape arithmetic that computed it is then dead (its
+    ``Shape``, ``Gather``, ``Concat``: on TFLite each a builtin kernel, in PyTorch a tensor op and
+    a host sync per ``forward``), and every target sees a constant reshape."""
+    x, s = n.inputs[0], n.inputs[1] if len(n.inputs) > 1 else None
+    if s is None or s.is_const or x is None or x.type.shape is None or n.attrs.get("allowzero", 0):
+        return False
+    p = known.get(id(s))
+    if p is None or p[0] != 1 or not p[1]:
+        return False
+    xs = [_dim(d) for d in x.type.shape]
+    target, free = [], 0
+    for i, e in enumerate(p[1]):
+        if isinstance(e, int) and e > 0:
+            target.append(e)
+        elif e == 0 or isinstance(e, str) and i < len(xs) and xs[i] == e:
+            if i >= len(xs):
+                return False
+            target.append(0)
+        elif e is None or isinstance(e, str) or e == -1:
+            target.append(-1)
+            free += 1
+        else:
+            return False
+    if free > 1:
+        return False
+    dt = s.type.dtype or "int64"
+    n.replace_input(1, graph.add_constant(s.name + "_stated", np.asarray(target, dtype=np.dtype(dt)), dt))
+    return True
+
+
 def _refine_reshape(n: Node, known: dict[int, Partial]) -> bool:
     """A reshape to a run-time shape whose entries are partly known: its output type takes them
     (an unknown or anonymous dim becomes the size or the named symbol), so what follows infers."""
@@ -399,6 +434,9 @@ def run(graph: Graph) -> int:
             changed += 1
         if n.op == "expand" and _identity_expand(n, known, graph) or n.op in ("reshape", "flatten") and \
                 _identity_reshape(n, graph):
+            changed += 1
+            continue
+        if n.op == "reshape" and _constant_target(n, known, graph):
             changed += 1
             continue
         if n.op in ("constant_of_shape", "expand") and _refine_filled(n, known):
