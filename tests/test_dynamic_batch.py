@@ -167,9 +167,10 @@ def _softmax_flattened_and_back(path: Path, batch: object = "batch") -> Path:
     return _save(path, nodes, [batch, 6], [batch, 6], [])
 
 
-def _split_heads(path: Path) -> Path:
+def _split_heads(path: Path, allowzero: int = 0) -> Path:
     """Attention's split and merge of heads at run-time sizes, as torch.onnx writes them: the
-    targets of both reshapes concatenated from ``Gather(Shape(x))`` and constants."""
+    targets of both reshapes concatenated from ``Gather(Shape(x))`` and constants (the dynamo
+    exporter's with ``allowzero=1``)."""
     from onnx import helper as h
     from onnx import numpy_helper as nh
 
@@ -179,13 +180,16 @@ def _split_heads(path: Path) -> Path:
              h.make_node("Gather", ["s", "i1"], ["q"], axis=0), h.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
              h.make_node("Unsqueeze", ["q", "ax0"], ["qu"]),
              h.make_node("Concat", ["bu", "qu", "two", "eight"], ["t1"], axis=0),
-             h.make_node("Reshape", ["x", "t1"], ["r"]), h.make_node("Transpose", ["r"], ["p"], perm=[0, 2, 1, 3]),
-             h.make_node("Concat", ["bu", "two", "minus1"], ["t2"], axis=0), h.make_node("Reshape", ["p", "t2"], ["y"])]
+             h.make_node("Reshape", ["x", "t1"], ["r"], allowzero=allowzero),
+             h.make_node("Transpose", ["r"], ["p"], perm=[0, 2, 1, 3]),
+             h.make_node("Concat", ["bu", "two", "minus1"], ["t2"], axis=0),
+             h.make_node("Reshape", ["p", "t2"], ["y"], allowzero=allowzero)]
     return _save(path, nodes, ["batch", "seq", 16], ["batch", 2, None], ints)
 
 
 MODELS = {
     "split_heads": _split_heads,
+    "split_heads_allowzero": lambda path: _split_heads(path, allowzero=1),
     "broadcast_to_own_shape": _broadcast_to_own_shape,
     "softmax_flattened_and_back": _softmax_flattened_and_back,
     "deconv_then_resize_by_scales": _deconv_then_resize_by_scales,
@@ -242,20 +246,22 @@ def test_a_reshape_back_to_the_shape_it_came_from_goes(tmp_path):
     assert [n.op for n in model.graph.nodes] == ["relu", "softmax"]
 
 
-def test_a_reshape_to_a_shape_a_constant_can_state_takes_that_constant(tmp_path):
+@pytest.mark.parametrize("allowzero", [0, 1])
+def test_a_reshape_to_a_shape_a_constant_can_state_takes_that_constant(tmp_path, allowzero):
     """A reshape target computed from ``Shape`` whose entries are sizes, the input's own dims in
-    place and one other is a constant (``0`` copies, ``-1`` is solved): the shape arithmetic
+    place and one other is a constant (``0`` copies, ``-1`` is solved; a target without a zero
+    entry reshapes the same without ``allowzero``, which the copies need): the shape arithmetic
     leaves the graph (in PyTorch a tensor op and a host sync per forward each; on TFLite builtin
     kernels); the artifacts check at two batch and sequence sizes (``split_heads`` above)."""
     from translator.compile.pipeline import fold
     from translator.frontends import load
 
-    model = load(str(_split_heads(tmp_path / "m.onnx")))
+    model = load(str(_split_heads(tmp_path / "m.onnx", allowzero)))
     fold(model.graph)
     assert [n.op for n in model.graph.nodes] == ["reshape", "transpose", "reshape"]
-    targets = [n.inputs[1] for n in model.graph.nodes if n.op == "reshape"]
-    assert all(t.is_const for t in targets)
-    assert [np.asarray(t.const).tolist() for t in targets] == [[0, 0, 2, 8], [0, 2, -1]]
+    reshapes = [n for n in model.graph.nodes if n.op == "reshape"]
+    assert all(n.inputs[1].is_const and not n.attrs.get("allowzero") for n in reshapes)
+    assert [np.asarray(n.inputs[1].const).tolist() for n in reshapes] == [[0, 0, 2, 8], [0, 2, -1]]
 
 
 def test_a_reshape_to_another_values_dim_is_solved_by_minus_one(tmp_path):

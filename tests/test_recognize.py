@@ -220,17 +220,22 @@ def test_layer_norm_look_alikes_are_left_as_they_are(case):
     assert [n.op for n in m.graph.nodes] == before
 
 
-def test_a_spelled_out_layer_norm_is_torchs_layer_norm(tmp_path):
-    """PyTorch: the nine pieces are one F.layer_norm over the module's own scale and bias, and the
-    check against onnxruntime passes."""
+@pytest.mark.parametrize("target", ["pytorch", "ncnn"])
+def test_a_spelled_out_layer_norm_is_the_targets_layer_norm(target, tmp_path):
+    """The nine pieces are one layer norm over the model's own scale and bias: PyTorch's
+    F.layer_norm, ncnn's LayerNorm layer; the check against onnxruntime passes."""
     import opbridge
 
     src, out = tmp_path / "m.onnx", tmp_path / "m_out"
     onnx.save(_ln_model(), str(src))
-    rec = opbridge.convert(str(src), to="pytorch", out=str(out), check=True)["targets"][0]
+    rec = opbridge.convert(str(src), to=target, out=str(out), check=True)["targets"][0]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
-    text = (out / "model.py").read_text()
-    assert "F.layer_norm(" in text and "torch.sqrt" not in text and "torch.pow" not in text
+    if target == "pytorch":
+        text = (out / "model.py").read_text()
+        assert "F.layer_norm(" in text and "torch.sqrt" not in text and "torch.pow" not in text
+    else:
+        layers = [line.split()[0] for p in out.glob("*.param") for line in p.read_text().splitlines()[2:]]
+        assert layers.count("LayerNorm") == 1 and "Reduction" not in layers and "UnaryOp" not in layers, layers
 
 
 def _tanh_gate(cube="jax", cubic="cubic", top="g"):

@@ -46,7 +46,8 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     constants (an int8 weight and its scales) becomes its float32 values, and what reads it
     folds in turn (a convolution gets constant weights, as ncnn's layers store them). An ``if``
     on a run-time condition is both branches and a ``where`` (``control.ifs_as_where``). A hard
-    swish written in elementwise pieces is one ``hard_swish`` (``recognize.hard_swish``)."""
+    swish written in elementwise pieces is one ``hard_swish`` (``recognize.hard_swish``), a layer norm
+    one ``layer_normalization`` (``recognize.layer_norm``: ncnn's ``LayerNorm``)."""
     import numpy as np
 
     from translator import reference
@@ -71,6 +72,7 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     if changed:
         fold(g)
     recognize.hard_swish(g)  # one HardSwish layer where an exporter wrote four
+    recognize.layer_norm(g)  # one LayerNorm layer where it wrote nine
     nan_selects = [n.name for n in g.nodes if n.op == "where" and _tests_nan(n.inputs[0])]
     if nan_selects:
         ctx.warn(f"{len(nan_selects)} where node(s) select NaN values away (first: {nan_selects[0]!r}); ncnn's select "

@@ -270,11 +270,11 @@ def _constant_target(n: Node, known: dict[int, Partial], graph: Graph) -> bool:
     ``Shape``, ``Gather``, ``Concat``: on TFLite each a builtin kernel, in PyTorch a tensor op and
     a host sync per ``forward``), and every target sees a constant reshape."""
     x, s = n.inputs[0], n.inputs[1] if len(n.inputs) > 1 else None
-    if s is None or s.is_const or x is None or x.type.shape is None or n.attrs.get("allowzero", 0):
+    if s is None or s.is_const or x is None or x.type.shape is None:
         return False
     p = known.get(id(s))
-    if p is None or p[0] != 1 or not p[1]:
-        return False
+    if p is None or p[0] != 1 or not p[1] or n.attrs.get("allowzero", 0) and 0 in p[1]:
+        return False  # (allowzero without a zero entry: the same reshape as without it, which the 0s below need)
     xs = [_dim(d) for d in x.type.shape]
     target, free = [], 0
     for i, e in enumerate(p[1]):
@@ -293,6 +293,8 @@ def _constant_target(n: Node, known: dict[int, Partial], graph: Graph) -> bool:
         return False
     dt = s.type.dtype or "int64"
     n.replace_input(1, graph.add_constant(s.name + "_stated", np.asarray(target, dtype=np.dtype(dt)), dt))
+    if "allowzero" in n.attrs:
+        n.attrs["allowzero"] = 0
     return True
 
 
