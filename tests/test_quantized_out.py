@@ -185,6 +185,8 @@ def test_a_qdq_model_keeps_int8_weights_on_pytorch_dequantized_once(tmp_path):
     # the 3 int8 weights dequantized once (scale 1: the integers, quantized.integer_domain); the int32
     # biases are float constants of the same integers
     assert "_quantized" not in forward and text.count("persistent=False") == 3, forward
+    # per-tensor scales and zero points are numbers in the code, not tensors built on every forward
+    assert "torch.tensor(" not in forward, forward
     spec = importlib.util.spec_from_file_location("qmodel", tmp_path / "pt" / "model.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -28,6 +28,16 @@ def _per_axis(e: NodeEmit, i: int, like: int) -> str:
     return p
 
 
+def _operand(e: NodeEmit, i: int, like: int, calc: str) -> str:
+    """A scale or zero point as an operand computed in ``calc``: a one-element constant as a
+    Python number (the float32 value exactly; torch computes in the tensor's dtype either way),
+    else the tensor broadcast against input ``like`` (``_per_axis``) and converted."""
+    c = e.const(i)
+    if c is not None and c.size == 1 and not int(e.attr("block_size") or 0) and c.dtype.kind in "iuf":
+        return literal(float(c.reshape(-1)[0]))
+    return f"{_per_axis(e, i, like)}.to({calc})"
+
+
 def _unit(e: NodeEmit, i: int) -> bool:
     """Whether input ``i`` is the constant scale 1 (``quantized.integer_domain``'s integers)."""
     c = e.const(i)
@@ -38,16 +48,15 @@ def _unit(e: NodeEmit, i: int) -> bool:
 def quantize_linear(e: NodeEmit) -> str:
     """saturate(round_half_even(x / y_scale) + y_zero_point), the division in y_scale's dtype."""
     out = e.out_dtype()
-    scale = _per_axis(e, 1, 0)
     calc = e.dtype(1)
     prec = int(e.attr("precision") or 0)
     if prec:
         calc = onnx_float(prec, calc)
-    q = f"torch.round({e.x(0)}.to({calc}) / {scale}.to({calc}))"
+    q = f"torch.round({e.x(0)}.to({calc}) / {_operand(e, 1, 0, calc)})"
     if _unit(e, 1) and not prec:
         q = f"torch.round({e.x(0)}.to({calc}))"
     if e.has(2):
-        q = f"{q} + {_per_axis(e, 2, 0)}.to({calc})"
+        q = f"{q} + {_operand(e, 2, 0, calc)}"
     lo, hi = e.out_range()
     return f"torch.clamp({q}, {lo}, {hi}).to({out})"
 
@@ -60,10 +69,10 @@ def dequantize_linear(e: NodeEmit) -> str:
     calc = "torch.float64" if e.dtype_id(0) in ("int32", "uint32", "int64") else "torch.float32"
     v = f"{e.x(0)}.to({calc})"
     if e.has(2):
-        v = f"({v} - {_per_axis(e, 2, 0)}.to({calc}))"
+        v = f"({v} - {_operand(e, 2, 0, calc)})"
     if _unit(e, 1):
         return f"{v}.to({out})"
-    return f"({v} * {_per_axis(e, 1, 0)}.to({calc})).to({out})"
+    return f"({v} * {_operand(e, 1, 0, calc)}).to({out})"
 
 
 @rule("dynamic_quantize_linear")
