@@ -153,16 +153,20 @@ def _over_sqrt2(v: Value | None, graph: Graph) -> Value | None:
     return None
 
 
+def _one_plus(v: Value | None, op: str, graph: Graph) -> Value | None:
+    """``u`` when ``v`` is ``1 + op(u)`` (pieces feeding only each other)."""
+    add = _made_by(v, "add", graph)
+    for f, c in _pairs(add) if add is not None else ():
+        unary = _made_by(f, op, graph)
+        if unary is not None and _scalar(c) == 1.0:
+            return unary.inputs[0]
+    return None
+
+
 def _erf_gate_of(v: Value | None, graph: Graph) -> Value | None:
     """``x`` when ``v`` is ``1 + erf(x / √2)``."""
-    add = _made_by(v, "add", graph)
-    if add is None:
-        return None
-    for e, c in _pairs(add):
-        erf = _made_by(e, "erf", graph)
-        if erf is not None and _scalar(c) == 1.0:
-            return _over_sqrt2(erf.inputs[0], graph)
-    return None
+    u = _one_plus(v, "erf", graph)
+    return _over_sqrt2(u, graph) if u is not None else None
 
 
 def _half(v: Value | None) -> bool:
@@ -202,19 +206,12 @@ def _cubic_of(v: Value | None, graph: Graph) -> Value | None:
 
 def _tanh_gate_of(v: Value | None, graph: Graph) -> Value | None:
     """``x`` when ``v`` is ``1 + tanh(√(2/π) · (x + 0.044715 · x³))``."""
-    add = _made_by(v, "add", graph)
-    if add is None:
-        return None
-    for t, c in _pairs(add):
-        tanh = _made_by(t, "tanh", graph)
-        if tanh is None or _scalar(c) != 1.0:
-            continue
-        scaled = _made_by(tanh.inputs[0], "mul", graph)
-        for inner, k in _pairs(scaled) if scaled is not None else ():
-            poly = _made_by(inner, "add", graph) if _is_f32(k, SQRT_2_OVER_PI) else None
-            for x, cube in _pairs(poly) if poly is not None else ():
-                if x is not None and not x.is_const and _cubic_of(cube, graph) is x:
-                    return x
+    scaled = _made_by(_one_plus(v, "tanh", graph), "mul", graph)
+    for inner, k in _pairs(scaled) if scaled is not None else ():
+        poly = _made_by(inner, "add", graph) if _is_f32(k, SQRT_2_OVER_PI) else None
+        for x, cube in _pairs(poly) if poly is not None else ():
+            if x is not None and not x.is_const and _cubic_of(cube, graph) is x:
+                return x
     return None
 
 
