@@ -271,3 +271,54 @@ def test_a_tanh_gelu_look_alike_is_left():
     m = from_proto(_gelu_model(nodes))
     before = [n.op for n in m.graph.nodes]
     assert recognize.gelu(m.graph) == 0 and [n.op for n in m.graph.nodes] == before
+
+
+def _keras_ln_model(mean_op="GlobalAveragePool", extra_out=None):
+    """Keras' LayerNormalization as tf2onnx writes it: moments (GlobalAveragePool over a rank-3
+    tensor's last axis, or ReduceMean), Rsqrt as Sqrt and Reciprocal, the affine folded into a
+    scale ``g = gamma / sqrt(var + eps)`` and a shift ``beta - mean · g``."""
+    rng = np.random.default_rng(2)
+    consts = [nh.from_array(np.array([-1], np.int64), "axes"), nh.from_array(np.array(1e-3, np.float32), "eps"),
+              nh.from_array(rng.standard_normal(4).astype(np.float32), "gamma"),
+              nh.from_array(rng.standard_normal(4).astype(np.float32), "beta")]
+
+    def mean(src, out):
+        if mean_op == "GlobalAveragePool":
+            return h.make_node("GlobalAveragePool", [src], [out])
+        return h.make_node("ReduceMean", [src, "axes"], [out], keepdims=1)
+
+    nodes = [mean("x", "m"), h.make_node("Sub", ["x", "m"], ["d"]), h.make_node("Mul", ["d", "d"], ["sq"]),
+             mean("sq", "v"), h.make_node("Add", ["v", "eps"], ["ve"]), h.make_node("Sqrt", ["ve"], ["s"]),
+             h.make_node("Reciprocal", ["s"], ["r"]), h.make_node("Mul", ["r", "gamma"], ["g"]),
+             h.make_node("Mul", ["m", "g"], ["mg"]), h.make_node("Sub", ["beta", "mg"], ["shift"]),
+             h.make_node("Mul", ["x", "g"], ["xg"]), h.make_node("Add", ["xg", "shift"], ["y"])]
+    outs = [h.make_tensor_value_info("y", T.FLOAT, [2, 3, 4])]
+    if extra_out:
+        outs.append(h.make_tensor_value_info(extra_out, T.FLOAT, None))
+    g = h.make_graph(nodes, "kln", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4])], outs, consts)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("mean_op", ["GlobalAveragePool", "ReduceMean"])
+def test_keras_layer_norm_through_tf2onnx_is_one_layer_norm(mean_op):
+    from translator import reference
+
+    proto = _keras_ln_model(mean_op)
+    m = from_proto(proto)
+    assert recognize.layer_norm(m.graph) == 1
+    assert [n.op for n in m.graph.nodes] == ["layer_normalization"]
+    ln = m.graph.nodes[0]
+    assert ln.attrs["axis"] == 2 and np.float32(ln.attrs["epsilon"]) == np.float32(1e-3)
+    init = {t.name: nh.to_array(t) for t in proto.graph.initializer}
+    x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    want = _ln_reference(x, (2,), np.float32(1e-3), init["gamma"], init["beta"])
+    got = reference.get("layer_normalization")(x, ln.inputs[1].const, ln.inputs[2].const, axis=2,
+                                                epsilon=ln.attrs["epsilon"])
+    np.testing.assert_allclose(got[0] if isinstance(got, tuple) else got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("read", ["m", "g"])
+def test_a_keras_layer_norm_whose_pieces_are_read_elsewhere_is_left(read):
+    m = from_proto(_keras_ln_model(extra_out=read))
+    before = [n.op for n in m.graph.nodes]
+    assert recognize.layer_norm(m.graph) == 0 and [n.op for n in m.graph.nodes] == before

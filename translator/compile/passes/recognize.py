@@ -283,8 +283,12 @@ def _pieces(end: Node, x: Value) -> list[Node]:
 
 def _trailing_mean(v: Value | None, graph: Graph, x: Value | None = None) -> tuple[Value, int] | None:
     """``(x, axis)`` when ``v`` is a keepdims ``reduce_mean`` of ``x`` over its axes from ``axis``
-    to the last, read only where the pattern reads it."""
+    to the last (or a ``global_average_pool``: from axis 2, tf2onnx's mean over a rank-3 tensor's
+    last axis)."""
     n = v.producer if v is not None else None
+    if n is not None and n.op == "global_average_pool" and n.graph is graph and n.inputs[0] is not None \
+            and (n.inputs[0].type.rank or 0) >= 3 and (x is None or n.inputs[0] is x):
+        return n.inputs[0], 2
     if n is None or n.op != "reduce_mean" or n.graph is not graph or not n.attrs.get("keepdims", 1):
         return None
     src = n.inputs[0]
@@ -298,33 +302,80 @@ def _trailing_mean(v: Value | None, graph: Graph, x: Value | None = None) -> tup
     return src, got[0]
 
 
+def _variance_eps(v: Value | None, d: Value | None, graph: Graph) -> tuple[int, float, Node] | None:
+    """``(axis, eps, square)`` when ``v`` is ``mean(d²) + eps`` over trailing axes from ``axis``
+    (the square ``pow(d, 2)`` or ``d · d``; every piece read only by the next)."""
+    add = _made_by(v, "add", graph)
+    for w, c in _pairs(add) if add is not None and d is not None else ():
+        eps = _scalar(c)
+        var = _trailing_mean(w, graph) if eps is not None and w is not None and _only_use(w, graph) else None
+        if var is None:
+            continue
+        sq = var[0].producer
+        if sq is not None and sq.graph is graph and _only_use(var[0], graph) and (
+                sq.op == "pow" and sq.inputs[0] is d and _is_f32(sq.inputs[1], 2.0)
+                or sq.op == "mul" and sq.inputs[0] is d and sq.inputs[1] is d):
+            return var[1], float(eps), sq
+    return None
+
+
+def _centered(d: Value | None, graph: Graph, readers: tuple[Node, ...]) -> tuple[Value, Value, int] | None:
+    """``(x, mean, axis)`` when ``d`` is ``x - mean(x)`` over trailing axes, read by ``readers`` only."""
+    sub = d.producer if d is not None else None
+    if sub is None or sub.op != "sub" or sub.graph is not graph or any(o is d for o in graph.outputs) \
+            or any(n not in readers for n, _ in d.uses):
+        return None
+    m = _trailing_mean(sub.inputs[1], graph, sub.inputs[0]) if sub.inputs[1] is not None else None
+    return (sub.inputs[0], sub.inputs[1], m[1]) if m is not None else None
+
+
 def _normalized(div: Node, graph: Graph) -> tuple[Value, int, float] | None:
     """``(x, axis, eps)`` when ``div`` is ``(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps)``."""
     if div.op != "div":
         return None
     d, s = div.inputs[0], div.inputs[1]
     sqrt = _made_by(s, "sqrt", graph)
-    add = _made_by(sqrt.inputs[0], "add", graph) if sqrt is not None else None
-    if add is None:
+    ve = _variance_eps(sqrt.inputs[0], d, graph) if sqrt is not None else None
+    if ve is None:
         return None
-    for v, c in _pairs(add):
-        eps = _scalar(c)
-        var = _trailing_mean(v, graph) if eps is not None and v is not None and _only_use(v, graph) else None
-        if var is None:
+    axis, eps, sq = ve
+    c = _centered(d, graph, (sq, div))
+    if c is None or c[2] != axis or not _only_use(c[1], graph):
+        return None
+    return c[0], axis, eps
+
+
+def _keras_normalized(end: Node, graph: Graph) -> tuple[Value, int, float, Value, Value] | None:
+    """``(x, axis, eps, gamma, beta)`` when ``end`` (an add) ends Keras' LayerNormalization as
+    tf2onnx writes it: ``x · g + (beta - mean · g)`` with ``g = gamma · 1/sqrt(var + eps)``
+    (TensorFlow's Rsqrt as a reciprocal of a square root)."""
+    for y1, b in _pairs(end):
+        mul1, shift = _made_by(y1, "mul", graph), _made_by(b, "sub", graph)
+        if mul1 is None or shift is None or shift.inputs[0] is None or not shift.inputs[0].is_const:
             continue
-        sq = var[0].producer
-        if sq is None or sq.graph is not graph or not _only_use(var[0], graph) or not (
-                sq.op == "pow" and sq.inputs[0] is d and _is_f32(sq.inputs[1], 2.0)
-                or sq.op == "mul" and sq.inputs[0] is d and sq.inputs[1] is d):
-            continue
-        sub = d.producer if d is not None else None
-        if sub is None or sub.op != "sub" or sub.graph is not graph or any(o is d for o in graph.outputs) \
-                or any(n not in (sq, div) for n, _ in d.uses):
-            continue
-        mean = sub.inputs[1]
-        m = _trailing_mean(mean, graph, sub.inputs[0]) if mean is not None and _only_use(mean, graph) else None
-        if m is not None and m[1] == var[1]:
-            return m[0], m[1], float(eps)
+        m2 = _made_by(shift.inputs[1], "mul", graph)
+        for x, g in _pairs(mul1) if m2 is not None else ():
+            gn = g.producer if g is not None else None
+            if x is None or x.is_const or gn is None or gn.op != "mul" or gn.graph is not graph \
+                    or sorted(id(n) for n, _ in g.uses) != sorted((id(mul1), id(m2))):
+                continue
+            mean = _other(m2, g)
+            for r, gamma in _pairs(gn):
+                recip = _made_by(r, "reciprocal", graph)
+                sqrt = _made_by(recip.inputs[0], "sqrt", graph) if recip is not None else None
+                if sqrt is None or gamma is None or not gamma.is_const or mean is None:
+                    continue
+                d = next((n.outputs[0] for n, _ in mean.uses
+                          if n.op == "sub" and n.inputs[0] is x and n.inputs[1] is mean), None)
+                ve = _variance_eps(sqrt.inputs[0], d, graph)
+                if ve is None:
+                    continue
+                axis, eps, sq = ve
+                c = _centered(d, graph, (sq,))
+                if c is None or c[0] is not x or c[2] != axis or len(mean.uses) != 2 \
+                        or {id(n) for n, _ in mean.uses} != {id(d.producer), id(m2)}:
+                    continue
+                return x, axis, eps, gamma, shift.inputs[0]
     return None
 
 
@@ -344,41 +395,67 @@ def _affine_const(v: Value | None, norm: tuple[int, ...]) -> Value | np.ndarray 
         return None
 
 
+def _static_norm(x: Value, axis: int) -> tuple[int, ...] | None:
+    """The normalized shape (``x``'s dims from ``axis``) of a float32 ``x`` when static, else None."""
+    tail = tuple(x.type.shape[axis:]) if x.type.shape is not None else ()
+    if x.type.dtype != "float32" or not tail or not all(isinstance(d, int) for d in tail):
+        return None
+    return tuple(int(d) for d in tail)
+
+
+def _as_layer_norm(graph: Graph, end: Node, x: Value, axis: int, eps: float, scale: Any, bias: Any) -> bool:
+    """``end``'s output computed by one ``layer_normalization`` of ``x``, and the pattern's pieces
+    gone; nothing changes (False) when a piece is read outside the pattern or is a graph output."""
+    pieces = _pieces(end, x)
+    inside = {id(n) for n in pieces} | {id(end)}
+    outs = {id(v) for v in graph.outputs}
+    if any(id(o) in outs or any(id(n) not in inside for n, _ in o.uses) for p in pieces for o in p.outputs):
+        return False
+    affine = [c if isinstance(c, Value) else graph.add_constant(f"{end.name}_ln_{k}", c, "float32")
+              for k, c in (("scale", scale), ("bias", bias))]
+    ln = graph.add_node("layer_normalization", [x, *affine],
+                        {"axis": axis, "epsilon": eps, "stash_type": 1}, name=f"{end.name}_layer_norm", before=end)
+    graph.replace_node(end, ln.outputs[:1])
+    left = [p for p in pieces if p.graph is graph]
+    while left:  # readers before what they read (a piece read twice waits for both)
+        dead = [p for p in left if not any(o.uses for o in p.outputs)]
+        for p in dead:
+            graph.remove_node(p)
+        left = [p for p in left if p not in dead] if dead else []
+    return True
+
+
 def layer_norm(graph: Graph) -> int:
     """Every float32 layer norm spelled in pieces in ``graph`` (not its subgraphs) whose normalized
     dims are static, as one ``layer_normalization`` node (the affine constants taken in, ones and
     zeros when absent); returns how many were recognized."""
     done = 0
-    for div in list(graph.nodes):
-        if div.graph is not graph or div.op != "div":
+    for node in list(graph.nodes):
+        if node.graph is not graph or node.op not in ("div", "add"):
             continue
-        found = _normalized(div, graph)
-        if found is None:
+        if node.op == "add":  # Keras' (tf2onnx): the affine folded into a scale and a shift
+            k = _keras_normalized(node, graph)
+            norm = _static_norm(k[0], k[1]) if k is not None else None
+            scale, bias = (_affine_const(k[3], norm), _affine_const(k[4], norm)) if norm is not None else (None, None)
+            if k is not None and scale is not None and bias is not None \
+                    and tuple(node.outputs[0].type.shape or ()) == tuple(k[0].type.shape):
+                done += _as_layer_norm(graph, node, k[0], k[1], k[2], scale, bias)
+            continue
+        found = _normalized(node, graph)
+        norm = _static_norm(found[0], found[1]) if found is not None else None
+        if found is None or norm is None:
             continue
         x, axis, eps = found
-        tail = tuple(x.type.shape[axis:]) if x.type.shape is not None else ()
-        if x.type.dtype != "float32" or not tail or not all(isinstance(d, int) for d in tail):
-            continue
-        norm = tuple(int(d) for d in tail)
-        end, scale, bias = div, np.ones(norm, np.float32), np.zeros(norm, np.float32)
-        user = div.outputs[0].uses[0][0] if len(div.outputs[0].uses) == 1 else None
-        if user is not None and user.op == "mul" and _only_use(div.outputs[0], graph):
-            g = _affine_const(_other(user, div.outputs[0]), norm)
+        end, scale, bias = node, np.ones(norm, np.float32), np.zeros(norm, np.float32)
+        user = node.outputs[0].uses[0][0] if len(node.outputs[0].uses) == 1 else None
+        if user is not None and user.op == "mul" and _only_use(node.outputs[0], graph):
+            g = _affine_const(_other(user, node.outputs[0]), norm)
             if g is not None and tuple(user.outputs[0].type.shape or ()) == tuple(x.type.shape):
                 end, scale = user, g
         user = end.outputs[0].uses[0][0] if len(end.outputs[0].uses) == 1 else None
-        if end is not div and user is not None and user.op == "add" and _only_use(end.outputs[0], graph):
+        if end is not node and user is not None and user.op == "add" and _only_use(end.outputs[0], graph):
             b = _affine_const(_other(user, end.outputs[0]), norm)
             if b is not None and tuple(user.outputs[0].type.shape or ()) == tuple(x.type.shape):
                 end, bias = user, b
-        pieces = _pieces(end, x)
-        affine = [c if isinstance(c, Value) else graph.add_constant(f"{end.name}_ln_{k}", c, "float32")
-                  for k, c in (("scale", scale), ("bias", bias))]
-        ln = graph.add_node("layer_normalization", [x, *affine],
-                            {"axis": axis, "epsilon": eps, "stash_type": 1}, name=f"{end.name}_layer_norm", before=end)
-        graph.replace_node(end, ln.outputs[:1])
-        for p in pieces:
-            if p.graph is graph and not any(o.uses for o in p.outputs):
-                graph.remove_node(p)
-        done += 1
+        done += _as_layer_norm(graph, end, x, axis, eps, scale, bias)
     return done
