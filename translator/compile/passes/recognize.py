@@ -260,11 +260,20 @@ def _recognized(graph: Graph, ends: tuple[str, ...], match: Any, op: str, attrs:
         pieces = _pieces(node, x)
         hs = graph.add_node(op, [x], dict(attrs), name=f"{node.name}_{op}", before=node)
         graph.replace_node(node, hs.outputs)
-        for p in pieces:  # the rest of the pattern, now read by nothing
-            if p.graph is graph and not any(o.uses for o in p.outputs):
-                graph.remove_node(p)
+        _drop(graph, pieces)
         done += 1
     return done
+
+
+def _drop(graph: Graph, pieces: list[Node]) -> None:
+    """The rest of a replaced pattern, now read by nothing, removed: readers before what they
+    read (a piece read by two others, a layer norm's difference or mean, waits for both)."""
+    left = [p for p in pieces if p.graph is graph]
+    while left:
+        dead = [p for p in left if not any(o.uses for o in p.outputs)]
+        for p in dead:
+            graph.remove_node(p)
+        left = [p for p in left if p not in dead] if dead else []
 
 
 def _pieces(end: Node, x: Value) -> list[Node]:
@@ -348,7 +357,8 @@ def _normalized(div: Node, graph: Graph) -> tuple[Value, int, float] | None:
 def _keras_normalized(end: Node, graph: Graph) -> tuple[Value, int, float, Value, Value] | None:
     """``(x, axis, eps, gamma, beta)`` when ``end`` (an add) ends Keras' LayerNormalization as
     tf2onnx writes it: ``x · g + (beta - mean · g)`` with ``g = gamma · 1/sqrt(var + eps)``
-    (TensorFlow's Rsqrt as a reciprocal of a square root)."""
+    (TensorFlow's Rsqrt as a reciprocal of a square root). The structure only: a piece read
+    outside the pattern is refused where it is replaced (``_as_layer_norm``)."""
     for y1, b in _pairs(end):
         mul1, shift = _made_by(y1, "mul", graph), _made_by(b, "sub", graph)
         if mul1 is None or shift is None or shift.inputs[0] is None or not shift.inputs[0].is_const:
@@ -356,8 +366,7 @@ def _keras_normalized(end: Node, graph: Graph) -> tuple[Value, int, float, Value
         m2 = _made_by(shift.inputs[1], "mul", graph)
         for x, g in _pairs(mul1) if m2 is not None else ():
             gn = g.producer if g is not None else None
-            if x is None or x.is_const or gn is None or gn.op != "mul" or gn.graph is not graph \
-                    or sorted(id(n) for n, _ in g.uses) != sorted((id(mul1), id(m2))):
+            if x is None or x.is_const or gn is None or gn.op != "mul" or gn.graph is not graph:
                 continue
             mean = _other(m2, g)
             for r, gamma in _pairs(gn):
@@ -372,8 +381,7 @@ def _keras_normalized(end: Node, graph: Graph) -> tuple[Value, int, float, Value
                     continue
                 axis, eps, sq = ve
                 c = _centered(d, graph, (sq,))
-                if c is None or c[0] is not x or c[2] != axis or len(mean.uses) != 2 \
-                        or {id(n) for n, _ in mean.uses} != {id(d.producer), id(m2)}:
+                if c is None or c[0] is not x or c[2] != axis:
                     continue
                 return x, axis, eps, gamma, shift.inputs[0]
     return None
@@ -416,12 +424,7 @@ def _as_layer_norm(graph: Graph, end: Node, x: Value, axis: int, eps: float, sca
     ln = graph.add_node("layer_normalization", [x, *affine],
                         {"axis": axis, "epsilon": eps, "stash_type": 1}, name=f"{end.name}_layer_norm", before=end)
     graph.replace_node(end, ln.outputs[:1])
-    left = [p for p in pieces if p.graph is graph]
-    while left:  # readers before what they read (a piece read twice waits for both)
-        dead = [p for p in left if not any(o.uses for o in p.outputs)]
-        for p in dead:
-            graph.remove_node(p)
-        left = [p for p in left if p not in dead] if dead else []
+    _drop(graph, pieces)
     return True
 
 
@@ -435,11 +438,13 @@ def layer_norm(graph: Graph) -> int:
             continue
         if node.op == "add":  # Keras' (tf2onnx): the affine folded into a scale and a shift
             k = _keras_normalized(node, graph)
-            norm = _static_norm(k[0], k[1]) if k is not None else None
-            scale, bias = (_affine_const(k[3], norm), _affine_const(k[4], norm)) if norm is not None else (None, None)
-            if k is not None and scale is not None and bias is not None \
-                    and tuple(node.outputs[0].type.shape or ()) == tuple(k[0].type.shape):
-                done += _as_layer_norm(graph, node, k[0], k[1], k[2], scale, bias)
+            if k is None:
+                continue
+            x, axis, eps, gamma, beta = k
+            norm = _static_norm(x, axis)
+            scale, bias = (_affine_const(gamma, norm), _affine_const(beta, norm)) if norm else (None, None)
+            if scale is not None and bias is not None and tuple(node.outputs[0].type.shape or ()) == tuple(x.type.shape):
+                done += _as_layer_norm(graph, node, x, axis, eps, scale, bias)
             continue
         found = _normalized(node, graph)
         norm = _static_norm(found[0], found[1]) if found is not None else None
