@@ -1509,3 +1509,81 @@ def test_a_quantized_model_is_written_at_the_opset_whose_kernels_take_exact_prod
     float_model = tmp_path / "f.onnx"  # not quantized: the newest opset, as before
     t = opbridge.convert(str(float_model), to="onnx", out=str(tmp_path / "fo.onnx"), check=False)["targets"][0]
     assert onnx.load(str(tmp_path / "fo.onnx")).opset_import[0].version > 20, t
+
+
+# ----------------------------------------------------------------------------- proven bounds
+def _bound_model(nodes, inits, out="y"):
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = helper.make_graph(nodes, "b", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+BOUNDED = {  # name -> (nodes, initializers, the bound the graph proves; None: nothing bounds it)
+    "tanh_moved": (["Tanh:x:t", "Transpose:t:y"], {}, 1.0),
+    "embedding_table": (["Gather:table,idx:g", "Reshape:g,shape:y"],
+                        {"table": np.array([[-2.5, 1.0], [0.5, 3.0]], np.float32), "idx": np.array([1, 0], np.int64),
+                         "shape": np.array([-1], np.int64)}, 3.0),
+    "int8_grid": (["QuantizeLinear:x,s,z:q", "DequantizeLinear:q,s,z:y"],
+                  {"s": np.array(0.5, np.float32), "z": np.array(10, np.int8)}, 69.0),  # (-128 - 10) * 0.5
+    "concat_of_bounded": (["Tanh:x:t", "Sigmoid:x:u", "Concat:t,u,c:y"], {"c": np.full((4, 1), -1.5, np.float32)}, 1.5),
+    "clip": (["Clip:x,lo,hi:y"], {"lo": np.array(-0.25, np.float32), "hi": np.array(2.0, np.float32)}, 2.0),
+    "constant_of_shape": (["ConstantOfShape:shape:y"], {"shape": np.array([3], np.int64)}, 0.0),
+    "model_input": (["Transpose:x:y"], {}, None),
+    "scaled_tanh": (["Tanh:x:t", "Mul:t,two:y"], {"two": np.array(2.0, np.float32)}, None),  # (no rule for mul)
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_a_proven_bound_holds_for_every_input(name):
+    """``quantized.proven_bound`` (what a writer may quantize on a fixed grid): the bound it
+    proves holds for inputs far outside any calibration range, and what depends on a model
+    input through no bounding op is unbounded."""
+    from onnx import helper
+
+    import onnxruntime as ort
+
+    from translator.compile.quantized import proven_bound
+    from translator.frontends.onnx import from_proto
+
+    spec, inits, want = BOUNDED[name]
+    nodes = []
+    for s in spec:
+        op, ins, out = s.split(":")
+        nodes.append(helper.make_node(op, ins.split(","), [out], **({"axis": 1} if op == "Concat" else {})))
+    proto = _bound_model(nodes, inits)
+    got = proven_bound(from_proto(proto).graph.outputs[0])
+    assert got == want, (got, want)
+    if want is None:
+        return
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for scale in (1.0, 1e3):
+        (y,) = session.run(None, {"x": (rng.standard_normal((4, 6)) * scale).astype(np.float32)}
+                           if "x" in [i.name for i in session.get_inputs()] else {})
+        assert np.abs(y).max() <= want + 1e-6
+
+
+def test_a_recurrence_bounds_its_hidden_states_only_with_its_default_activations():
+    """An LSTM's Y and Y_h are o * tanh(c), in [-1, 1]; its Y_c is not bounded, nor is Y when
+    the LSTM clips or takes other activations."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from translator.compile.quantized import proven_bound
+    from translator.frontends.onnx import from_proto
+
+    def lstm(**attrs):
+        w = numpy_helper.from_array(np.zeros((1, 8, 3), np.float32), "W")
+        r = numpy_helper.from_array(np.zeros((1, 8, 2), np.float32), "R")
+        node = helper.make_node("LSTM", ["x", "W", "R"], ["y", "yh", "yc"], hidden_size=2, **attrs)
+        g = helper.make_graph([node], "l", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, 3])],
+                              [helper.make_tensor_value_info(k, TensorProto.FLOAT, None) for k in ("y", "yh", "yc")], [w, r])
+        return from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])).graph.outputs
+
+    y, yh, yc = lstm()
+    assert (proven_bound(y), proven_bound(yh), proven_bound(yc)) == (1.0, 1.0, None)
+    assert proven_bound(lstm(clip=3.0)[0]) is None
+    assert proven_bound(lstm(activations=["Sigmoid", "Relu", "Tanh"])[0]) is None
+    assert proven_bound(lstm(activations=["sigmoid", "tanh", "tanh"])[0]) == 1.0

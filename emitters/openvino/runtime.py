@@ -247,9 +247,11 @@ def version() -> str:
 
 #: the CPU plugin's compute layer types
 COMPUTE_LAYERS = ("Convolution", "GroupConvolution", "FullyConnected", "MatMul", "Deconvolution")
-#: the IR's recurrences (the CPU plugin has no integer kernel for them: int8 weights are stored
-#: only, decompressed when compiled)
+#: the IR's recurrences (int8 weights decompressed when compiled, unless X and the state are
+#: quantized too: then the CPU plugin's integer LSTM)
 RECURRENT = ("LSTMSequence", "GRUSequence", "RNNSequence")
+#: the compiled model's layer types of the recurrences
+RECURRENT_LAYERS = ("RNNSeq", "RNNCell")
 #: the IR's ops that read weights, and which inputs are the weights
 WEIGHT_INPUTS = {"Convolution": (1,), "GroupConvolution": (1,), "MatMul": (1,), "ConvolutionBackpropData": (1,),
                  "LSTMSequence": (4, 5), "GRUSequence": (3, 4), "RNNSequence": (3, 4)}
@@ -268,13 +270,12 @@ def integer_kernels(path: Path) -> Any:
     for op in rt.get_ops():
         info = op.get_rt_info()
         kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
-        if kind in COMPUTE_LAYERS:
+        if kind in COMPUTE_LAYERS or kind in RECURRENT_LAYERS:
             prec = info["runtimePrecision"].astype(str).lower() if "runtimePrecision" in info else "?"
             prim = info["primitiveType"].astype(str).lower() if "primitiveType" in info else ""
             kinds.append(prec)
             # an i8 layer whose primitive computes in floats keeps int8 weights and decompresses them
             decompressed += prec in ("u8", "i8") and ("f32" in prim or "bf16" in prim or "f16" in prim)
-    kinds += ["f32"] * sum(op.get_type_name() in RECURRENT for op in model.get_ops())
     n = sum(1 for p in kinds if p in ("u8", "i8"))
     how = f"the CPU plugin runs {n} of {len(kinds)} convolutions/matmuls/recurrences in u8/i8"
     if decompressed:

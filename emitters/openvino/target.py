@@ -14,10 +14,16 @@ from typing import TYPE_CHECKING
 
 from translator.compile.quantized import FLOAT_QUANTIZATION
 from translator.compile.registry import Refusal
-from translator.compile.target import Target, package_fields
+from translator.compile.target import Option, Target, package_fields
 
 from . import codegen, quant, runtime
 from .registry import NAME
+
+#: the integer LSTM's opt-out (``rnn.py``; ``convert`` falls back to it when the check fails)
+FLOAT_RECURRENCE = Option("--float-recurrence", "float_recurrence",
+                          "an LSTM over int8 weights whose input the graph bounds in float (its weights "
+                          "dequantized) instead of the CPU plugin's integer LSTM (convert falls back to it "
+                          "when the integer one fails the check)", action="store_true", default=False)
 
 if TYPE_CHECKING:
     from translator.ir.graph import Node
@@ -48,5 +54,5 @@ TARGET = Target(
     integer_plan=quant.integer_plan, prepare=quant.prepare,
     fold=True, accepts=accepts,
     doc="a builder script over openvino.opset16 + weights.npz, and the OpenVINO IR it builds (model.xml/.bin)",
-    options=(FLOAT_QUANTIZATION,), extra={"spell": spell},
+    options=(FLOAT_QUANTIZATION, FLOAT_RECURRENCE), extra={"spell": spell},
 )

@@ -712,6 +712,80 @@ def weight_only_parts(v: Value | None) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return q.reshape(shape), full[0], full[1]
 
 
+#: ops whose output holds values of their first input only (moved, selected or repeated)
+_HOLDS_INPUT = ("transpose", "reshape", "squeeze", "unsqueeze", "flatten", "identity", "slice", "gather",
+                "split", "expand", "tile", "depth_to_space", "space_to_depth", "max_pool", "reduce_max",
+                "reduce_min", "relu")
+#: ops whose every output lies in [-1, 1]
+_UNIT_RANGE = ("tanh", "sigmoid", "hard_sigmoid", "softsign", "softmax", "sin", "cos", "erf")
+#: recurrences whose outputs Y and Y_h are (a convex mix of) tanh values when their
+#: activations are the defaults and nothing clips
+_RECURRENT = ("lstm", "gru", "rnn", "dynamic_quantize_lstm")
+
+
+def proven_bound(v: Value | None, depth: int = 64) -> float | None:
+    """A bound on ``|v|`` that the graph proves for every input of the model (a constant's
+    largest magnitude; a dequantized 8-bit value's grid; ``[-1, 1]`` for tanh, sigmoid and the
+    hidden states of a recurrence with its default activations; unchanged through ops that
+    move, select or repeat values; the largest of a concatenation's parts), or None when the
+    value depends on a model input in a way that bounds nothing (a writer that quantizes with a
+    fixed range needs this: a value past it would be clipped)."""
+    if v is None or depth <= 0:
+        return None
+    if v.is_const:
+        return _array_bound(np.asarray(v.const))
+    p = v.producer
+    if p is None:
+        return None
+    if p.op in _UNIT_RANGE:
+        return 1.0
+    if p.op == "constant_of_shape":
+        value = p.attrs.get("value")
+        return 0.0 if value is None else _array_bound(np.asarray(value))
+    if p.op in _HOLDS_INPUT:
+        return proven_bound(p.inputs[0], depth - 1)
+    if p.op == "concat":
+        parts = [proven_bound(i, depth - 1) for i in p.inputs if i is not None]
+        return None if not parts or None in parts else max(parts)  # type: ignore[type-var]
+    if p.op == "clip" and len(p.inputs) >= 3 and all(i is not None and i.is_const for i in p.inputs[1:3]):
+        return max(abs(float(np.asarray(i.const))) for i in p.inputs[1:3])  # type: ignore[union-attr]
+    if p.op == "dequantize_linear" and len(p.inputs) >= 2 and p.inputs[1] is not None and p.inputs[1].is_const:
+        q, zp = p.inputs[0], p.inputs[2] if len(p.inputs) > 2 else None
+        if q is None or q.type.dtype not in ("int8", "uint8") or (zp is not None and not zp.is_const):
+            return None
+        info = np.iinfo(q.type.dtype)
+        lo, hi = (float(np.asarray(q.const).min()), float(np.asarray(q.const).max())) if q.is_const \
+            else (float(info.min), float(info.max))
+        z = np.asarray(zp.const, np.float64) if zp is not None else np.zeros(1)
+        return float(max(np.abs(lo - z).max(), np.abs(hi - z).max()) * np.abs(np.asarray(p.inputs[1].const)).max())
+    if p.op in _RECURRENT and v in p.outputs[:2] and recurrence_is_plain(p):
+        if p.op != "gru":  # LSTM: o * tanh(c); RNN: tanh
+            return 1.0
+        h0 = p.inputs[5] if len(p.inputs) > 5 else None  # GRU: a convex mix of tanh and the state before
+        return 1.0 if h0 is None else (None if (b := proven_bound(h0, depth - 1)) is None else max(1.0, b))
+    return None
+
+
+def _array_bound(c: np.ndarray) -> float | None:
+    """The largest magnitude in ``c`` (0 when empty); None for non-numbers and non-finite."""
+    if c.dtype.kind not in "fiub" or not np.all(np.isfinite(c)):
+        return None
+    return float(np.abs(c.astype(np.float64)).max()) if c.size else 0.0
+
+
+def recurrence_is_plain(node: Node) -> bool:
+    """A recurrence with its default activations and no clipping (what integer LSTM kernels
+    compute, and what bounds its hidden states by 1)."""
+    acts = node.attrs.get("activations")
+    default = {"lstm": ["sigmoid", "tanh", "tanh"], "dynamic_quantize_lstm": ["sigmoid", "tanh", "tanh"],
+               "gru": ["sigmoid", "tanh"], "rnn": ["tanh"]}.get(node.op)
+    if default is None or node.attrs.get("clip") is not None:
+        return False
+    if acts and [str(a).lower() for a in acts] != default * (len(acts) // len(default)):
+        return False
+    return not any(node.attrs.get(k) for k in ("activation_alpha", "activation_beta"))
+
+
 def dynamic_lstm_as_weight_only(g: Graph) -> int:
     """onnxruntime's ``DynamicQuantizeLSTM`` rewritten as an ONNX ``LSTM`` over its weights
     dequantized (``DequantizeLinear`` of the int8 constants, marked ``weight_only``): the

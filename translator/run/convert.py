@@ -151,6 +151,19 @@ def _check_at_sizes(build: Callable[[], Any], t: str, feeds: Any, rec: dict[str,
     return b
 
 
+def _fallbacks(features: set[str]) -> list[tuple[dict[str, Any], str, str]]:
+    """What ``convert`` writes instead, in order, when an artifact with these features fails its
+    check: (the compile options, why, what is written)."""
+    out: list[tuple[dict[str, Any], str, str]] = []
+    if "int8_recurrence" in features:
+        out.append(({"float_recurrence": True}, "the integer LSTM kernels fail the check",
+                    "the LSTMs in float over their int8 weights"))
+    if {"fake_quant", "dynamic_range", "int8_recurrence"} & features:
+        out.append(({"float_quantization": True}, "the int8 model (integer kernels) fails the check",
+                    "its quantized arithmetic in float ops"))
+    return out
+
+
 def _features(artifact: Any) -> set[str]:
     """An artifact's features (``fake_quant``, ``dynamic_range``): its options' (every writer
     with an artifact class), or an ONNX model's ``quantized.FEATURES_METADATA`` metadata."""
@@ -376,25 +389,28 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                 say(f"{t}: checking against the NumPy reference and the source's runtime")
                 b = _check_at_sizes(build, t, feeds, rec, artifact, model, saved, opts, check_model, report_json,
                                     random_inputs, check_dims)
-                if b["status"] == "fail" and {"fake_quant", "dynamic_range"} & _features(artifact):
-                    # integer kernels requantize every layer their own way: when that strays past the
-                    # check, the quantized arithmetic in float ops (exact against the float evaluation)
-                    say(f"{t}: the int8 model fails the check; writing its quantized arithmetic in float ops")
-                    redo = compile(build(), target, **{**done.ctx.options, "float_quantization": True})
-                    alt = stage / f"{t}.float" / os.path.basename(finals[t])  # beside the int8 file, until it checks
+                for redo_opts, why, how in _fallbacks(_features(artifact)):
+                    if b["status"] != "fail":
+                        break
+                    # integer kernels requantize their own way: when that strays past the check, a
+                    # form closer to the source (a float recurrence; the quantized arithmetic in
+                    # float ops, exact against the float evaluation)
+                    say(f"{t}: {why}; writing {how}")
+                    redo = compile(build(), target, **{**done.ctx.options, **redo_opts})
+                    alt = stage / f"{t}.{next(iter(redo_opts))}" / os.path.basename(finals[t])  # beside, until it checks
                     alt.parent.mkdir()
                     saved2 = str(target.save(redo.artifact, alt))
                     b2 = _check_at_sizes(build, t, feeds, rec, redo.artifact, model, saved2, opts, check_model,
                                          report_json, random_inputs, check_dims)
                     if b2["status"] != "fail":
                         move_into_place(alt.parent, str(staged[t].parent))
-                        inspected(rec, target, str(staged[t]))  # what is written now: the float ops
+                        inspected(rec, target, str(staged[t]))  # what is written now
                         err = max(((o.get("vs_source") or o).get("max_abs", 0.0) for o in b.get("outputs") or []),
                                   default=0.0)
+                        flag = "--" + next(iter(redo_opts)).replace("_", "-")
                         rec.setdefault("warnings", []).append(
-                            f"{t}: the int8 model (integer kernels) differed from the source by up to {err:.3g}, "
-                            "past the check; written with its quantized arithmetic in float ops instead "
-                            "(--float-quantization)")
+                            f"{t}: {why} (differed from the source by up to {err:.3g}, past the check); "
+                            f"written with {how} instead ({flag})")
                         b = b2
                 rec["check"] = b
                 if b["status"] == "fail":
