@@ -612,16 +612,20 @@ def _stacked_dq_lstm(direction: str, first: str) -> Case:
                 ops=("dynamic_quantize_lstm",))
 
 
+def _stacked_int8(case: Case) -> dict[str, np.ndarray]:
+    return {k: v for k, v in case.inits.items() if v.dtype == np.int8 and v.ndim == 3}
+
+
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 def test_openvino_runs_a_quantized_lstm_over_a_bounded_input_as_its_integer_lstm(direction, tmp_path):
     """A DynamicQuantizeLSTM whose X the graph bounds (another LSTM's Y) is the CPU plugin's
     integer LSTM (RNNSeq in u8 over i8 weights: 3.5x the float LSTM's speed for 768 units):
     X and the state on one u8 grid, the weights on theirs. The first LSTM reads the model
-    input, which nothing bounds: it stays the float LSTM, its weights constants (beside an
-    integer LSTM, the plugin's transformations leave the compressed-weight pattern unfolded,
-    which its LSTM refuses). Two directions are a forward and a reverse sequence (the plugin
-    splits a bidirectional one after those transformations, in float). The IR keeps int8
-    weights; the check is convert's to make (``test_..._falls_back_...``)."""
+    input, which nothing bounds: it stays the float LSTM over its int8 weights (widened to int32
+    first: beside an integer LSTM, the plugin's transformations leave an int8 -> float Convert
+    unfolded, which its LSTM refuses). Two directions are a forward and a reverse sequence (the
+    plugin splits a bidirectional one after those transformations, in float). The IR keeps
+    every weight int8; the check is convert's to make (``test_..._falls_back_...``)."""
     import openvino as ov
 
     import opbridge
@@ -641,6 +645,8 @@ def test_openvino_runs_a_quantized_lstm_over_a_bounded_input_as_its_integer_lstm
     d = 2 if direction == "bidirectional" else 1
     assert precisions == ["f32"] * d + ["u8"] * d, precisions  # (the plugin splits the float bidirectional one too)
     assert integer_kernels(xml).integer == d
+    weights = sum(v.size for v in _stacked_int8(case).values())
+    assert (tmp_path / "out" / "model.bin").stat().st_size < 1.5 * weights  # int8: a byte a weight
     # the integer LSTM's output against onnxruntime's: its u8 grid (a step of 1/127) and rounding
     ref = _onnxruntime(open(path, "rb").read(), case.inputs)[0]
     got = ov.Core().compile_model(str(xml), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(case.inputs)

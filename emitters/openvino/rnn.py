@@ -123,8 +123,8 @@ def _int8_plan(node: Node, options: dict[str, Any]) -> tuple[float, bool] | None
 
 def _lpt_runs(node: Node, options: dict[str, Any]) -> bool:
     """Whether the graph of ``node`` holds an integer LSTM: the CPU plugin's low-precision
-    transformations then run, and a float LSTM's weights must be constants (they leave its
-    compressed-weight pattern unfolded, which its LSTM refuses: "expects Constant for port 4")."""
+    transformations then run, and a float LSTM's int8 weights take another form
+    (``_lstm_weights``)."""
     return any(_int8_plan(n, options) is not None for n in node.graph.nodes if n.op == "lstm")
 
 
@@ -196,16 +196,18 @@ def _lower(g: "Gen", node: Node) -> None:
 
 def _lstm_weights(g: "Gen", node: Node, i: int, nd: int, lpt: bool) -> str:
     """The float LSTM's weight ``i`` in OpenVINO's gate order: int8 constants behind their
-    dequantization when they are; constants dequantized here when the graph holds an integer
-    LSTM too (``_lpt_runs``); else the split and concat of whatever computes it."""
+    dequantization when they are, else the split and concat of whatever computes it. When the
+    graph holds an integer LSTM too (``_lpt_runs``) the integers are widened to int32 before the
+    float conversion: the plugin's low-precision transformations keep an int8 -> float Convert
+    unfolded as a compressed weight, which its LSTM refuses ("expects Constant for port 4"),
+    and fold the widened one (exact: int8 fits int32 and float32)."""
     parts = _weight_parts(node.inputs[i], nd)
     if parts is None:
         return _reorder(g, g.x(i), 1, [2, 0, 3, 1])  # type: ignore[arg-type]
     q, s, z = parts
-    if lpt:
-        return g.const((q.astype(np.float32) - z.astype(np.float32)) * s, "float32")
     f32 = g.ty("float32")
-    w = f"ops.convert({g.const(q, str(q.dtype))}, {f32})"
+    w = f"ops.convert(ops.convert({g.const(q, str(q.dtype))}, {g.ty('int32')}), {f32})" if lpt else \
+        f"ops.convert({g.const(q, str(q.dtype))}, {f32})"
     if z.any():
         w = f"ops.subtract({w}, {g.const(z.astype(np.float32), 'float32')})"
     return g.let(f"ops.multiply({w}, {g.const(s, 'float32')})")
