@@ -142,6 +142,11 @@ def convert_ours(backend: str, path: Path, out_dir: Path,
         model = load_onnx(path)
         art = convert(backend, model, fix_dims=sizes_in(model, feeds))
     convert_s = time.perf_counter() - t
+    redo = _fallback_options(backend, path, feeds, art)
+    if redo:  # what ``convert`` writes: the form it fell back to when the first failed its check
+        t = time.perf_counter()
+        art = convert(backend, load_onnx(path), **options, **redo)
+        convert_s += time.perf_counter() - t  # (both conversions: what convert spends, its checks aside)
     t = time.perf_counter()
     if target.save is not None:
         target.save(art, out_dir / f"ours_{backend}")
@@ -149,6 +154,28 @@ def convert_ours(backend: str, path: Path, out_dir: Path,
         art.save(out_dir / f"ours_{backend}")
     SAVE_S[backend] = time.perf_counter() - t
     return target, art, convert_s
+
+
+def _fallback_options(backend: str, path: Path, feeds: dict[str, np.ndarray] | None, art: Any) -> dict[str, Any]:
+    """The options ``convert`` fell back to for this model (its integer kernels past the check:
+    ``--float-recurrence``, ``--float-quantization``), found by running ``convert`` with its
+    check on ``feeds`` (untimed), so the bench times the artifact a user gets; {} when the
+    artifact has no such fallback or the first form passed."""
+    import tempfile
+
+    import opbridge
+    from translator.run.convert import _fallbacks, _features
+
+    steps = _fallbacks(_features(art))
+    if not steps:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        (rec,) = opbridge.convert(str(path), to=backend, out=str(Path(tmp) / "out"), inputs=feeds)["targets"]
+    said = " ".join(rec.get("warnings") or ())
+    for opts, _, _ in steps:
+        if "--" + next(iter(opts)).replace("_", "-") in said:
+            return opts
+    return {}
 
 
 def samples(calls: dict[str, Any], n: int, clock: Any = time.perf_counter) -> dict[str, list[float]]:
