@@ -317,8 +317,10 @@ def test_the_runner_runs_the_frozen_forward_in_the_calling_thread_with_run_s_out
     ``forward`` in a graph session in the calling thread, where a ``tf.function`` call hands
     every op to TensorFlow's inter-op threads (0.35 ms a call here whatever the graph, 2-4x a
     small model's time). Its outputs are ``run``'s, bit for bit: several outputs declared out of
-    their sorted order, an integer one, channels-last I/O, and a loop (frozen with its body)."""
-    from onnx import TensorProto, helper
+    their sorted order, an integer one, channels-last I/O, and a loop (frozen with its body).
+    A matmul reads its constant weight through a PlaceholderWithDefault (oneDNN's fused matmul
+    over a constant weight ran 8x slower than over the function's captured one)."""
+    from onnx import TensorProto, helper, numpy_helper
 
     from translator.frontends.onnx import from_proto
 
@@ -331,11 +333,14 @@ def test_the_runner_runs_the_frozen_forward_in_the_calling_thread_with_run_s_out
          helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1, 3, 8, 8])])
     nodes = [helper.make_node("Relu", ["x"], ["z"]),
              helper.make_node("ArgMax", ["x"], ["a"], axis=1),
-             helper.make_node("Loop", ["n", "", "x"], ["m"], body=body)]
+             helper.make_node("Loop", ["n", "", "x"], ["m"], body=body),
+             helper.make_node("MatMul", ["x", "w"], ["mm"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
                                        helper.make_tensor_value_info("n", TensorProto.INT64, [])],
                           [helper.make_tensor_value_info(k, t, None)
-                           for k, t in (("z", TensorProto.FLOAT), ("a", TensorProto.INT64), ("m", TensorProto.FLOAT))])
+                           for k, t in (("z", TensorProto.FLOAT), ("a", TensorProto.INT64), ("m", TensorProto.FLOAT),
+                                        ("mm", TensorProto.FLOAT))],
+                          [numpy_helper.from_array(RNG.standard_normal((8, 5)).astype(np.float32), "w")])
     proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     feeds = {"x": RNG.standard_normal((1, 3, 8, 8)).astype(np.float32), "n": np.array(3, np.int64)}
     for channels_last in (False, True):
@@ -343,6 +348,10 @@ def test_the_runner_runs_the_frozen_forward_in_the_calling_thread_with_run_s_out
         want = tfe.run(art, feeds)
         call = tfe.runtime.runner(art)
         assert call.__name__ == "go", "fell back to the function call"
+        graph = tfe.runtime._frozen_session(art)[0].graph
+        mm = [op for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")]
+        assert mm and all(i.op.type == "PlaceholderWithDefault" for op in mm for i in op.inputs[1:]), \
+            [(op.type, [i.op.type for i in op.inputs]) for op in mm]
         for _ in range(2):
             got = call(feeds)
             assert [g.dtype for g in got] == [w.dtype for w in want]
