@@ -157,25 +157,20 @@ def convert_ours(backend: str, path: Path, out_dir: Path,
 
 
 def _fallback_options(backend: str, path: Path, feeds: dict[str, np.ndarray] | None, art: Any) -> dict[str, Any]:
-    """The options ``convert`` fell back to for this model (its integer kernels past the check:
-    ``--float-recurrence``, ``--float-quantization``), found by running ``convert`` with its
-    check on ``feeds`` (untimed), so the bench times the artifact a user gets; {} when the
-    artifact has no such fallback or the first form passed."""
+    """The options ``convert`` fell back to for this model when its first form failed the
+    check (``fell_back_to`` in its record: ``float_recurrence``, ``float_quantization``), found
+    by running ``convert`` with its check on ``feeds`` (untimed), so the bench times the
+    artifact a user gets; {} when the artifact has no such fallback or the first form passed."""
     import tempfile
 
     import opbridge
     from translator.run.convert import _fallbacks, _features
 
-    steps = _fallbacks(_features(art))
-    if not steps:
+    if not _fallbacks(_features(art)):
         return {}
     with tempfile.TemporaryDirectory() as tmp:
         (rec,) = opbridge.convert(str(path), to=backend, out=str(Path(tmp) / "out"), inputs=feeds)["targets"]
-    said = " ".join(rec.get("warnings") or ())
-    for opts, _, _ in steps:
-        if "--" + next(iter(opts)).replace("_", "-") in said:
-            return opts
-    return {}
+    return dict(rec.get("fell_back_to") or {})
 
 
 def samples(calls: dict[str, Any], n: int, clock: Any = time.perf_counter) -> dict[str, list[float]]:

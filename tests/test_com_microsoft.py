@@ -668,6 +668,7 @@ def test_an_integer_lstm_past_the_check_falls_back_to_the_float_lstm(tmp_path):
     path = _write(case, tmp_path / "dq2.onnx")
     (rec,) = opbridge.convert(path, to="openvino", out=str(tmp_path / "out"), inputs=case.inputs)["targets"]
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec.get("check", rec)
+    assert rec["fell_back_to"] == {"float_recurrence": True}, rec.get("fell_back_to")
     said = [w for w in rec.get("warnings", []) if "--float-recurrence" in w]
     assert said and "integer LSTM" in said[0], rec.get("warnings")
     assert not any("float ops" in w for w in rec.get("warnings", [])), rec["warnings"]

@@ -408,6 +408,7 @@ def convert(model: Any, to: str | list[str], out: str, *, check: bool = True, in
                         err = max(((o.get("vs_source") or o).get("max_abs", 0.0) for o in b.get("outputs") or []),
                                   default=0.0)
                         flag = "--" + next(iter(redo_opts)).replace("_", "-")
+                        rec["fell_back_to"] = dict(redo_opts)  # (--json: the options the written form took)
                         rec.setdefault("warnings", []).append(
                             f"{t}: {why} (differed from the source by up to {err:.3g}, past the check); "
                             f"written with {how} instead ({flag})")
