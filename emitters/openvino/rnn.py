@@ -25,11 +25,11 @@ import numpy as np
 from translator.ir.graph import Node
 
 from .helpers import Refusal, attr, dim, i64
+from .registry import rule
 
 #: the widest X a u8 grid over [-B, B] shares with the hidden state (in [-1, 1]) before its
 #: step grows past 8x the state's own: a wider input keeps the float LSTM
 INT8_LSTM_MAX_BOUND = 8.0
-from .registry import rule
 
 if TYPE_CHECKING:
     from .codegen import Gen
@@ -204,10 +204,15 @@ def _lstm_weights(g: "Gen", node: Node, i: int, nd: int, lpt: bool) -> str:
     parts = _weight_parts(node.inputs[i], nd)
     if parts is None:
         return _reorder(g, g.x(i), 1, [2, 0, 3, 1])  # type: ignore[arg-type]
-    q, s, z = parts
-    f32 = g.ty("float32")
-    w = f"ops.convert(ops.convert({g.const(q, str(q.dtype))}, {g.ty('int32')}), {f32})" if lpt else \
-        f"ops.convert({g.const(q, str(q.dtype))}, {f32})"
+    return _dequantized(g, *parts, widen=lpt)
+
+
+def _dequantized(g: "Gen", q: np.ndarray, s: np.ndarray, z: np.ndarray, widen: bool = False) -> str:
+    """8-bit constants ``q`` dequantized, ``(q - z) * s`` (``widen``: through int32 first)."""
+    w = g.const(q, str(q.dtype))
+    if widen:
+        w = f"ops.convert({w}, {g.ty('int32')})"
+    w = f"ops.convert({w}, {g.ty('float32')})"
     if z.any():
         w = f"ops.subtract({w}, {g.const(z.astype(np.float32), 'float32')})"
     return g.let(f"ops.multiply({w}, {g.const(s, 'float32')})")
@@ -234,7 +239,7 @@ def _int8_sequences(g: "Gen", node: Node, x: str, lens: str, plan: tuple[float, 
         h0 = _on_grid(g, state(5, 1 if nd == 2 else nd, zero=plan[1]), plan[0])
     c0 = state(6, nd)
     if nd == 2:
-        hs = [f"{h0}"] * 2 if plan[1] else [f"{g.let(f'ops.split({h0}, {i64(g, 1)}, 2)')}.output({d})" for d in (0, 1)]
+        hs = [h0] * 2 if plan[1] else [f"{g.let(f'ops.split({h0}, {i64(g, 1)}, 2)')}.output({d})" for d in (0, 1)]
         c_split = g.let(f"ops.split({c0}, {i64(g, 1)}, 2)")
         cs = [f"{c_split}.output({d})" for d in (0, 1)]
     else:
@@ -254,7 +259,7 @@ def _on_weight_grid(g: "Gen", q: np.ndarray, s: np.ndarray, z: np.ndarray) -> st
     """Symmetric int8 weights (``_weight_parts``) as int8 constants, dequantized, held to their
     grid by a FakeQuantize: what the plugin's low-precision transformations read as i8 weights."""
     low = -128 if q.min() < -127 else -127
-    w = g.let(f"ops.multiply(ops.convert({g.const(q, 'int8')}, {g.ty('float32')}), {g.const(s, 'float32')})")
+    w = _dequantized(g, q, s, z)
     lo, hi = g.const(low * s, "float32"), g.const(127 * s, "float32")
     return g.let(f"ops.fake_quantize({w}, {lo}, {hi}, {lo}, {hi}, {127 - low + 1})")
 

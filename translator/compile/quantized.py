@@ -713,9 +713,8 @@ def weight_only_parts(v: Value | None) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 #: ops whose output holds values of their first input only (moved, selected or repeated)
-_HOLDS_INPUT = ("transpose", "reshape", "squeeze", "unsqueeze", "flatten", "identity", "slice", "gather",
-                "split", "expand", "tile", "depth_to_space", "space_to_depth", "max_pool", "reduce_max",
-                "reduce_min", "relu")
+_HOLDS_INPUT = LAYOUT_OPS + ("identity", "slice", "gather", "split", "expand", "tile", "depth_to_space",
+                             "space_to_depth", "max_pool", "reduce_max", "reduce_min", "relu")
 #: ops whose every output lies in [-1, 1]
 _UNIT_RANGE = ("tanh", "sigmoid", "hard_sigmoid", "softsign", "softmax", "sin", "cos", "erf")
 #: recurrences whose outputs Y and Y_h are (a convex mix of) tanh values when their
