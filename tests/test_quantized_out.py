@@ -1587,3 +1587,64 @@ def test_a_recurrence_bounds_its_hidden_states_only_with_its_default_activations
     assert proven_bound(lstm(clip=3.0)[0]) is None
     assert proven_bound(lstm(activations=["Sigmoid", "Relu", "Tanh"])[0]) is None
     assert proven_bound(lstm(activations=["sigmoid", "tanh", "tanh"])[0]) == 1.0
+
+
+def _round_trips(path):
+    """Activations quantized and dequantized: u8 and s8 grids, a second reader at another scale,
+    scale 1 (a requantization's form), and one quantization that is also a graph output."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    arr = onnx.numpy_helper.from_array
+    inits = [arr(np.asarray(v, t), n) for n, v, t in
+             (("sa", 0.05, np.float32), ("za", 130, np.uint8), ("sb", 0.1, np.float32), ("sc", 0.07, np.float32),
+              ("zc", -3, np.int8), ("zd", 10, np.uint8), ("one", 1.0, np.float32), ("ze", 128, np.uint8))]
+    nodes = [h.make_node("QuantizeLinear", ["x", "sa", "za"], ["qa"]),
+             h.make_node("DequantizeLinear", ["qa", "sa", "za"], ["ya"]),
+             h.make_node("DequantizeLinear", ["qa", "sb", "za"], ["yb"]),
+             h.make_node("QuantizeLinear", ["x", "sc", "zc"], ["qc"]),
+             h.make_node("DequantizeLinear", ["qc", "sc", "zc"], ["yc"]),
+             h.make_node("QuantizeLinear", ["x", "sa", "zd"], ["qd"]),
+             h.make_node("DequantizeLinear", ["qd", "sa", "zd"], ["yd"]),
+             h.make_node("Mul", ["x", "sb"], ["xs"]),
+             h.make_node("QuantizeLinear", ["xs", "one", "ze"], ["qe"]),
+             h.make_node("DequantizeLinear", ["qe", "one", "ze"], ["ye"])]
+    f = [h.make_tensor_value_info(n, T.FLOAT, [4, 80]) for n in ("ya", "yb", "yc", "yd", "ye")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [4, 80])],
+                     f + [h.make_tensor_value_info("qd", T.UINT8, [4, 80])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_float_targets_keep_an_activations_round_trip_on_its_grid_in_float(tmp_path):
+    """PyTorch and TensorFlow write a quantization that only dequantizations of its zero point
+    read as the grid value less the zero point in float32 (``quantized.rounded_in_float``):
+    four kernels instead of eight, the same numbers as onnxruntime bit for bit, on ties, past
+    the grid's ends and at infinity, for u8 and s8 grids and a reader at another scale. A
+    quantization the model returns keeps its integers."""
+    import onnxruntime as ort
+
+    from translator.compile.quantized import rounded_in_float
+    from translator.compile.target import get
+    from translator.frontends.onnx import load_onnx
+    from translator.run.harness import convert
+
+    src = _round_trips(tmp_path / "rt.onnx")
+    g = load_onnx(str(src)).graph
+    assert rounded_in_float(g) == 3
+    assert [n.op for n in g.nodes].count("quantize_linear") == 1
+    ties = (np.arange(320, dtype=np.float32) - 160.5) * np.float32(0.05)
+    x = np.concatenate([ties, np.float32([1e3, -1e3, np.inf, -np.inf] * 20) * np.linspace(1, 2, 80, dtype=np.float32),
+                        np.random.default_rng(0).standard_normal(240).astype(np.float32) * 4]).reshape(-1, 4, 80)
+    sess = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    for target in ("pytorch", "tensorflow"):
+        t = get(target)
+        art = convert(target, load_onnx(str(src)))
+        for batch in x:
+            want = sess.run(None, {"x": batch})
+            got = t.run(art, {"x": batch})
+            for w, o in zip(want, got):
+                assert np.asarray(o).dtype == w.dtype and np.array_equal(np.asarray(o), w), (target, w, o)
+    code = convert("pytorch", load_onnx(str(src))).source
+    assert code.count("torch.uint8") == 1 and "torch.int8" not in code, code  # qd's, returned

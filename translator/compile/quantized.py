@@ -1309,6 +1309,87 @@ def _constant_integers(x: Value | None) -> np.ndarray | None:
     return quantize_linear(c, s.reshape(()), z.reshape(()))
 
 
+def _per_tensor_const(v: Value | None) -> float | None:
+    """A one-element constant scale or zero point as a number (None for anything else)."""
+    return _scalar(v) if v is not None and v.is_const else None
+
+
+def _grid_readers(q: Node, z: float) -> list[Node] | None:
+    """The ``dequantize_linear`` nodes that are the only readers of ``q``'s integers (none in a
+    subgraph, not a graph output), each per tensor with a finite positive constant scale, ``q``'s
+    zero point ``z`` and a float32 result; else None."""
+    out = q.outputs[0]
+    g = q.graph
+    uses = list(out.uses)
+    if not uses or g is None or out in g.outputs:
+        return None
+    readers = []
+    for n, i in uses:
+        if n.op != "dequantize_linear" or i != 0 or n.graph is not g or int(n.attrs.get("block_size", 0) or 0) \
+                or n.outputs[0].type.dtype != "float32":
+            return None
+        s = _per_tensor_const(n.inputs[1]) if len(n.inputs) > 1 else None
+        zd = _per_tensor_const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else 0.0
+        if s is None or not np.isfinite(s) or not s > 0 or zd != z:
+            return None
+        if n not in readers:
+            readers.append(n)
+    return readers
+
+
+def rounded_in_float(g: Graph) -> int:
+    """Each per-tensor 8-bit ``quantize_linear`` of a float32 value that only
+    ``dequantize_linear``s of its zero point read, for targets that compute in float (PyTorch,
+    TensorFlow): the integers less the zero point kept in float32,
+    ``c = clip(round(x / s), q_min - z, q_max - z)`` (``round(x)`` at scale 1, the requantization
+    ``integer_domain`` writes), and each dequantization ``c · s'`` (``c`` itself at scale 1).
+    The same numbers: ``round(x / s)`` is the division the quantization makes, and below 2^24
+    integers are exact in float32, so shifting by ``z`` before or after the clip changes
+    nothing (a NaN stays NaN, where the 8-bit cast made it an arbitrary integer). Four
+    elementwise kernels where the 8-bit round trip took eight (division, rounding, zero point,
+    saturation, the two casts, zero point, scale): on a quantized transformer most of the time
+    the float kernels spent outside its products. Returns the quantizations rewritten."""
+    done = 0
+    for q in list(g.nodes):
+        if q.op != "quantize_linear" or q.graph is not g or len(q.inputs) < 2 or q.inputs[0] is None \
+                or q.inputs[0].type.dtype != "float32" or q.attrs.get("precision") \
+                or int(q.attrs.get("block_size", 0) or 0):
+            continue
+        dtype = q.model_dtype()
+        s = _per_tensor_const(q.inputs[1])
+        z = _per_tensor_const(q.inputs[2]) if len(q.inputs) > 2 and q.inputs[2] is not None else 0.0
+        if dtype not in QRANGE8 or s is None or z is None or not np.isfinite(s) or not s > 0 \
+                or np.asarray(q.inputs[1].const).dtype != np.float32:
+            continue
+        readers = _grid_readers(q, z)
+        if readers is None:
+            continue
+        x, name, shape = q.inputs[0], q.name, q.outputs[0].type.shape
+        f32 = np.float32
+        if s != 1.0:
+            x = _binary(g, "div", x, g.add_constant(f"{name}_scale", np.asarray(s, dtype=f32), "float32"),
+                        "float32", f"{name}_scaled", q, shape)
+        r = g.add_node("round", [x], {}, name=f"{name}_round", types=[TensorType("float32", shape)], before=q)
+        _stamp(r)
+        lo, hi = QRANGE8[dtype]
+        bounds = [g.add_constant(f"{name}_{tag}", np.asarray(b - z, dtype=f32), "float32")
+                  for tag, b in (("min", lo), ("max", hi))]
+        c = g.add_node("clip", [r.outputs[0], *bounds], {}, name=f"{name}_grid", types=[TensorType("float32", shape)],
+                       before=q)
+        _stamp(c)
+        for dq in readers:
+            s_dq = _per_tensor_const(dq.inputs[1])
+            if s_dq == 1.0:
+                g.replace_node(dq, [c.outputs[0]])
+                continue
+            v = _binary(g, "mul", c.outputs[0], g.add_constant(f"{dq.name}_scale", np.asarray(s_dq, dtype=f32), "float32"),
+                        "float32", f"{dq.name}_scaled", dq, dq.outputs[0].type.shape)
+            g.replace_node(dq, [v])
+        g.remove_node(q)
+        done += 1
+    return done
+
+
 def constants_on_output_grid(g: Graph) -> int:
     """A ``concat`` read by one per-tensor ``quantize_linear``, with an input that dequantizes a
     per-tensor 8-bit constant on another grid (a ViT's class token beside its patch
