@@ -182,17 +182,20 @@ def test_a_qdq_model_keeps_int8_weights_on_pytorch_dequantized_once(tmp_path):
     assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
     text = (tmp_path / "pt" / "model.py").read_text()
     forward = text[text.index("def forward("):text.index("\ndef load(")]
-    # the 3 int8 weights dequantized once (scale 1: the integers, quantized.integer_domain); the int32
-    # biases are float constants of the same integers
-    assert "_quantized" not in forward and text.count("persistent=False") == 3, forward
+    # the 2 int8 filters dequantized once (scale 1: the integers, quantized.integer_domain); the int32
+    # biases are float constants of the same integers; the classifier's int8 matrix is read as it is
+    # stored by torch._int_mm (quantized.integer_matmuls)
+    assert text.count("persistent=False") == 2 and forward.count("torch._int_mm(") == 1, forward
+    assert [ln for ln in forward.splitlines() if "_quantized" in ln] == [
+        ln for ln in forward.splitlines() if "torch._int_mm(" in ln and "self.wf_quantized_t" in ln], forward
     # per-tensor scales and zero points are numbers in the code, not tensors built on every forward
     assert "torch.tensor(" not in forward, forward
     spec = importlib.util.spec_from_file_location("qmodel", tmp_path / "pt" / "model.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     m = mod.load()
-    assert {k: v.dtype for k, v in m.state_dict().items() if k.endswith("_quantized") and k.startswith("w")} == {
-        "w1_quantized": torch.int8, "w2_quantized": torch.int8, "wf_quantized": torch.int8}
+    assert {k: v.dtype for k, v in m.state_dict().items() if "_quantized" in k and k.startswith("w")} == {
+        "w1_quantized": torch.int8, "w2_quantized": torch.int8, "wf_quantized_t": torch.int8}  # (the gemm's, [K, N])
     x = torch.randn(1, 3, 32, 32)
     ep = torch.export.export(m, (x,))
     torch.testing.assert_close(ep.module()(x)[0], m(x)[0])
@@ -1648,3 +1651,61 @@ def test_float_targets_keep_an_activations_round_trip_on_its_grid_in_float(tmp_p
                 assert np.asarray(o).dtype == w.dtype and np.array_equal(np.asarray(o), w), (target, w, o)
     code = convert("pytorch", load_onnx(str(src))).source
     assert code.count("torch.uint8") == 1 and "torch.int8" not in code, code  # qd's, returned
+
+
+@pytest.mark.parametrize("activations", ["QUInt8", "QInt8"])
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_pytorch_multiplies_quantized_activations_by_int8_matrices_in_int8(activations, per_channel, tmp_path):
+    """A QDQ MatMul (a 3-D activation times a [K, N] matrix, as torch.onnx writes nn.Linear) and a
+    Gemm (transB, an int32 bias) on PyTorch are ``torch._int_mm`` over the stored int8 matrices
+    (``quantized.integer_matmuls``): the activation moved onto int8 (u8 grids less 128), the
+    zero point and the bias given back as int32 column sums. Every output value is exact
+    against onnxruntime, and the module still exports."""
+    import importlib.util
+
+    import onnx
+    import torch
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    import opbridge
+
+    rng = np.random.default_rng(5)
+    k, n, m = 48, 40, 24
+    inits = [onnx.numpy_helper.from_array((rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32), nm)
+             for nm, s in (("w1", (k, n)), ("w2", (m, n)), ("b2", (m,)))]
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["h"]), h.make_node("Relu", ["h"], ["r"]),
+             h.make_node("Reshape", ["r", "shape"], ["f"]),
+             h.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1)]
+    inits.append(onnx.numpy_helper.from_array(np.asarray([-1, n], np.int64), "shape"))
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 5, k])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [10, m])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+
+    class Reader:
+        def __init__(self):
+            self.feeds = iter([{"x": rng.standard_normal((2, 5, k)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    quantize_static(str(fp), str(src), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8)
+    np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 5, k)).astype(np.float32) * 1.5)
+    res = opbridge.convert(str(src), to="pytorch", out=str(tmp_path / "pt"), inputs=str(tmp_path / "in.npz"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    for o in rec["check"]["outputs"]:
+        assert o["quantization"]["max_steps"] == 0.0 and o["quantization"]["exact_share"] == 1.0, o
+    text = (tmp_path / "pt" / "model.py").read_text()
+    forward = text[text.index("def forward("):text.index("\ndef load(")]
+    assert forward.count("torch._int_mm(") == 2 and "torch.matmul(" not in forward and "F.linear(" not in forward, forward
+    assert "2 matrix products as torch._int_mm" in rec["integer_kernels"]["how"], rec["integer_kernels"]
+    spec = importlib.util.spec_from_file_location("qmm", tmp_path / "pt" / "model.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    model = mod.load()
+    x = torch.from_numpy(np.load(tmp_path / "in.npz")["x"])
+    torch.testing.assert_close(torch.export.export(model, (x,)).module()(x)[0], model(x)[0], rtol=0, atol=0)

@@ -1,6 +1,8 @@
 """PyTorch rules: quantization, integer matrix products and convolutions."""
 from __future__ import annotations
 
+import numpy as np
+
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
@@ -103,6 +105,14 @@ def _row_zp(e: NodeEmit, i: int, of: int) -> str:
 
 @rule("matmul_integer")
 def matmul_integer(e: NodeEmit) -> str:
+    """int8 activations times a constant int8 matrix without zero points
+    (``quantized.integer_matmuls``): ``torch._int_mm`` (oneDNN's int8 GEMM, int32 results) over
+    the rows; anything else as the int64 product."""
+    w = e.const(1)
+    if e.dtype_id(0) == "int8" and w is not None and w.dtype == np.int8 and w.ndim == 2 \
+            and not e.has(2) and not e.has(3):
+        a = e.x(0)
+        return f"torch._int_mm({a}.reshape(-1, {w.shape[0]}), {e.x(1)}).reshape({a}.shape[:-1] + ({w.shape[1]},))"
     a = f"({e.x(0)}.long() - {_row_zp(e, 2, 0)})"
     b = f"({e.x(1)}.long() - {e.x(3)}.long())" if e.has(3) else f"{e.x(1)}.long()"
     return f"torch.matmul({a}, {b}).to(torch.int32)"
@@ -185,6 +195,9 @@ def integer_plan(node, ctx) -> tuple[str, str]:
     """What the module stores for compute node ``node`` (``report``)."""
     from translator.compile.quantized import quantized_operands
 
+    w = node.inputs[1] if node.op == "matmul_integer" and len(node.inputs) > 1 else None
+    if w is not None and w.is_const and node.inputs[0] is not None and node.inputs[0].type.dtype == "int8":
+        return "int8 weights", "stored as int8; int8 x int8 -> int32 product (torch._int_mm, oneDNN's int8 GEMM)"
     if quantized_operands(node).weight is not None:
         return "int8 weights", "stored as int8, dequantized once at load; float kernel"
     return "float", "no 8-bit weight"

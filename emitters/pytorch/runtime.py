@@ -178,8 +178,14 @@ def version() -> str:
 
 
 def integer_kernels(path: Path) -> Any:
-    """PyTorch runs float kernels on weights dequantized once at load; what is integer is the
-    storage (``quantized.stored_int8_weights``)."""
+    """What is integer is the storage (``quantized.stored_int8_weights``): PyTorch runs float
+    kernels on weights dequantized once at load, except the products of 8-bit activations with
+    int8 matrices, which ``torch._int_mm`` computes in int8 (``quantized.integer_matmuls``),
+    counted from the module's code."""
     from translator.compile.quantized import stored_int8_weights
 
-    return stored_int8_weights(Path(path) / WEIGHTS_FILE, "dequantized once at load")
+    k = stored_int8_weights(Path(path) / WEIGHTS_FILE, "dequantized once at load")
+    n = (Path(path) / MODULE_FILE).read_text(encoding="utf-8").count("torch._int_mm(")
+    if not n:
+        return k
+    return dataclasses.replace(k, how=k.how[:-1] + f"; {n} matrix products as torch._int_mm, int8 x int8 -> int32)")

@@ -63,13 +63,14 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
     from translator.compile.passes import recognize
-    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain, rounded_in_float
+    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain, integer_matmuls, rounded_in_float
 
     dynamic_model_as_weight_only(model, ctx)
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products in the same form
         integer_domain(g)
         rounded_in_float(g)  # the 8-bit round trips of activations as float32 grid values
+        integer_matmuls(g)  # their products with int8 matrices as torch._int_mm
         recognize.hard_swish(g)  # F.hardswish, one kernel where an exporter wrote four ops
         recognize.gelu(g)  # F.gelu, where it wrote five
         recognize.layer_norm(g)  # F.layer_norm, where it wrote nine

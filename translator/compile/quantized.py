@@ -1377,6 +1377,7 @@ def rounded_in_float(g: Graph) -> int:
         c = g.add_node("clip", [r.outputs[0], *bounds], {}, name=f"{name}_grid", types=[TensorType("float32", shape)],
                        before=q)
         _stamp(c)
+        c.meta["grid"] = (dtype, z)  # the 8-bit type and zero point whose integers c holds less z
         for dq in readers:
             s_dq = _per_tensor_const(dq.inputs[1])
             if s_dq == 1.0:
@@ -1386,6 +1387,100 @@ def rounded_in_float(g: Graph) -> int:
                         "float32", f"{dq.name}_scaled", dq, dq.outputs[0].type.shape)
             g.replace_node(dq, [v])
         g.remove_node(q)
+        done += 1
+    return done
+
+
+def _on_grid(v: Value | None) -> tuple[str, float] | None:
+    """``v`` as integers of an 8-bit grid less its zero point, in float32: (the 8-bit type,
+    the zero point) where ``v`` is ``rounded_in_float``'s clip or a ``dequantize_linear`` of an
+    8-bit activation at scale 1 and a constant per-tensor zero point; else None."""
+    p = v.producer if v is not None else None
+    if p is None or v.type.dtype != "float32":
+        return None
+    if p.op == "clip" and "grid" in p.meta:
+        return p.meta["grid"]
+    if p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) or _per_tensor_const(p.inputs[1]) != 1.0:
+        return None
+    z = _per_tensor_const(p.inputs[2]) if len(p.inputs) > 2 and p.inputs[2] is not None else 0.0
+    dtype = (p.meta.get("source_in_dtypes") or [p.inputs[0].type.dtype])[0]
+    return (dtype, z) if dtype in QRANGE8 and z is not None and not p.inputs[0].is_const else None
+
+
+def _int8_matrix(v: Value | None) -> np.ndarray | None:
+    """``v`` as a 2-D int8 constant read at scale 1 and zero point 0 (``integer_domain``'s
+    weight): the matrix; else None."""
+    p = v.producer if v is not None else None
+    if p is None or p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) \
+            or _per_tensor_const(p.inputs[1]) != 1.0 or not p.inputs[0].is_const:
+        return None
+    w = np.asarray(p.inputs[0].const)
+    z = p.inputs[2] if len(p.inputs) > 2 else None
+    if w.dtype != np.int8 or w.ndim != 2 or z is not None and (not z.is_const or np.any(np.asarray(z.const) != 0)):
+        return None
+    return w
+
+
+def integer_matmuls(g: Graph) -> int:
+    """Each ``matmul``/``gemm`` of ``integer_domain`` (activation integers less their zero point
+    times a 2-D int8 weight at scale 1) as an int8 x int8 -> int32 product, for a target with
+    such a kernel (PyTorch's ``torch._int_mm``: oneDNN's VNNI/AMX int8 GEMM, about 4x the float
+    product's speed): the activation shifted onto int8 (``a = c + z - o``, ``o`` 128 for a u8
+    grid, 0 for s8), ``matmul_integer(a, W)``, plus the int32 constant ``(o - z) · colsum(W)``
+    that gives back the zero point (and a gemm's integer bias), then float32. The accumulator
+    is the kernels' exact int32 one, where the float product rounded its sums past 2^24.
+    Returns the products rewritten."""
+    done = 0
+    for node in list(g.nodes):
+        if node.op not in ("matmul", "gemm") or node.graph is not g or len(node.outputs) != 1 \
+                or node.outputs[0].type.dtype != "float32":
+            continue
+        grid = _on_grid(node.inputs[0])
+        w = _int8_matrix(node.inputs[1])
+        if grid is None or w is None:
+            continue
+        bias = node.inputs[2] if node.op == "gemm" and len(node.inputs) > 2 else None
+        if node.op == "gemm":
+            if int(node.attrs.get("transA", 0)) or float(node.attrs.get("alpha", 1.0)) != 1.0 \
+                    or float(node.attrs.get("beta", 1.0)) != 1.0 or node.inputs[0].type.rank != 2:
+                continue
+            if bias is not None and not bias.is_const:
+                continue
+        transposed = node.op == "gemm" and bool(int(node.attrs.get("transB", 0)))
+        if transposed:
+            w = np.ascontiguousarray(w.T)
+        b = np.asarray(bias.const, dtype=np.float64).reshape(-1) if bias is not None else np.zeros(1)
+        if np.any(b != np.round(b)) or np.abs(b).max(initial=0) >= 1 << 24 or b.size not in (1, w.shape[1]):
+            continue
+        dtype, z = grid
+        o = 128 if dtype == "uint8" else 0
+        corr = (o - int(z)) * w.astype(np.int64).sum(axis=0) + b.astype(np.int64)
+        if np.abs(corr).max(initial=0) >= 1 << 31:
+            continue
+        out, name = node.outputs[0], node.name
+        x = node.inputs[0]
+        if z != o:
+            x = _binary(g, "add", x, g.add_constant(f"{name}_to_int8", np.asarray(z - o, dtype=np.float32), "float32"),
+                        "float32", f"{name}_shifted", node, x.type.shape)
+        a = g.add_node("cast", [x], {"to": 3}, name=f"{name}_int8", types=[TensorType("int8", x.type.shape)], before=node)
+        _stamp(a)
+        wv = node.inputs[1].producer.inputs[0]  # type: ignore[union-attr] - the model's own constant
+        if transposed:  # (a gemm's [N, K] matrix, transposed once here)
+            wv = g.add_constant(f"{wv.name}_t", w, "int8")
+        p = g.add_node("matmul_integer", [a.outputs[0], wv], {}, name=f"{name}_int",
+                       types=[TensorType("int32", out.type.shape)], before=node)
+        _stamp(p)
+        p.meta["decomposed_root"] = node.meta.get("decomposed_root", node.name)  # report: the source's node
+        acc = p.outputs[0]
+        if np.any(corr != 0):
+            cv = g.add_constant(f"{name}_zero_point_sums", corr.astype(np.int32), "int32")
+            acc = _binary(g, "add", acc, cv, "int32", f"{name}_acc", node, out.type.shape)
+        f = g.add_node("cast", [acc], {"to": 1}, name=f"{name}_f32", types=[TensorType("float32", out.type.shape)],
+                       before=node)
+        _stamp(f)
+        old = node.inputs[1].producer
+        g.replace_node(node, [f.outputs[0]])
+        _drop_unread(g, [old])
         done += 1
     return done
 
