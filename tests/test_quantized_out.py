@@ -1709,3 +1709,40 @@ def test_pytorch_multiplies_quantized_activations_by_int8_matrices_in_int8(activ
     model = mod.load()
     x = torch.from_numpy(np.load(tmp_path / "in.npz")["x"])
     torch.testing.assert_close(torch.export.export(model, (x,)).module()(x)[0], model(x)[0], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("weights", ["QInt8", "QUInt8"])
+def test_pytorch_runs_a_dynamically_quantized_matmul_as_an_int8_product(weights, tmp_path):
+    """onnxruntime's ``quantize_dynamic`` MatMul (DynamicQuantizeLinear's u8 activation with its
+    run-time zero point, an int8 or a u8 matrix with its own) is ``torch._int_mm`` on PyTorch:
+    both operands moved onto int8 and the zero points given back as int32 row and column sums.
+    The same integers as onnxruntime's MatMulInteger, so the outputs match it to float32
+    rounding, where the float product over the dequantized matrix was off by the activation's
+    quantization error."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    import opbridge
+
+    rng = np.random.default_rng(9)
+    k, n, m = 64, 48, 16
+    inits = [onnx.numpy_helper.from_array((rng.standard_normal(s) / np.sqrt(s[0]) + 0.05).astype(np.float32), nm)
+             for nm, s in (("w1", (k, n)), ("w2", (n, m)))]
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["h"]), h.make_node("Tanh", ["h"], ["t"]), h.make_node("MatMul", ["t", "w2"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["b", 7, k])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["b", 7, m])], inits)
+    fp, src = tmp_path / "f.onnx", tmp_path / "dyn.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(fp))
+    quantize_dynamic(str(fp), str(src), weight_type=getattr(QuantType, weights))
+    assert sum(nd.op_type == "MatMulInteger" for nd in onnx.load(str(src)).graph.node) == 2
+    np.savez(tmp_path / "in.npz", x=rng.standard_normal((3, 7, k)).astype(np.float32) + 0.3)
+    res = opbridge.convert(str(src), to="pytorch", out=str(tmp_path / "pt"), inputs=str(tmp_path / "in.npz"))
+    (rec,) = res["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    (o,) = rec["check"]["outputs"]
+    assert o["vs_source"]["max_abs"] <= 1e-5, o
+    text = (tmp_path / "pt" / "model.py").read_text()
+    forward = text[text.index("def forward("):text.index("\ndef load(")]
+    assert forward.count("torch._int_mm(") == 2 and ".long()" not in forward and "torch.matmul(" not in forward, forward

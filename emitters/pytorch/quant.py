@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from translator.ir.graph import TensorType, Value
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
@@ -103,16 +104,46 @@ def _row_zp(e: NodeEmit, i: int, of: int) -> str:
     return zp
 
 
-@rule("matmul_integer")
-def matmul_integer(e: NodeEmit) -> str:
-    """int8 activations times a constant int8 matrix without zero points
-    (``quantized.integer_matmuls``): ``torch._int_mm`` (oneDNN's int8 GEMM, int32 results) over
-    the rows; anything else as the int64 product."""
+def _int8_product(e: NodeEmit) -> list[str] | None:
+    """``matmul_integer`` as ``torch._int_mm`` where it can be (see ``matmul_integer``)."""
     w = e.const(1)
-    if e.dtype_id(0) == "int8" and w is not None and w.dtype == np.int8 and w.ndim == 2 \
-            and not e.has(2) and not e.has(3):
-        a = e.x(0)
-        return f"torch._int_mm({a}.reshape(-1, {w.shape[0]}), {e.x(1)}).reshape({a}.shape[:-1] + ({w.shape[1]},))"
+    zw = e.const(3) if e.has(3) else np.zeros((), np.int64)
+    za = e.shape(2) if e.has(2) else ()
+    if w is None or w.dtype not in (np.int8, np.uint8) or w.ndim != 2 or e.dtype_id(0) not in ("int8", "uint8") \
+            or zw is None or zw.size != 1 or za is None or len(za) > 1 or za and za[0] != 1:
+        return None
+    k, n = w.shape
+    wv = e.v(1)
+    if w.dtype == np.uint8:  # the matrix less 128 as int8, computed here (the u8 one is then not stored)
+        w8 = e.cg.buffer(Value(f"{wv.name}_int8", TensorType("int8", (k, n)), (w.astype(np.int16) - 128).astype(np.int8)))
+    else:
+        w8 = e.x(1)
+    cw = (128 if w.dtype == np.uint8 else 0) - int(zw.reshape(-1)[0])  # W - z_w = w8 + cw
+    rows, out = e.tmp("rows"), e.out()
+    lines = [f"{rows} = ({e.x(0)} ^ 128).view(torch.int8)" if e.dtype_id(0) == "uint8" else f"{rows} = {e.x(0)}",
+             f"{out} = torch._int_mm({rows}.reshape(-1, {k}), {w8}).reshape({rows}.shape[:-1] + ({n},))"]
+    shift = 128 if e.dtype_id(0) == "uint8" else 0
+    ca = f"({shift} - {e.x(2)}.to(torch.int32).reshape(()))" if e.has(2) else str(shift)  # A - z_a = rows + ca
+    if ca != "0":
+        sums = w.astype(np.int64).sum(axis=0) - (128 * k if w.dtype == np.uint8 else 0)  # w8's column sums
+        ref = e.cg.buffer(Value(f"{wv.name}_column_sums", TensorType("int32", (n,)), sums.astype(np.int32)))
+        lines.append(f"{out} = {out} + {ca} * {ref}")
+    if cw:
+        lines.append(f"{out} = {out} + {cw} * ({rows}.sum(-1, keepdim=True, dtype=torch.int32) + {k} * {ca})")
+    return lines
+
+
+@rule("matmul_integer")
+def matmul_integer(e: NodeEmit) -> "str | list[str]":
+    """8-bit activations times a constant 8-bit matrix (zero points per tensor):
+    ``torch._int_mm`` (oneDNN's int8 GEMM, int32 results) of ``a = A - o_a`` and ``w = W - o_w``,
+    both int8 (a u8 activation by flipping its top bit: ``u ^ 128`` read as int8 is ``u - 128``;
+    a u8 matrix shifted once here), and the zero points given back in int32:
+    ``(A - z_a)(W - z_w) = a·w + c_a·colsum(w) + c_w·(rowsum(a) + K·c_a)`` with
+    ``c = o - z``. Anything else as the int64 product."""
+    fast = _int8_product(e)
+    if fast is not None:
+        return fast
     a = f"({e.x(0)}.long() - {_row_zp(e, 2, 0)})"
     b = f"({e.x(1)}.long() - {e.x(3)}.long())" if e.has(3) else f"{e.x(1)}.long()"
     return f"torch.matmul({a}, {b}).to(torch.int32)"

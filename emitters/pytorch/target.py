@@ -54,18 +54,21 @@ def accepts(node: "Node", ctx: "Compilation") -> Refusal | None:
 def prepare(model: "Model", ctx: "Compilation") -> None:
     """Quantized convolutions and matrix products computed as the integer kernels compute
     them (``quantized.integer_domain``): the product of the integers, one float multiplier.
-    A run-time activation quantization (onnxruntime's dynamic MatMul and DynamicQuantizeLSTM, a
-    dynamic-range ``.tflite``'s hybrid kernels) is read as int8 weights dequantized once at load
-    and float activations (``quantized.dynamic_model_as_weight_only``): torch's own matmul and
-    LSTM kernels instead of the exact emulation, which ``--float-quantization`` (and ``convert``
-    when the check fails) writes. A hard swish or a GELU an exporter spelled in elementwise
+    Their products of 8-bit activations with int8 matrices, and onnxruntime's dynamically
+    quantized MatMul (``MatMulInteger``), are ``torch._int_mm`` (``quantized.integer_matmuls``,
+    the ``matmul_integer`` rule). Other run-time activation quantizations (a ``ConvInteger``,
+    DynamicQuantizeLSTM, a dynamic-range ``.tflite``'s hybrid kernels) are read as int8
+    weights dequantized once at load and float activations
+    (``quantized.dynamic_model_as_weight_only``): torch's own convolution and LSTM kernels
+    instead of the exact emulation, which ``--float-quantization`` (and ``convert`` when the
+    check fails) writes. A hard swish or a GELU an exporter spelled in elementwise
     pieces is ``F.hardswish`` / ``F.gelu``, and a layer norm in pieces ``F.layer_norm`` (``recognize``)."""
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
     from translator.compile.passes import recognize
     from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain, integer_matmuls, rounded_in_float
 
-    dynamic_model_as_weight_only(model, ctx)
+    dynamic_model_as_weight_only(model, ctx, products=("conv_integer",))  # MatMulInteger: torch._int_mm
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products in the same form
         integer_domain(g)

@@ -557,7 +557,7 @@ def weight_only_model(g: Graph) -> int:
     return done
 
 
-def dynamic_as_weight_only(g: Graph) -> int:
+def dynamic_as_weight_only(g: Graph, products: tuple[str, ...] = ("matmul_integer", "conv_integer")) -> int:
     """onnxruntime's dynamic quantization of a MatMul, ``DynamicQuantizeLinear(x) → (xq, sx,
     zx)``, ``MatMulInteger(xq, Wq, zx, zw) → Cast(float) → Mul(·, sx · sw)``, rewritten as
     ``MatMul(x, DequantizeLinear(Wq, sw, zw))`` (a Conv's, ``ConvInteger``, likewise as a
@@ -567,10 +567,11 @@ def dynamic_as_weight_only(g: Graph) -> int:
     quantizes its activations at run time as the source does), and the activation is no longer
     rounded to 8 bits by an emulation in float ops. For a target without dynamic-range integer
     kernels of its own: the result differs from onnxruntime's by the activation's quantization
-    error, as the integer kernels of the target differ. Returns the matmuls rewritten."""
+    error, as the integer kernels of the target differ. ``products``: the ops read so. Returns
+    the matmuls rewritten."""
     done = 0
     for mmi in list(g.nodes):
-        if mmi.op not in ("matmul_integer", "conv_integer") or mmi.graph is not g:
+        if mmi.op not in products or mmi.graph is not g:
             continue
         conv = mmi.op == "conv_integer"
         ins = list(mmi.inputs) + [None] * (4 - len(mmi.inputs))
@@ -840,12 +841,14 @@ def dynamic_range_features(model: Any) -> set[str]:
     return {"dynamic_range"} if (model.metadata or {}).get(DYNAMIC_AS_WEIGHT_ONLY) else set()
 
 
-def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True) -> int:
+def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True,
+                                 products: tuple[str, ...] = ("matmul_integer", "conv_integer")) -> int:
     """A target without the source's run-time activation quantization reads it as int8 weights
     and float activations, in every graph of ``model``: onnxruntime's dynamically quantized
     MatMul (``dynamic_as_weight_only``), a dynamic-range ``.tflite``'s hybrid kernels
     (``hybrid_as_weight_only``) and, with ``lstm``, onnxruntime's ``DynamicQuantizeLSTM``
-    (``dynamic_lstm_as_weight_only``). Nothing with the ``float_quantization`` option (the exact
+    (``dynamic_lstm_as_weight_only``); ``products``: which of the integer products to read so (a
+    target with an int8 GEMM keeps ``matmul_integer``). Nothing with the ``float_quantization`` option (the exact
     emulation). Counts the rewrites into the model's metadata (``DYNAMIC_AS_WEIGHT_ONLY``),
     re-infers the types and returns the count."""
     from ..ir.infer import infer
@@ -854,7 +857,7 @@ def dynamic_model_as_weight_only(model: Any, ctx: Any, lstm: bool = True) -> int
         return 0
     n = 0
     for g in [model.graph] + [sub for node in model.graph.walk() for sub in node.subgraphs()]:
-        n += dynamic_as_weight_only(g) + hybrid_as_weight_only(g) + (dynamic_lstm_as_weight_only(g) if lstm else 0)
+        n += dynamic_as_weight_only(g, products) + hybrid_as_weight_only(g) + (dynamic_lstm_as_weight_only(g) if lstm else 0)
     if n:
         infer(model.graph, ctx.tables)
         model.metadata = {**(model.metadata or {}), DYNAMIC_AS_WEIGHT_ONLY: str(n)}
