@@ -35,13 +35,12 @@ def prepare(model, ctx) -> None:  # noqa: ANN001 - the pipeline's Model and Comp
     from translator.compile.pipeline import every_graph
     from translator.compile.lowering import decompose_now
     from translator.compile.passes import recognize
-    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain, rounded_in_float
+    from translator.compile.quantized import QOPERATOR_PRODUCTS, dynamic_model_as_weight_only, integer_domain
 
     dynamic_model_as_weight_only(model, ctx)
     for g in every_graph(model.graph):
         decompose_now(g, ctx, QOPERATOR_PRODUCTS)  # a QOperator model's products too (TensorFlow has no integer rules for them)
         integer_domain(g)
-        rounded_in_float(g)  # the 8-bit round trips of activations as float32 grid values
         recognize.gelu(g)  # one kernel where an exporter wrote five ops
 
 

@@ -1342,16 +1342,19 @@ def _grid_readers(q: Node, z: float) -> list[Node] | None:
 
 def rounded_in_float(g: Graph) -> int:
     """Each per-tensor 8-bit ``quantize_linear`` of a float32 value that only
-    ``dequantize_linear``s of its zero point read, for targets that compute in float (PyTorch,
-    TensorFlow): the integers less the zero point kept in float32,
-    ``c = clip(round(x / s), q_min - z, q_max - z)`` (``round(x)`` at scale 1, the requantization
+    ``dequantize_linear``s of its zero point read, for a target that computes in float and
+    has one kernel for a NaN's saturation (PyTorch's ``nan_to_num``; on TensorFlow the is_nan
+    and select cost more than the round trip saves): the integers less the zero point kept in float32,
+    ``c = clip(round(x / s), q_min - z, q_max - z)``, ``q_min - z`` where ``x`` is NaN (``round(x)`` at scale 1, the requantization
     ``integer_domain`` writes), and each dequantization ``c · s'`` (``c`` itself at scale 1).
     The same numbers: ``round(x / s)`` is the division the quantization makes, and below 2^24
     integers are exact in float32, so shifting by ``z`` before or after the clip changes
-    nothing (a NaN stays NaN, where the 8-bit cast made it an arbitrary integer). Four
-    elementwise kernels where the 8-bit round trip took eight (division, rounding, zero point,
-    saturation, the two casts, zero point, scale): on a quantized transformer most of the time
-    the float kernels spent outside its products. Returns the quantizations rewritten."""
+    nothing; a NaN is ``q_min``, as onnxruntime saturates it (a BERT's fully masked attention
+    rows are NaN after the softmax, zero once quantized; the 8-bit cast made an int8 one 0, a
+    step off). Six elementwise kernels where the 8-bit round trip took eight (division,
+    rounding, zero point, saturation, the two casts, zero point, scale): on a quantized
+    transformer most of the time the float kernels spent outside its products. Returns the
+    quantizations rewritten."""
     done = 0
     for q in list(g.nodes):
         if q.op != "quantize_linear" or q.graph is not g or len(q.inputs) < 2 or q.inputs[0] is None \
@@ -1377,8 +1380,13 @@ def rounded_in_float(g: Graph) -> int:
         lo, hi = QRANGE8[dtype]
         bounds = [g.add_constant(f"{name}_{tag}", np.asarray(b - z, dtype=f32), "float32")
                   for tag, b in (("min", lo), ("max", hi))]
-        c = g.add_node("clip", [r.outputs[0], *bounds], {}, name=f"{name}_grid", types=[TensorType("float32", shape)],
+        c = g.add_node("clip", [r.outputs[0], *bounds], {}, name=f"{name}_clip", types=[TensorType("float32", shape)],
                        before=q)
+        _stamp(c)
+        nan = g.add_node("is_nan", [x], {}, name=f"{name}_nan", types=[TensorType("bool", x.type.shape)], before=q)
+        _stamp(nan)
+        c = g.add_node("where", [nan.outputs[0], bounds[0], c.outputs[0]], {}, name=f"{name}_grid",
+                       types=[TensorType("float32", shape)], before=q)  # NaN: q_min, as onnxruntime saturates it
         _stamp(c)
         c.meta["grid"] = (dtype, z)  # the 8-bit type and zero point whose integers c holds less z
         for dq in readers:
@@ -1396,12 +1404,12 @@ def rounded_in_float(g: Graph) -> int:
 
 def _on_grid(v: Value | None) -> tuple[str, float] | None:
     """``v`` as integers of an 8-bit grid less its zero point, in float32: (the 8-bit type,
-    the zero point) where ``v`` is ``rounded_in_float``'s clip or a ``dequantize_linear`` of an
+    the zero point) where ``v`` is ``rounded_in_float``'s grid value or a ``dequantize_linear`` of an
     8-bit activation at scale 1 and a constant per-tensor zero point; else None."""
     p = v.producer if v is not None else None
     if p is None or v.type.dtype != "float32":
         return None
-    if p.op == "clip" and "grid" in p.meta:
+    if p.op == "where" and "grid" in p.meta:
         return p.meta["grid"]
     if p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) or _per_tensor_const(p.inputs[1]) != 1.0:
         return None
