@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from translator.ir.graph import TensorType, Value
 from translator.table.dtypes import norm_axis
 from translator.compile.render import literal
 
@@ -113,21 +112,24 @@ def _int8_product(e: NodeEmit) -> list[str] | None:
             or zw is None or zw.size != 1 or za is None or len(za) > 1 or za and za[0] != 1:
         return None
     k, n = w.shape
-    wv = e.v(1)
-    if w.dtype == np.uint8:  # the matrix less 128 as int8, computed here (the u8 one is then not stored)
-        w8 = e.cg.buffer(Value(f"{wv.name}_int8", TensorType("int8", (k, n)), (w.astype(np.int16) - 128).astype(np.int8)))
-    else:
-        w8 = e.x(1)
+    base = f"{e.v(1).name}_int8"
+    shifted = w.dtype == np.uint8
+    w8 = f"({e.x(1)}.to(torch.int16) - 128).to(torch.int8)" if shifted else e.x(1)  # W - 128 for a u8 matrix
+    shift = 128 if e.dtype_id(0) == "uint8" else 0
+    ca = f"({shift} - {e.x(2)}.to(torch.int32).reshape(()))" if e.has(2) else str(shift)  # A - z_a = rows + ca
+    # a u8 matrix moved onto int8 and the column sums, computed once when the weights load (``_prepare``)
+    exprs = ([(w8, [k, n], "int8")] if shifted else []) + ([(f"{w8}.to(torch.int32).sum(0)", [n], "int32")] if ca != "0" else [])
+    prepared = e.cg.prepared_tensors(f"({', '.join(x for x, _, _ in exprs)},)", base,
+                                     [(sh, dt) for _, sh, dt in exprs]) if exprs else []
+    if shifted:
+        w8 = prepared[0]
+    sums = prepared[-1] if ca != "0" else ""
     cw = (128 if w.dtype == np.uint8 else 0) - int(zw.reshape(-1)[0])  # W - z_w = w8 + cw
     rows, out = e.tmp("rows"), e.out()
     lines = [f"{rows} = ({e.x(0)} ^ 128).view(torch.int8)" if e.dtype_id(0) == "uint8" else f"{rows} = {e.x(0)}",
              f"{out} = torch._int_mm({rows}.reshape(-1, {k}), {w8}).reshape({rows}.shape[:-1] + ({n},))"]
-    shift = 128 if e.dtype_id(0) == "uint8" else 0
-    ca = f"({shift} - {e.x(2)}.to(torch.int32).reshape(()))" if e.has(2) else str(shift)  # A - z_a = rows + ca
     if ca != "0":
-        sums = w.astype(np.int64).sum(axis=0) - (128 * k if w.dtype == np.uint8 else 0)  # w8's column sums
-        ref = e.cg.buffer(Value(f"{wv.name}_column_sums", TensorType("int32", (n,)), sums.astype(np.int32)))
-        lines.append(f"{out} = {out} + {ca} * {ref}")
+        lines.append(f"{out} = {out} + {ca} * {sums}")
     if cw:
         lines.append(f"{out} = {out} + {cw} * ({rows}.sum(-1, keepdim=True, dtype=torch.int32) + {k} * {ca})")
     return lines
@@ -138,7 +140,7 @@ def matmul_integer(e: NodeEmit) -> "str | list[str]":
     """8-bit activations times a constant 8-bit matrix (zero points per tensor):
     ``torch._int_mm`` (oneDNN's int8 GEMM, int32 results) of ``a = A - o_a`` and ``w = W - o_w``,
     both int8 (a u8 activation by flipping its top bit: ``u ^ 128`` read as int8 is ``u - 128``;
-    a u8 matrix shifted once here), and the zero points given back in int32:
+    a u8 matrix shifted once when the weights load), and the zero points given back in int32:
     ``(A - z_a)(W - z_w) = a·w + c_a·colsum(w) + c_w·(rowsum(a) + K·c_a)`` with
     ``c = o - z``. Anything else as the int64 product."""
     fast = _int8_product(e)
