@@ -1312,11 +1312,6 @@ def _constant_integers(x: Value | None) -> np.ndarray | None:
     return quantize_linear(c, s.reshape(()), z.reshape(()))
 
 
-def _per_tensor_const(v: Value | None) -> float | None:
-    """A one-element constant scale or zero point as a number (None for anything else)."""
-    return _scalar(v) if v is not None and v.is_const else None
-
-
 def _grid_readers(q: Node, z: float) -> list[Node] | None:
     """The ``dequantize_linear`` nodes that are the only readers of ``q``'s integers (none in a
     subgraph, not a graph output), each per tensor with a finite positive constant scale, ``q``'s
@@ -1331,8 +1326,8 @@ def _grid_readers(q: Node, z: float) -> list[Node] | None:
         if n.op != "dequantize_linear" or i != 0 or n.graph is not g or int(n.attrs.get("block_size", 0) or 0) \
                 or n.outputs[0].type.dtype != "float32":
             return None
-        s = _per_tensor_const(n.inputs[1]) if len(n.inputs) > 1 else None
-        zd = _per_tensor_const(n.inputs[2]) if len(n.inputs) > 2 and n.inputs[2] is not None else 0.0
+        s = _scalar(n.inputs[1]) if len(n.inputs) > 1 else None
+        zd = _scalar(n.inputs[2] if len(n.inputs) > 2 else None, 0.0)
         if s is None or not np.isfinite(s) or not s > 0 or zd != z:
             return None
         if n not in readers:
@@ -1362,8 +1357,8 @@ def rounded_in_float(g: Graph) -> int:
                 or int(q.attrs.get("block_size", 0) or 0):
             continue
         dtype = q.model_dtype()
-        s = _per_tensor_const(q.inputs[1])
-        z = _per_tensor_const(q.inputs[2]) if len(q.inputs) > 2 and q.inputs[2] is not None else 0.0
+        s = _scalar(q.inputs[1])
+        z = _scalar(q.inputs[2] if len(q.inputs) > 2 else None, 0.0)
         if dtype not in QRANGE8 or s is None or z is None or not np.isfinite(s) or not s > 0 \
                 or np.asarray(q.inputs[1].const).dtype != np.float32:
             continue
@@ -1390,7 +1385,7 @@ def rounded_in_float(g: Graph) -> int:
         _stamp(c)
         c.meta["grid"] = (dtype, z)  # the 8-bit type and zero point whose integers c holds less z
         for dq in readers:
-            s_dq = _per_tensor_const(dq.inputs[1])
+            s_dq = _scalar(dq.inputs[1])
             if s_dq == 1.0:
                 g.replace_node(dq, [c.outputs[0]])
                 continue
@@ -1411,25 +1406,21 @@ def _on_grid(v: Value | None) -> tuple[str, float] | None:
         return None
     if p.op == "where" and "grid" in p.meta:
         return p.meta["grid"]
-    if p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) or _per_tensor_const(p.inputs[1]) != 1.0:
+    parts = _dq_parts(v)
+    if parts is None or list(parts[1]) != [1.0] or p.inputs[0].is_const or parts[2] is not None and parts[2].size != 1:
         return None
-    z = _per_tensor_const(p.inputs[2]) if len(p.inputs) > 2 and p.inputs[2] is not None else 0.0
-    dtype = (p.meta.get("source_in_dtypes") or [p.inputs[0].type.dtype])[0]
-    return (dtype, z) if dtype in QRANGE8 and z is not None and not p.inputs[0].is_const else None
+    return (p.meta.get("source_in_dtypes") or [p.inputs[0].type.dtype])[0], 0.0 if parts[2] is None else float(parts[2][0])
 
 
 def _int8_matrix(v: Value | None) -> np.ndarray | None:
     """``v`` as a 2-D int8 constant read at scale 1 and zero point 0 (``integer_domain``'s
     weight): the matrix; else None."""
-    p = v.producer if v is not None else None
-    if p is None or p.op != "dequantize_linear" or int(p.attrs.get("block_size", 0) or 0) \
-            or _per_tensor_const(p.inputs[1]) != 1.0 or not p.inputs[0].is_const:
+    parts = _dq_parts(v)
+    if parts is None or list(parts[1]) != [1.0] or not parts[0].inputs[0].is_const \
+            or parts[2] is not None and np.any(parts[2] != 0):
         return None
-    w = np.asarray(p.inputs[0].const)
-    z = p.inputs[2] if len(p.inputs) > 2 else None
-    if w.dtype != np.int8 or w.ndim != 2 or z is not None and (not z.is_const or np.any(np.asarray(z.const) != 0)):
-        return None
-    return w
+    w = np.asarray(parts[0].inputs[0].const)
+    return w if w.dtype == np.int8 and w.ndim == 2 else None
 
 
 def integer_matmuls(g: Graph) -> int:
