@@ -103,14 +103,26 @@ def _row_zp(e: NodeEmit, i: int, of: int) -> str:
     return zp
 
 
+def int_mm_operands(node) -> bool:  # noqa: ANN001 - an IR Node
+    """Whether ``matmul_integer`` ``node`` is ``torch._int_mm`` in the module (``matmul_integer``,
+    ``integer_plan``): an 8-bit activation, a constant 2-D 8-bit matrix, per-tensor zero points
+    (the matrix's a constant)."""
+    ins = list(node.inputs) + [None] * (4 - len(node.inputs))
+    a, w, za, zw = ins[:4]
+    if a is None or a.type.dtype not in ("int8", "uint8") or w is None or not w.is_const:
+        return False
+    wc = np.asarray(w.const)
+    zshape = za.type.shape if za is not None else ()
+    return wc.dtype in (np.int8, np.uint8) and wc.ndim == 2 and (zw is None or zw.is_const and np.asarray(zw.const).size == 1) \
+        and zshape is not None and (len(zshape) == 0 or tuple(zshape) == (1,))
+
+
 def _int8_product(e: NodeEmit) -> list[str] | None:
     """``matmul_integer`` as ``torch._int_mm`` where it can be (see ``matmul_integer``)."""
+    if not int_mm_operands(e.node):
+        return None
     w = e.const(1)
     zw = e.const(3) if e.has(3) else np.zeros((), np.int64)
-    za = e.shape(2) if e.has(2) else ()
-    if w is None or w.dtype not in (np.int8, np.uint8) or w.ndim != 2 or e.dtype_id(0) not in ("int8", "uint8") \
-            or zw is None or zw.size != 1 or za is None or len(za) > 1 or za and za[0] != 1:
-        return None
     k, n = w.shape
     base = f"{e.v(1).name}_int8"
     shifted = w.dtype == np.uint8
@@ -228,8 +240,7 @@ def integer_plan(node, ctx) -> tuple[str, str]:
     """What the module stores for compute node ``node`` (``report``)."""
     from translator.compile.quantized import quantized_operands
 
-    w = node.inputs[1] if node.op == "matmul_integer" and len(node.inputs) > 1 else None
-    if w is not None and w.is_const and node.inputs[0] is not None and node.inputs[0].type.dtype == "int8":
+    if node.op == "matmul_integer" and int_mm_operands(node):
         return "int8 weights", "stored as int8; int8 x int8 -> int32 product (torch._int_mm, oneDNN's int8 GEMM)"
     if quantized_operands(node).weight is not None:
         return "int8 weights", "stored as int8, dequantized once at load; float kernel"
