@@ -910,3 +910,98 @@ def test_a_deconvolution_whose_kernel_is_its_stride_is_one_product_tiled_into_pl
         (want,) = sess.run(None, {"x": x})
         (got,) = pt.run(art, {"x": x})
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- memory format
+def _conv_net(channels: list[int], depthwise_at: int | None = None, dims=None) -> "onnx.ModelProto":
+    """Convolutions 3×3 (``channels[i] → channels[i + 1]``; a depthwise one at ``depthwise_at``)
+    with ReLUs, a global average pool and a Gemm."""
+    rng = np.random.default_rng(3)
+    nodes, inits, x = [], [], "x"
+    for i, (cin, cout) in enumerate(zip(channels, channels[1:])):
+        group = cin if i == depthwise_at else 1
+        w = (rng.standard_normal([cout, cin // group, 3, 3]) / np.sqrt(9 * cin / group)).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32)
+        inits += [helper.make_tensor(f"w{i}", TensorProto.FLOAT, w.shape, w.ravel()),
+                  helper.make_tensor(f"b{i}", TensorProto.FLOAT, b.shape, b)]
+        nodes += [helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1], group=group),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    fc = rng.standard_normal([channels[-1], 5]).astype(np.float32)
+    inits.append(helper.make_tensor("fc", TensorProto.FLOAT, fc.shape, fc.ravel()))
+    nodes += [helper.make_node("GlobalAveragePool", [x], ["gap"]), helper.make_node("Flatten", ["gap"], ["f"]),
+              helper.make_node("Gemm", ["f", "fc"], ["y"]), helper.make_node("Add", [x, x], ["twice"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                       dims or [1, channels[0], 12, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("twice", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("dims", [None, ["n", 1, "h", "w"]], ids=["static", "symbolic"])
+def test_a_convolutional_model_holds_its_filters_channels_last(dims, tmp_path):
+    """Where most filter weights are in convolutions with 16+ output channels over 16+ input
+    channels per group (or one: depthwise, or a single input plane), the module holds its 2-D
+    filters channels-last (``module.to(memory_format=torch.channels_last)``: what a PyTorch user
+    writes for oneDNN), so the convolutions and the ops between them run over NHWC; the values
+    are onnxruntime's, at static and symbolic sizes, saved and loaded back, and under
+    ``torch.export``; ``--contiguous`` keeps torch's default layout."""
+    import onnxruntime as ort
+
+    proto = _conv_net([1, 32, 32, 32, 24], depthwise_at=2, dims=dims)
+    art = pt.emit(from_proto(proto))
+    assert "self.to(memory_format=torch.channels_last)" in art.source, art.source
+    assert art.options.get("features") == ["channels_last"], art.options
+    m = art.instantiate()
+    convs = [c for c in m.modules() if isinstance(c, torch.nn.Conv2d)]
+    assert len(convs) == 4 and all(c.weight.is_contiguous(memory_format=torch.channels_last) for c in convs)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in [[1, 1, 12, 10]] + ([[3, 1, 7, 9]] if dims else []):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        want = sess.run(None, {"x": x})
+        got = pt.run(art, {"x": x})
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    loaded = pt.load(art.save(tmp_path / "cl"), art)
+    for w, g in zip(want, pt.run(loaded, {"x": x})):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    _export_ok(art, {"x": x})
+    plain = pt.emit(from_proto(proto), contiguous=True)
+    assert "channels_last" not in plain.source and not plain.options.get("features"), plain.options
+
+
+@pytest.mark.parametrize("channels", [[1, 8, 8, 4], [3, 8, 16, 8], [1, 1, 1]], ids=["narrow", "few_inputs", "single"])
+def test_a_model_of_narrow_convolutions_stays_contiguous(channels):
+    """Convolutions of few channels (1–8 per group, or 2–15 inputs) run no faster over NHWC
+    (a pitch tracker's single-plane filters ran 1.4× slower): the module keeps torch's
+    default layout."""
+    art = pt.emit(from_proto(_conv_net(channels)))
+    assert "channels_last" not in art.source and not art.options.get("features"), art.source
+
+
+def test_convert_falls_back_to_contiguous_filters_when_channels_last_fails_the_check(tmp_path, monkeypatch):
+    """A channels-last module sums its convolutions in another order: where that strays past
+    the check, ``convert`` writes the module again with ``--contiguous``, says so, and records
+    it (``fell_back_to``)."""
+    import onnx
+    import opbridge
+    from translator.run import convert as convert_mod
+
+    proto = _conv_net([1, 32, 32, 24])
+    path = tmp_path / "cnn.onnx"
+    onnx.save(proto, path)
+    real = convert_mod._check_at_sizes
+
+    def strict(build, t, feeds, rec, artifact, *rest, **kw):
+        b = real(build, t, feeds, rec, artifact, *rest, **kw)
+        if "channels_last" in (artifact.options.get("features") or ()):  # as if NHWC strayed
+            return {**b, "status": "fail"}
+        return b
+
+    monkeypatch.setattr(convert_mod, "_check_at_sizes", strict)
+    x = RNG.standard_normal([1, 1, 12, 10]).astype(np.float32)
+    (rec,) = opbridge.convert(str(path), to="pytorch", out=str(tmp_path / "out"), inputs={"x": x})["targets"]
+    assert rec["status"] == "ok" and rec["check"]["status"] == "pass", rec
+    assert rec["fell_back_to"] == {"contiguous": True}, rec.get("fell_back_to")
+    assert any("--contiguous" in w for w in rec.get("warnings", [])), rec.get("warnings")
+    assert "channels_last" not in (tmp_path / "out" / pt.MODULE_FILE).read_text()

@@ -395,6 +395,11 @@ def _complete(stmt: list[str]) -> bool:
 
 
 # ----------------------------------------------------------------------------- emit
+#: the artifact feature of a module whose 2-D filters are channels-last (``nn.channels_last``):
+#: ``convert`` writes it again with ``--contiguous`` when it fails the check (``run/convert``)
+CHANNELS_LAST = "channels_last"
+
+
 def _class_name(model: Model) -> str:
     base = "".join(part.capitalize() for part in ident(model.graph.name or "model").split("_") if part)
     base = base if base and not base[0].isdigit() else f"M{base}"
@@ -445,6 +450,11 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
     modules = [{"name": name, "ctor": ctor} for name, ctor in zip(code_lines(n for n, _, _ in cg.modules),
                                                                   code_lines(c for _, c, _ in cg.modules))]
     class_name = _class_name(model)
+    from .nn import channels_last
+
+    # (``--contiguous``: torch's default layout; ``convert`` falls back to it when the
+    # channels-last module fails the check)
+    nhwc = not ctx.options.get("contiguous") and channels_last(cg.modules)
     legalized = list(ctx.warnings)
     body = free_dead_locals(cg.scope.lines, set(params) | set(returns))
     # a load-time value only a later load-time step reads (an LSTM's dequantized weight, which
@@ -460,12 +470,12 @@ def emit(model: Model, ctx: "Compilation") -> PyTorchArtifact:
                     body=code_lines(body),
                     prepared=[{"name": n, "shape": sh, "dtype": dt} for n, sh, dt in kept],
                     prepare=code_lines(prepare_lines),
-                    returns=code_lines(returns), legalized=legalized)
+                    returns=code_lines(returns), legalized=legalized, channels_last=nhwc)
     weights = {name: arr for name, arr, _, _ in cg.buffers.values()}
     weights.update({f"{name}.{k}": arr for name, _, params in cg.modules for k, arr in params.items()})
     from translator.compile.quantized import dynamic_range_features
 
-    features = dynamic_range_features(model)
+    features = dynamic_range_features(model) | ({CHANNELS_LAST} if nhwc else set())
     return PyTorchArtifact(source, weights, class_name, [v.name for v in g.inputs], [v.name for v in g.outputs],
                            list(ctx.decomposed), legalized, in_dtypes, out_dtypes, out_legal, io.renamed(),
                            list(io.warnings), {"features": sorted(features)} if features else {})

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from translator.compile.registry import Refusal
 from translator.compile.quantized import FLOAT_QUANTIZATION
-from translator.compile.target import Target, package_fields
+from translator.compile.target import Option, Target, package_fields
 
 from . import codegen, quant, runtime
 from .codegen import torch_dtypes, trial
@@ -79,6 +79,13 @@ def prepare(model: "Model", ctx: "Compilation") -> None:
         recognize.layer_norm(g)  # F.layer_norm, where it wrote nine
 
 
+CONTIGUOUS = Option("--contiguous", "contiguous",
+                    "keep the 2-D convolution filters (and so the activations) in torch's default "
+                    "contiguous NCHW layout where the module would hold them channels-last (convert "
+                    "falls back to it when the channels-last module fails the check)",
+                    action="store_true", default=False)
+
+
 def spell(name: str) -> str:
     """How generated code writes the torch function a cell names (``F`` is torch.nn.functional,
     ``torch.Tensor.view`` is the method ``.view``)."""
@@ -92,7 +99,7 @@ def spell(name: str) -> str:
 TARGET = Target(
     name=NAME, title="PyTorch", **package_fields(codegen, runtime), suffix="_pytorch", written="model",
     integer_plan=quant.integer_plan,
-    legal_dtypes=legal_dtypes, fold=True, accepts=accepts, prepare=prepare, options=(FLOAT_QUANTIZATION,),
+    legal_dtypes=legal_dtypes, fold=True, accepts=accepts, prepare=prepare, options=(FLOAT_QUANTIZATION, CONTIGUOUS),
     extra={"spell": spell},
     doc="a standalone torch.nn.Module (model.py) and its weights (weights.safetensors)",
 )

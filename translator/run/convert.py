@@ -155,6 +155,9 @@ def _fallbacks(features: set[str]) -> list[tuple[dict[str, Any], str, str]]:
     """What ``convert`` writes instead, in order, when an artifact with these features fails its
     check: (the compile options, why, what is written)."""
     out: list[tuple[dict[str, Any], str, str]] = []
+    if "channels_last" in features:  # the PyTorch target's NHWC filters
+        out.append(({"contiguous": True}, "the channels-last convolutions fail the check",
+                    "its convolutions over contiguous (NCHW) tensors"))
     if "int8_recurrence" in features:
         out.append(({"float_recurrence": True}, "the integer LSTM kernels fail the check",
                     "the LSTMs in float over their int8 weights"))
