@@ -159,7 +159,7 @@ def time_model(path: Path, npz: Path | None, targets: list[str], n: int, threads
                     if floor is not None:
                         cell["framework"] = floor
             elif t == "onnx":
-                target, art, convert_s = peers.convert_ours("onnx", path, out_dir)
+                target, art, convert_s = peers.convert_ours("onnx", path, out_dir, feeds)
                 written = out_dir / "ours_onnx"  # the saved file, in a session set up as the source's
                 mine = session(written if written.is_file() else written / "model.onnx", threads)
                 lat = peers.timed({"ours": lambda: mine.run(None, feeds), "source": src_call}, n)

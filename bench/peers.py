@@ -209,7 +209,7 @@ def compare_pytorch(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: P
     """opbridge's module and onnx2torch's, timed in one process of the peers venv (same torch
     build, same thread count, same input tensors); ours also run here once through its runner."""
     try:
-        target, art, convert_s = convert_ours("pytorch", path, out_dir)
+        target, art, convert_s = convert_ours("pytorch", path, out_dir, feeds)
         ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": target.prepared(art)(feeds)}
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
         return failed(exc), run_subprocess_peer("onnx2torch", path, feeds, n, out_dir, ["--threads", str(threads)])
@@ -248,7 +248,7 @@ def compare_openvino(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: 
     config = dict(CPU_CONFIG, INFERENCE_NUM_THREADS=threads)
     compiled = {}
     try:
-        target, art, convert_s = convert_ours("openvino", path, out_dir)
+        target, art, convert_s = convert_ours("openvino", path, out_dir, feeds)
         ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": target.prepared(art)(feeds)}
         compiled["ours"] = core().compile_model(art.model, "CPU", config)
     except Exception as exc:  # noqa: BLE001 - a failed conversion is a result; the peer still runs
@@ -288,7 +288,7 @@ def compare_tflite(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir: Pa
     ``invoke()`` timed, the two alternating. Our outputs come from ``tflite.runner``."""
     extra = ["--threads", str(threads)]
     try:
-        target, art, convert_s = convert_ours("tflite", path, out_dir)
+        target, art, convert_s = convert_ours("tflite", path, out_dir, feeds)
         call = target.prepared(art)
         ours = {"ok": True, "convert_s": convert_s, "transposes": art.transposes, "outputs": call(feeds)}
         from emitters.tensorflow import feed_arrays
@@ -365,7 +365,7 @@ def compare_recurrent(path: Path, feeds: dict[str, np.ndarray], n: int, out_dir:
     theirs: dict[str, Any] = {"ok": True, "outputs": sess.run(None, feeds)}
     calls = {"onnxruntime": lambda: sess.run(None, feeds)}
     try:
-        target, art, convert_s = convert_ours("pytorch", path, out_dir)
+        target, art, convert_s = convert_ours("pytorch", path, out_dir, feeds)
         call = target.prepared(art)
         ours: dict[str, Any] = {"ok": True, "convert_s": convert_s, "outputs": call(feeds),
                                 "native_kernel": "_rnn_native(" in art.source.split("\nclass ")[-1]}

@@ -87,3 +87,40 @@ def test_the_share_of_nodes_xnnpack_takes_is_summed_per_artifact_and_ours_names_
     assert "of those computing values (float, 8/16-bit): every one on 1/2, median 75.0 %" in ours
     assert ours.endswith("left to builtin kernels: GATHER 1 (in 1), SHAPE 1 (in 1)")
     assert "onnx2tf: every node delegated on 1/2" in peer and "left to" not in peer
+
+
+def test_the_fallback_probe_checks_on_the_timed_inputs(tmp_path, monkeypatch):
+    """An artifact with a fallback (a channels-last PyTorch module) is checked by ``convert``
+    on the inputs the bench times, to learn which form ``convert`` writes: random inputs at
+    other sizes can be ones the model cannot run (speechmos_aecmos: an initial GRU state of
+    batch 1 beside a symbolic batch), and then the bench lost the model."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    import opbridge
+
+    peers = latency.peers_py()
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal([32, 1, 3, 3]).astype(np.float32)
+    w2 = rng.standard_normal([32, 32, 3, 3]).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["c", "w2"], ["y"], pads=[1, 1, 1, 1])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+         helper.make_tensor("w2", TensorProto.FLOAT, w2.shape, w2.ravel())])
+    path = tmp_path / "cnn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    feeds = {"x": rng.standard_normal([2, 1, 8, 8]).astype(np.float32)}
+    seen = []
+    real = opbridge.convert
+
+    def spy(*args, **kw):
+        seen.append(kw.get("inputs"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(opbridge, "convert", spy)
+    target, art, _ = peers.convert_ours("pytorch", path, tmp_path / "work", feeds)
+    assert "channels_last" in art.source and len(seen) == 1 and seen[0] is feeds, seen
