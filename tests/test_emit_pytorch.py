@@ -3,6 +3,7 @@ torch.export, runtime helpers and the snippet table."""
 from __future__ import annotations
 
 import ast
+import re
 import os
 import subprocess
 import sys
@@ -1005,3 +1006,95 @@ def test_convert_falls_back_to_contiguous_filters_when_channels_last_fails_the_c
     assert rec["fell_back_to"] == {"contiguous": True}, rec.get("fell_back_to")
     assert any("--contiguous" in w for w in rec.get("warnings", [])), rec.get("warnings")
     assert "channels_last" not in (tmp_path / "out" / pt.MODULE_FILE).read_text()
+
+
+# ----------------------------------------------------------------------------- in place
+def _residual_net() -> "onnx.ModelProto":
+    """conv → relu → conv → add(skip: the first relu) → relu, plus cases that must not be in
+    place: a relu of the input, of a value read twice, of a view (reshape), a broadcasting add,
+    a sigmoid of a mul and a sub whose second operand is the fresh one."""
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal([8, 3, 3, 3]) / 5).astype(np.float32)
+    w2 = (rng.standard_normal([8, 8, 3, 3]) / 8).astype(np.float32)
+    bias = rng.standard_normal([1, 8, 1, 1]).astype(np.float32)
+    inits = [helper.make_tensor("w1", TensorProto.FLOAT, w1.shape, w1.ravel()),
+             helper.make_tensor("w2", TensorProto.FLOAT, w2.shape, w2.ravel()),
+             helper.make_tensor("bias", TensorProto.FLOAT, bias.shape, bias.ravel()),
+             helper.make_tensor("flat", TensorProto.INT64, [2], [1, -1])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"]),
+             helper.make_node("Relu", ["x"], ["rx"]),                      # a graph input
+             helper.make_node("Conv", ["x", "w1"], ["c3"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c3"], ["r3"]),                     # c3 is read twice
+             helper.make_node("Add", ["r3", "c3"], ["twice"]),
+             helper.make_node("Conv", ["x", "w1"], ["c5"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c5", "flat"], ["view"]),
+             helper.make_node("Relu", ["view"], ["rv"]),                   # a view of c5
+             helper.make_node("Conv", ["x", "w1"], ["c6"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c6"], ["r6"]),                     # c6 is a graph output
+             helper.make_node("Conv", ["x", "w1"], ["c4"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("ReduceMean", ["c4"], ["m"], keepdims=1),
+             helper.make_node("Add", ["m", "bias"], ["b"]),                # broadcasts m: not in place
+             helper.make_node("Mul", ["b", "b"], ["bb"]),
+             helper.make_node("Sigmoid", ["bb"], ["sb"]),                   # mul's output: in place
+             helper.make_node("Sub", ["bias", "sb"], ["d"])]                # the second operand: not
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ("y", "rx", "twice", "rv", "d", "c6", "r6")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_activations_and_adds_overwrite_a_fresh_operand_nothing_else_reads(tmp_path):
+    """A relu / sigmoid / tanh, an add or a sub writes over its operand where that is a new
+    tensor a convolution, product or arithmetic op wrote, read by nothing else and of the
+    output's shape and dtype (``nn.ReLU(inplace=True)``: no new pages per call); never over an
+    input, a value read twice, a view, a graph output or a broadcast operand. The values are
+    onnxruntime's, torch.export takes it, and in training its gradients are the out-of-place
+    module's (autograd keeps what it needs: only ops whose backward reads their output, or
+    nothing, are written in place, over outputs no backward reads)."""
+    import onnxruntime as ort
+
+    proto = _residual_net()
+    art = pt.emit(from_proto(proto))
+    src = art.source.split("def forward", 1)[1]
+    assert src.count(".relu_()") == 2 and src.count(".add_(") == 1 and src.count(".sigmoid_()") == 1, src
+    assert ".sub_(" not in src and "torch.relu(x)" in src, src
+    x = RNG.standard_normal([1, 3, 6, 5]).astype(np.float32)
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for w, got in zip(want, pt.run(art, {"x": x})):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    _export_ok(art, {"x": x})
+    m = art.instantiate().train()
+    xt = torch.from_numpy(x).requires_grad_(True)
+    sum(o.sum() for o in m(xt)).backward()
+    plain = pt.emit(from_proto(proto), fold=True)
+    plain_src = plain.source.replace(".relu_()", ".relu()").replace(".sigmoid_()", ".sigmoid()")
+    plain_src = re.sub(r"(\w+)\.add_\(", r"torch.add(\1, ", plain_src)
+    ns: dict = {}
+    exec(compile(plain_src, "<plain>", "exec"), ns)  # noqa: S102 - our own generated code
+    ref = ns[plain.class_name]()
+    ref.load_state_dict(plain.state_dict())
+    xr = torch.from_numpy(x).requires_grad_(True)
+    sum(o.sum() for o in ref.train()(xr)).backward()
+    torch.testing.assert_close(xt.grad, xr.grad)
+    for (name, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+def test_nothing_is_written_in_place_where_a_subgraph_may_read_it():
+    """A graph with a Loop: its body may read any outer value, which no use list records."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["c", "c"], ["c2"]), helper.make_node("Identity", ["cond"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("c2", TensorProto.FLOAT, [2])])
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+         helper.make_node("Loop", ["n", "", "r"], ["out"], body=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])])
+    art = pt.emit(from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
+    assert "_()" not in art.source.split("def forward", 1)[1] and ".add_(" not in art.source, art.source

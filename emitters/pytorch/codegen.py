@@ -42,6 +42,7 @@ from translator.compile.registry import Refusal, rules, snippet_of
 from translator.compile.render import ident, literal
 from translator.table.loader import Tables
 
+from .elementwise import FRESH, in_place
 from .node import Binder, NodeEmit
 from .registry import NAME
 from .runtime import WEIGHTS_FILE, PyTorchArtifact
@@ -117,6 +118,11 @@ class Codegen:
         #: layers written as ``torch.nn`` submodules: (attribute name, constructor code,
         #: {parameter name: its array}); their weights load as ``<name>.<parameter>``
         self.modules: list[tuple[str, str, dict[str, np.ndarray]]] = []
+        #: ids of the top graph's values a ``FRESH`` op wrote as a new tensor (``elementwise.in_place``
+        #: may overwrite them); None while a graph with subgraphs (which may read any value) is written
+        self.fresh_values: set[int] = set()
+        self.fresh_made: set[int] = set()  # outputs a node's one call wrote (not an alias)
+        self._in_top = False
         #: id of a node a rule wrote together with its producer (a bias added by a
         #: ``torch.nn.Linear``) → the value whose expression its one output takes
         self.absorbed: dict[int, Value] = {}
@@ -193,11 +199,21 @@ class Codegen:
 
     # ------------------------------------------------------------------ graphs
     def graph_body(self, g: Graph, top: bool = False) -> None:
-        for node in g.nodes:
-            if top and _load_time(node, g, self.load_time):
-                self.prepared_node(node)
-            else:
-                self.node(node)
+        outer = self._in_top
+        # in place only in a top graph without subgraphs (a loop body reads values no use lists)
+        self._in_top = top and not any(True for n in g.nodes for _ in n.subgraphs())
+        outputs = {id(v) for v in g.outputs}
+        try:
+            for node in g.nodes:
+                if top and _load_time(node, g, self.load_time):
+                    self.prepared_node(node)
+                else:
+                    self.node(node)
+                    if self._in_top and node.op in FRESH and len(node.outputs) == 1 \
+                            and id(node.outputs[0]) not in outputs and id(node.outputs[0]) in self.fresh_made:
+                        self.fresh_values.add(id(node.outputs[0]))
+        finally:
+            self._in_top = outer
 
     def prepared_node(self, node: Node) -> None:
         """``node`` computed once in ``_prepare`` into a buffer that ``forward`` reads."""
@@ -273,7 +289,7 @@ class Codegen:
         e = NodeEmit(self, node)
         start = len(self.scope.lines)
         try:
-            code = self.code(e)
+            code = (in_place(e) if self._in_top else None) or self.code(e)
         except Unsupported as exc:
             # reported to the pipeline with the others (``Rejected``); the outputs get names so
             # the rest of the graph is still written and its refusals found in the same pass
@@ -283,6 +299,8 @@ class Codegen:
             return
         if isinstance(code, str):
             e.assign(code)
+            if re.fullmatch(r"[\w.]+\(.*\)", code, re.S):
+                self.fresh_made.add(id(node.outputs[0]))  # a call's new tensor (a bare name: an alias)
         else:
             for line in code:
                 self.emit(line)

@@ -224,3 +224,48 @@ def bit_cast(e: NodeEmit) -> str:
 # ----------------------------------------------------------------------------- reductions
 
 
+
+
+# ----------------------------------------------------------------------------- in place
+#: ops whose output a rule writes as a new tensor that autograd does not keep (their backward
+#: reads their inputs, not their output): an in-place op may overwrite it
+FRESH = frozenset({"conv", "conv_transpose", "gemm", "matmul", "add", "sub", "mul", "div", "batch_normalization", "concat"})
+#: unary ops with an in-place method whose backward reads the output (or nothing)
+_UNARY_IN_PLACE = {"relu": "relu_", "sigmoid": "sigmoid_", "tanh": "tanh_"}
+_FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+
+def in_place(e: NodeEmit) -> str | None:
+    """The node written in place over an operand that nothing else reads (``c.relu_()``,
+    ``c.add_(skip)``), as ``nn.ReLU(inplace=True)`` does: no new tensor, so no fresh pages to
+    fault in (a [1, 128, 900, 161] activation is 74 MB, and glibc hands a block that size out
+    as new zeroed pages on every call). Only where that is the same computation and the same
+    gradients: the operand is a new float tensor of the output's shape and dtype, written by a
+    ``FRESH`` op of this graph (``Codegen.fresh_values``), read once, not a graph output; a
+    relu, sigmoid or tanh (whose backward reads its output), an add (either operand) or a sub
+    (the first). Else None (the rule writes it)."""
+    op = e.node.op
+    if op in _UNARY_IN_PLACE:
+        return f"{e.x(0)}.{_UNARY_IN_PLACE[op]}()" if _overwritable(e, 0) else None
+    if op not in ("add", "sub"):
+        return None
+    for i in ((0, 1) if op == "add" else (0,)):
+        if not _overwritable(e, i):
+            continue
+        j = 1 - i
+        other = e.number(j, i)
+        if other is None:
+            if e.dtype_id(j) != e.dtype_id(i):
+                return None
+            other = e.x(j)
+        return f"{e.x(i)}.{op}_({other})"
+    return None
+
+
+def _overwritable(e: NodeEmit, i: int) -> bool:
+    v, out = e.v(i), e.node.outputs[0]
+    if v is None or id(v) not in e.cg.fresh_values or len(v.uses) != 1 or len(e.node.outputs) != 1:
+        return False
+    shape = v.type.shape
+    return (v.type.dtype in _FLOATS and out.type.dtype == v.type.dtype and shape is not None
+            and out.type.shape is not None and tuple(shape) == tuple(out.type.shape))
