@@ -1098,3 +1098,35 @@ def test_nothing_is_written_in_place_where_a_subgraph_may_read_it():
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])])
     art = pt.emit(from_proto(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
     assert "_()" not in art.source.split("def forward", 1)[1] and ".add_(" not in art.source, art.source
+
+
+def test_no_op_nodes_are_the_same_tensor_and_a_returned_one_is_a_copy():
+    """An identity, a full slice and a pad by nothing are their input under a new name (no copy
+    per call), a gather of one constant index is a Python-int select (``state[0]``); where the
+    graph returns such a value it is a copy (an output is never an input or another output)."""
+    starts = helper.make_tensor("st", TensorProto.INT64, [1], [0])
+    ends = helper.make_tensor("en", TensorProto.INT64, [1], [2**62])
+    zero = helper.make_tensor("zero", TensorProto.INT64, [], [1])
+    nodes = [helper.make_node("Identity", ["x"], ["i1"]),
+             helper.make_node("Slice", ["i1", "st", "en"], ["s1"]),
+             helper.make_node("Gather", ["s1", "zero"], ["g1"], axis=0),
+             helper.make_node("Relu", ["g1"], ["y"]),
+             helper.make_node("Identity", ["x"], ["returned"]),
+             helper.make_node("Gather", ["x", "zero"], ["g2"], axis=1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "returned", "g2")],
+                          [starts, ends, zero])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    art = pt.emit(from_proto(proto))
+    fwd = art.source.split("def forward", 1)[1]
+    assert fwd.count("torch.clone(") == 2 and "[1]" in fwd and "torch.tensor(1" not in fwd, fwd
+    x = _x(3, 4)
+    y, returned, g2 = pt.run(art, {"x": x})
+    np.testing.assert_array_equal(y, np.maximum(x[1], 0))
+    np.testing.assert_array_equal(returned, x)
+    np.testing.assert_array_equal(g2, x[:, 1])
+    m = art.instantiate()
+    xt = torch.from_numpy(x)
+    outs = m(xt)
+    assert all(o.data_ptr() != xt.data_ptr() for o in outs[1:])  # copies, not the input
+    _export_ok(art, {"x": x})

@@ -280,3 +280,37 @@ def test_a_gather_by_irregular_constant_indices_stays(shape, idx):
     g = _gather_nd_graph(shape, idx)
     assert static_index.run(g) == 0
     assert [n.op for n in g.nodes] == ["gather_nd"]
+
+
+def test_prune_removes_what_nothing_reads_and_keeps_what_an_output_or_a_subgraph_reads():
+    """A chain whose end nothing reads goes whole (a folded branch's condition: Shape → Gather
+    → Equal); a graph output, a node a subgraph reads, and a node with one read output of two
+    stay; ``fold`` runs it with the other folding passes."""
+    from translator.compile.pipeline import fold
+
+    g = Graph()
+    x = g.add_input("x", TensorType("float32", ("n", 3)))
+    shp = g.add_node("shape", [x], outputs=["s"]).outputs[0]
+    idx = g.add_constant("i", np.asarray(0, dtype=np.int64), "int64")
+    d0 = g.add_node("gather", [shp, idx], outputs=["d0"]).outputs[0]
+    one = g.add_constant("one", np.asarray(1, dtype=np.int64), "int64")
+    g.add_node("equal", [d0, one], outputs=["eq"])                       # read by nothing
+    y = g.add_node("relu", [x], outputs=["y"]).outputs[0]
+    top = g.add_node("top_k", [x, g.add_constant("k", np.asarray([1], np.int64), "int64")], {"axis": 1},
+                     outputs=["values", "indices"])                        # only its values are read
+    inner = g.add_node("neg", [x], outputs=["inner"]).outputs[0]           # read in a subgraph only
+    body = Graph("then")
+    body.outputs = [body.add_node("identity", [inner], outputs=["t"]).outputs[0]]
+    other = Graph("else")
+    other.outputs = [other.add_node("identity", [top.outputs[0]], outputs=["e"]).outputs[0]]
+    cond = g.add_input("c", TensorType("bool", ()))
+    z = g.add_node("if", [cond], {"then_branch": body, "else_branch": other}, outputs=["z"]).outputs[0]
+    g.outputs = [y, z]
+    assert fold_constants.prune(g) == 3
+    assert sorted(n.op for n in g.nodes) == ["if", "neg", "relu", "top_k"]
+    g2 = Graph()
+    x2 = g2.add_input("x", TensorType("float32", (2,)))
+    g2.add_node("sigmoid", [g2.add_node("exp", [x2], outputs=["a"]).outputs[0]], outputs=["b"])
+    g2.outputs = [g2.add_node("relu", [x2], outputs=["r"]).outputs[0]]
+    fold(g2)
+    assert [n.op for n in g2.nodes] == ["relu"]

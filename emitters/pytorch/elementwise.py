@@ -12,12 +12,13 @@ from .registry import rule
 # ----------------------------------------------------------------------------- values
 @rule("identity")
 def identity(e: NodeEmit) -> str:
+    """The same tensor under another name (``NodeEmit.same``)."""
     v = e.v(0)
     if v is not None and v.type.kind == "sequence":
         return f"list({e.x(0)})"
     if v is not None and v.type.kind == "optional":
         return e.x(0)
-    return f"torch.clone({e.x(0)})"
+    return e.same(e.x(0))
 
 
 def _const_array(e: NodeEmit) -> np.ndarray:

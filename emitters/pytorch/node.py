@@ -278,6 +278,16 @@ class NodeEmit:
         return list(d) if isinstance(d, tuple) else d
 
     # ------------------------------------------------------------------ outputs and code
+    def same(self, x: str) -> str:
+        """``x`` itself as this node's output (a no-op: an identity, a full slice), or a copy
+        where the graph returns it, so that an output is never one of the module's inputs or
+        another output. Never overwritten in place (``elementwise.in_place`` writes over the
+        outputs of ``FRESH`` ops only)."""
+        g = self.node.graph
+        if g is None or any(o is v for o in g.outputs for v in self.node.outputs):
+            return f"torch.clone({x})"
+        return x
+
     @property
     def outs(self) -> list[str]:
         if self._outs is None:

@@ -185,7 +185,7 @@ def slice_(e: NodeEmit) -> str:
     while items and items[-1] == ":":
         items.pop()
     src = f"torch.flip({x}, {literal(flips)})" if flips else x
-    return f"{src}[{', '.join(items)}]" if items else src if flips else f"torch.clone({x})"
+    return f"{src}[{', '.join(items)}]" if items else src if flips else e.same(x)
 
 
 @rule("split")
@@ -261,7 +261,7 @@ def pad(e: NodeEmit) -> str:
         else:
             raise e.refuse("unsupported_attribute_value", f"pad mode {mode!r}")
         y = f"{y}.index_select({d}, {idx})"
-    return y if y != x else f"torch.clone({x})"
+    return y if y != x else e.same(x)
 
 
 @rule("center_crop_pad")
@@ -299,10 +299,14 @@ def _wrap(e: NodeEmit, i: int, dim: str) -> str:
 
 @rule("gather")
 def gather(e: NodeEmit) -> str:
+    """Indexing; one constant index (0-d) is a Python int (``state[0]``: a select, where a
+    0-d index tensor is advanced indexing, a copy through the index kernels)."""
     a = int(e.attr("axis"))
-    if a < 0:
-        return f"{e.x(0)}[..., {e.x(1)}{', :' * (-a - 1)}]"
-    return f"{e.x(0)}{_index(a, e.x(1))}"
+    i = e.const(1)
+    one = i is not None and i.ndim == 0 and i.dtype.kind in "iu"
+    idx = str(int(i)) if one else e.x(1)
+    y = f"{e.x(0)}[..., {idx}{', :' * (-a - 1)}]" if a < 0 else f"{e.x(0)}{_index(a, idx)}"
+    return e.same(y) if one else y  # (a select is a view of the input: a copy where it is returned)
 
 
 @rule("gather_elements")

@@ -78,7 +78,8 @@ def every_graph(g: Graph) -> list[Graph]:
 
 def fold(g: Graph, rounds: int = 64) -> None:
     """Fold constants, then re-infer shapes (a folded pads/scales input makes a shape static,
-    whose ``shape`` then folds in turn), until nothing more folds."""
+    whose ``shape`` then folds in turn), and remove what nothing reads, until nothing more
+    changes."""
     from ..ir.infer import infer
     from .passes import control, fold_constants, shape_values, static_index
 
@@ -87,6 +88,7 @@ def fold(g: Graph, rounds: int = 64) -> None:
         changed += sum(shape_values.run(sub) for sub in every_graph(g))
         changed += sum(static_index.run(sub) for sub in every_graph(g))
         changed += sum(control.inline_constant_ifs(sub) for sub in every_graph(g))
+        changed += sum(fold_constants.prune(sub) for sub in every_graph(g))
         if not changed:
             return
         try:

@@ -143,3 +143,18 @@ def fold_node(graph: Graph, node: Node) -> bool:
         return False
     _replace(graph, node, arrays)
     return True
+
+
+def prune(graph: Graph) -> int:
+    """Nodes whose outputs nothing reads (no use in this graph or a subgraph, not a graph
+    output) are removed, last first, so a chain that fed only them goes too: what a folded
+    branch left behind (silero VAD's ``Shape → Gather → Equal`` that chose an ``If``'s branch
+    stays in the graph after the branch is inlined, computed on every call). ONNX ops have no
+    side effects; a random op whose draw nothing reads is not observable either."""
+    removed = 0
+    outputs = {id(v) for v in graph.outputs}
+    for node in reversed(list(graph.nodes)):
+        if node.outputs and all(not v.uses and id(v) not in outputs for v in node.outputs):
+            graph.remove_node(node)
+            removed += 1
+    return removed
