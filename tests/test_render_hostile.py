@@ -125,7 +125,7 @@ def test_a_raw_string_never_reaches_code_unquoted():
 def _minimal_pytorch() -> dict[str, Any]:
     return dict(class_name="M", version="0", source="m.onnx", ops={}, weights_file="w.safetensors", helpers=[],
                 buffers=[], modules=[], input_names=R.code_lines(["x"]), output_names=["y"], body=R.code_lines(["y = x"]),
-                returns=R.code_lines(["y"]), legalized={}, prepared=[], prepare=R.code_lines([]))
+                returns=R.code_lines(["y"]), legalized={}, prepared=[], prepare=R.code_lines([]), channels_last=False)
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1e-300, "a\u2028b", "é", b"x".decode()])
