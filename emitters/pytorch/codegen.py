@@ -118,10 +118,10 @@ class Codegen:
         #: layers written as ``torch.nn`` submodules: (attribute name, constructor code,
         #: {parameter name: its array}); their weights load as ``<name>.<parameter>``
         self.modules: list[tuple[str, str, dict[str, np.ndarray]]] = []
-        #: ids of the top graph's values a ``FRESH`` op wrote as a new tensor (``elementwise.in_place``
-        #: may overwrite them); None while a graph with subgraphs (which may read any value) is written
+        #: ids of the top graph's values a ``FRESH`` op wrote as a new tensor, one call's result
+        #: and not a graph output (``elementwise.in_place`` may overwrite them); ``_in_top``: a
+        #: top graph without subgraphs is being written (a body may read any outer value)
         self.fresh_values: set[int] = set()
-        self.fresh_made: set[int] = set()  # outputs a node's one call wrote (not an alias)
         self._in_top = False
         #: id of a node a rule wrote together with its producer (a bias added by a
         #: ``torch.nn.Linear``) → the value whose expression its one output takes
@@ -200,18 +200,13 @@ class Codegen:
     # ------------------------------------------------------------------ graphs
     def graph_body(self, g: Graph, top: bool = False) -> None:
         outer = self._in_top
-        # in place only in a top graph without subgraphs (a loop body reads values no use lists)
         self._in_top = top and not any(True for n in g.nodes for _ in n.subgraphs())
-        outputs = {id(v) for v in g.outputs}
         try:
             for node in g.nodes:
                 if top and _load_time(node, g, self.load_time):
                     self.prepared_node(node)
                 else:
                     self.node(node)
-                    if self._in_top and node.op in FRESH and len(node.outputs) == 1 \
-                            and id(node.outputs[0]) not in outputs and id(node.outputs[0]) in self.fresh_made:
-                        self.fresh_values.add(id(node.outputs[0]))
         finally:
             self._in_top = outer
 
@@ -299,8 +294,10 @@ class Codegen:
             return
         if isinstance(code, str):
             e.assign(code)
-            if re.fullmatch(r"[\w.]+\(.*\)", code, re.S):
-                self.fresh_made.add(id(node.outputs[0]))  # a call's new tensor (a bare name: an alias)
+            out = node.outputs[0]
+            if self._in_top and node.op in FRESH and len(node.outputs) == 1 and re.fullmatch(r"[\w.]+\(.*\)", code, re.S) \
+                    and not any(o is out for o in node.graph.outputs):  # (a bare name would be an alias)
+                self.fresh_values.add(id(out))
         else:
             for line in code:
                 self.emit(line)

@@ -225,8 +225,6 @@ def bit_cast(e: NodeEmit) -> str:
 # ----------------------------------------------------------------------------- reductions
 
 
-
-
 # ----------------------------------------------------------------------------- in place
 #: ops whose output a rule writes as a new tensor that autograd does not keep (their backward
 #: reads their inputs, not their output): an in-place op may overwrite it
